@@ -1,0 +1,33 @@
+# strae — the README's commands. `make setup` once, then `make test` / `make demo`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# The offline data mirror (layout of ../shared/data); override with STRAE_DATA_MIRROR=... make ...
+STRAE_DATA_MIRROR ?= $(abspath ../shared/data)
+export STRAE_DATA_MIRROR
+# Compute steps never reach the HF hub; downloads happen only in fetch steps.
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+
+.PHONY: setup test demo clean lint
+
+$(BIN)/strae: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	@touch $(BIN)/strae
+
+setup: $(BIN)/strae
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+demo: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores 2 --configfile config/quick.yaml results/table2.csv
+
+lint: setup
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
+
+clean:
+	rm -rf results logs .snakemake

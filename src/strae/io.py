@@ -1,0 +1,113 @@
+"""Shared file helpers: atomic writes, checksums, JSON, and provenance records.
+
+Every output strae writes goes through these helpers so an interrupted step never leaves a file that
+looks complete (write to a temp file in the same directory, fsync, then rename).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+SCHEMA_VERSION = 1  # bump when the layout of evaluation JSON / scores.csv changes
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds.
+
+    Use for writers that want a file name (np.save, torch.save, sentencepiece, pandas).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[Any]:
+    """``open`` that writes to a temp file and renames it into place on success."""
+    with atomic_path(path) as tmp:
+        with open(tmp, mode, **kwargs) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as handle:
+        json.dump(obj, handle, indent=2, sort_keys=False, default=str)
+        handle.write("\n")
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk_size), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def project_root() -> Path:
+    """The repository root (where pyproject.toml lives) for an editable install; else the CWD."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "pyproject.toml").exists():
+            return parent
+    return Path.cwd()
+
+
+def git_sha() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=project_root(), capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    sha = out.stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=project_root(), capture_output=True, text=True
+    ).stdout.strip()
+    return sha + ("-dirty" if dirty else "")
+
+
+def provenance(**extra: Any) -> dict[str, Any]:
+    """Who/what/where made a result: package + library versions, git sha, host, time, plus ``extra``."""
+    import numpy
+    import torch
+
+    from strae import __version__
+
+    record: dict[str, Any] = {
+        "strae_version": __version__,
+        "git_sha": git_sha(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "hostname": platform.node(),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+    record.update(extra)
+    return record

@@ -1,0 +1,44 @@
+"""Device selection and seeding, shared by every trainer and encoder."""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import torch
+
+
+def resolve_device(requested: str | None = "auto") -> torch.device:
+    """``auto`` -> CUDA when available, else CPU. An explicit ``cuda`` without a GPU is an error."""
+    if requested in (None, "", "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(requested)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"--device {requested}: CUDA was requested but torch.cuda.is_available() is False")
+    return device
+
+
+def describe_device(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(device)}"
+    return f"cpu:{os.cpu_count()}cores:{torch.get_num_threads()}threads"
+
+
+def seed_everything(seed: int) -> None:
+    """Seed python, numpy and torch (CPU and CUDA) from one integer; seeds are always explicit."""
+    random.seed(seed)
+    np.random.seed(seed % (2**32))
+    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.cuda.manual_seed_all(seed)
+
+
+def bf16_autocast_supported(device: torch.device) -> bool:
+    """bf16 autocast pays off on CUDA and on CPUs with AMX/AVX512-BF16; elsewhere keep fp32."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    try:
+        capability = torch.backends.cpu.get_cpu_capability()
+    except AttributeError:  # pragma: no cover - very old torch
+        return False
+    return "AMX" in capability.upper() or "AVX512" in capability.upper()
