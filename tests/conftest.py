@@ -1,0 +1,33 @@
+"""Shared pytest fixtures: the offline data mirror (when present) and small helpers."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _find_mirror() -> Path | None:
+    env = os.environ.get("STRAE_DATA_MIRROR")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO_ROOT.parent / "shared" / "data")
+    for candidate in candidates:
+        if candidate.is_dir() and (candidate / "SHA256SUMS").exists():
+            return candidate.resolve()
+    return None
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    """The data mirror directory; tests that need it are skipped (with the reason) when it is absent."""
+    found = _find_mirror()
+    if found is None:
+        pytest.skip("offline data mirror not found (set STRAE_DATA_MIRROR or place ../shared/data)")
+    return found
