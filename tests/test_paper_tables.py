@@ -150,6 +150,22 @@ def test_duplicated_rows_agree_across_tables():
     assert float(t9["Lex Score"][0]) == pytest.approx(float(values("banyan_table2.csv", "++ CE loss", "Banyan")["Score"][0]))
 
 
+
+def test_parameter_counts_follow_the_model_equations():
+    """# Params = non-embedding parameters: linear functions 4u^2 + 3u (SemEval eqs.), diagonal functions 7u (Banyan
+    eqs. 7-8). The paper's k=64 u=4 row prints 88 (formula: 76); that cell must carry a note saying so."""
+    for r in read_table("selfstrae_table2.csv")[1]:
+        if r["column"] != "# Params":
+            continue
+        u = int(re.fullmatch(r"k=\d+ u=(\d+)", r["row"])[1])
+        if r["row"] == "k=64 u=4":
+            assert r["mean"] == "88" and "76" in r["note"], r
+        else:
+            assert int(r["mean"]) == 4 * u * u + 3 * u, r
+    params = {r["column"]: int(r["mean"]) for r in read_table("banyan_table6.csv")[1]}
+    assert params["Self-StrAE"] == 4 * 16 * 16 + 3 * 16  # the original k = u = 16 Self-StrAE
+    assert params["Banyan"] == 7 * 2  # the chosen k = 128, u = 2
+
 # ---- cross-check against the paper texts (skipped when ../shared/papers is absent) ----
 
 PAPER_FILE = {"selfstrae": "selfstrae_semeval2024.md", "banyan": "banyan.md"}
