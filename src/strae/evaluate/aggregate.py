@@ -1,0 +1,97 @@
+"""``strae aggregate --out results/scores.csv JSON...``: flatten evaluation JSONs into one tidy CSV.
+
+One row per (run x task) with an empty ``subset`` for the task's headline score, plus one row per (run x task x
+subset) for pooled tasks with per-subset scores. A failed run contributes one row per task it would have been
+evaluated on (``planned_tasks``) with ``status=failed`` and an empty score, so tables can show the failure.
+Columns: docs/CONTRACTS.md "Evaluation".
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from pathlib import Path
+from typing import Any, Iterable
+
+from strae.io import SCHEMA_VERSION, atomic_open, read_json
+
+COLUMNS = [
+    "schema_version", "language", "model", "setting", "seed", "status", "failure_reason", "variant", "task",
+    "subset", "level", "score", "n_pairs", "n_oov", "split", "encoder_id", "git_sha", "device", "source_json",
+]
+
+
+def _blank(value: Any) -> Any:
+    return "" if value is None else value
+
+
+def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    """The CSV rows of one evaluation JSON document."""
+    version = document.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise SystemExit(f"{source}: schema_version {version!r} is not {SCHEMA_VERSION}; re-run `strae evaluate`")
+    run = document.get("run") or {}
+    prov = document.get("provenance") or {}
+    encoder = document.get("encoder") or {}
+    base = {
+        "schema_version": version,
+        "language": _blank(run.get("language") or document.get("language")),
+        "model": _blank(run.get("model")),
+        "setting": _blank(run.get("setting")),
+        "seed": _blank(run.get("seed")),
+        "status": _blank(run.get("status")),
+        "failure_reason": _blank(run.get("failure_reason")),
+        "variant": _blank(document.get("variant")),
+        "encoder_id": _blank(encoder.get("encoder_id")),
+        "git_sha": _blank(prov.get("git_sha")),
+        "device": _blank(prov.get("device")),
+        "source_json": source,
+    }
+    rows: list[dict[str, Any]] = []
+    tasks = document.get("tasks") or {}
+    if run.get("status") == "failed" or not tasks:
+        for name in document.get("planned_tasks") or [""]:
+            rows.append({**base, "task": name, "subset": "", "level": "", "score": "", "n_pairs": "",
+                         "n_oov": "", "split": ""})
+        return rows
+    for name, record in tasks.items():
+        common = {**base, "task": name, "level": record.get("level", ""), "split": record.get("split", "")}
+        rows.append({**common, "subset": "", "score": _blank(record.get("score")),
+                     "n_pairs": record.get("n_pairs", ""), "n_oov": record.get("n_oov", "")})
+        for subset, sub in (record.get("subsets") or {}).items():
+            rows.append({**common, "subset": subset, "score": _blank(sub.get("score")),
+                         "n_pairs": sub.get("n_pairs", ""), "n_oov": _blank(sub.get("n_oov"))})
+    return rows
+
+
+def aggregate(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        path = Path(path)
+        if not path.exists():
+            raise SystemExit(f"{path}: evaluation JSON not found")
+        rows.extend(rows_from_document(read_json(path), str(path)))
+    return rows
+
+
+def write_scores_csv(rows: list[dict[str, Any]], out: str | Path) -> None:
+    with atomic_open(out, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, extrasaction="raise")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow(row)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="strae aggregate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", required=True, help="CSV to write (e.g. results/scores.csv)")
+    parser.add_argument("json", nargs="+", help="evaluation JSON files (strae evaluate --out)")
+    args = parser.parse_args(argv)
+    rows = aggregate(args.json)
+    write_scores_csv(rows, args.out)
+    print(f"wrote {args.out}: {len(rows)} rows from {len(args.json)} files")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""``strae evaluate``: zero-shot evaluation of one encoder on one language's tasks; writes versioned JSON.
+
+    strae evaluate --model SPEC --lang L --variant paper|official --out PATH.json [--tasks a,b]
+                   [--encoder-option k=v ...] [--config config/config.yaml] [--batch-size N]
+
+SPEC is a builtin encoder name (``random-token``) or a run directory (``encoder.json`` inside). A run directory
+whose training failed (no ``encoder.json``, ``train.json`` status ``failed``) still gets a result file, with
+``run.status == "failed"`` and no task scores, and the command exits 0 so the workflow can report the failure
+in tables instead of stopping. Layout of the JSON: docs/CONTRACTS.md "Evaluation".
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import yaml
+from tqdm.auto import tqdm
+
+from strae.encode import Encoder, load_encoder
+from strae.evaluate import metrics
+from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_task_names, load_tasks, make_resolver, \
+    read_pairs
+from strae.io import SCHEMA_VERSION, provenance, read_json, sha256_file, write_json
+
+DEFAULT_CONFIG = "config/config.yaml"
+DEFAULT_TASKS_FILE = "config/tasks.yaml"
+
+
+# ----------------------------------------------------------------------------------------------- encoding
+def _check_embeddings(array: Any, n: int, method: str, encoder: Encoder) -> np.ndarray:
+    array = np.asarray(array)
+    if array.ndim != 2 or array.shape[0] != n:
+        raise SystemExit(
+            f"encoder {encoder.encoder_id!r}: {method} returned shape {array.shape} for {n} inputs (expected (n, d))"
+        )
+    return array.astype(np.float32, copy=False)
+
+
+def encode_texts(encoder: Encoder, texts: Sequence[str], level: str, batch_size: int | None) -> np.ndarray:
+    """Encode unique texts once (eval files repeat sentences) and return rows in the order of ``texts``."""
+    unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
+    unique_list = [str(t) for t in unique]
+    kwargs = {"batch_size": batch_size} if batch_size else {}
+    if level == "word":
+        vectors = encoder.encode_words(unique_list, **kwargs)
+        method = "encode_words"
+    else:
+        vectors = encoder.encode_sentences(unique_list, **kwargs)
+        method = "encode_sentences"
+    vectors = _check_embeddings(vectors, len(unique_list), method, encoder)
+    return vectors[inverse.reshape(-1)]
+
+
+def encode_pairs(encoder: Encoder, pairs: PairSet, level: str, batch_size: int | None) -> tuple[np.ndarray, np.ndarray]:
+    both = encode_texts(encoder, pairs.left + pairs.right, level, batch_size)
+    return both[: len(pairs)], both[len(pairs):]
+
+
+# ----------------------------------------------------------------------------------------------- one task
+def _display_path(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None = None) -> dict[str, Any]:
+    """Score one task; returns the task's entry of the evaluation JSON. ``resolve``: registry name -> local path."""
+    started = time.perf_counter()
+    path = resolve(task.registry)
+    record: dict[str, Any] = {
+        "level": task.level, "split": task.split, "variant": task.variant, "language": task.language,
+        "registry": task.registry, "file": _display_path(path), "sha256": sha256_file(path),
+        "aggregation": task.aggregation, "similarity": "cosine", "metric": "spearman_x100",
+        "score_range": list(task.score_range),
+    }
+    if task.pooling:
+        record["pooling"] = " ".join(task.pooling.split())
+    full = read_pairs(path, task.level, task.rows)
+    subsets: dict[str, Any] = {}
+    if task.subsets:
+        # Pooled = concatenation of the subset files. Encode per subset, then pool; the year file must be exactly
+        # that concatenation, so the pooled score is provably a score of the declared file.
+        parts, sub_pairs = [], []
+        for subset in task.subsets:
+            sub_path = resolve(subset.registry)
+            pairs = read_pairs(sub_path, task.level, subset.rows)
+            left, right = encode_pairs(encoder, pairs, task.level, batch_size)
+            parts.append((left, right, pairs.gold))
+            sub_pairs.append(pairs)
+            subsets[subset.name] = {**metrics.score_pairs(left, right, pairs.gold).to_dict(),
+                                    "registry": subset.registry, "file": _display_path(sub_path),
+                                    "sha256": sha256_file(sub_path)}
+        joined = PairSet.concatenate(sub_pairs)
+        if joined.left != full.left or joined.right != full.right or not np.array_equal(joined.gold, full.gold):
+            raise SystemExit(
+                f"{path}: is not the concatenation of its subset files ({', '.join(s.registry for s in task.subsets)}) "
+                "in config/tasks.yaml order; fix the subsets list or the data"
+            )
+        result = metrics.score_pooled(parts)
+    else:
+        left, right = encode_pairs(encoder, full, task.level, batch_size)
+        result = metrics.score_pairs(left, right, full.gold)
+    record.update(result.to_dict())
+    record["subsets"] = subsets
+    record["seconds"] = round(time.perf_counter() - started, 3)
+    return record
+
+
+# ----------------------------------------------------------------------------------------------- whole run
+def _load_yaml(path: str | Path) -> dict[str, Any]:
+    from strae.data.registry import resolve_project_file
+
+    path = resolve_project_file(path)
+    if not path.exists():
+        raise SystemExit(f"{path}: config file not found (pass --config)")
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def select_tasks(catalog: TaskCatalog, config: dict[str, Any], language: str, variant: str,
+                 only: Sequence[str] | None = None, config_path: str = DEFAULT_CONFIG) -> list[Task]:
+    """The language block's tasks for ``variant``, or exactly ``only`` (validated against tasks.yaml)."""
+    names = list(only) if only else language_task_names(config, language, variant, config_path)
+    tasks = [catalog.get(name, variant) for name in names]
+    for task in tasks:
+        if task.language != language:
+            raise SystemExit(f"{catalog.source}: task {task.name!r} is declared for language {task.language!r}, "
+                             f"not {language!r}")
+    return tasks
+
+
+def failed_run_info(spec: str) -> dict[str, Any] | None:
+    """``run_info`` of a run directory whose training failed (train.json status failed, no encoder.json)."""
+    run_dir = Path(spec)
+    if not run_dir.is_dir() or (run_dir / "encoder.json").exists():
+        return None
+    train_json = run_dir / "train.json"
+    if not train_json.exists():
+        return None
+    train = read_json(train_json)
+    if train.get("status") != "failed":
+        return None
+    run = dict(train.get("run") or {})
+    run.update(status="failed", failure_reason=train.get("failure_reason") or "training failed (no reason recorded)")
+    return run
+
+
+def _run_record(encoder_info: dict[str, Any], language: str) -> dict[str, Any]:
+    run = {"language": language, "model": None, "setting": None, "seed": None, "status": "completed",
+           "failure_reason": None}
+    run.update({k: v for k, v in encoder_info.items() if v is not None})
+    return run
+
+
+def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAULT_CONFIG,
+             tasks_path: str | None = None, only: Sequence[str] | None = None,
+             encoder_options: dict[str, Any] | None = None, batch_size: int | None = None,
+             resources_dir: str | None = None, resolve=None, progress: bool = True) -> dict[str, Any]:
+    """Evaluate ``spec`` and return the evaluation JSON document (not written)."""
+    config = _load_yaml(config_path)
+    data_cfg = config.get("data") or {}
+    tasks_path = tasks_path or data_cfg.get("tasks") or DEFAULT_TASKS_FILE
+    catalog = load_tasks(tasks_path)
+    tasks = select_tasks(catalog, config, language, variant, only, config_path)
+    resources_dir = resources_dir or data_cfg.get("resources_dir") or "resources"
+    if resolve is None:
+        resolve = make_resolver(resources_dir, data_cfg.get("registry"))
+
+    extra_prov = {"command": ["strae", "evaluate", *sys.argv[2:]] if sys.argv[1:2] == ["evaluate"] else sys.argv,
+                  "config": str(config_path), "tasks_file": str(tasks_path),
+                  "tasks_file_sha256": sha256_file(catalog.source), "encoder_options": encoder_options or {}}
+    failed = failed_run_info(spec)
+    if failed is not None:
+        return {"schema_version": SCHEMA_VERSION, "variant": variant, "language": language,
+                "run": _run_record(failed, language), "encoder": {"encoder_id": spec, "run_dir": spec},
+                "planned_tasks": [t.name for t in tasks], "tasks": {},
+                "provenance": provenance(**extra_prov, seed=failed.get("seed"), device=None, data_files={})}
+
+    encoder = load_encoder(spec, **(encoder_options or {}))
+    described = encoder.describe()
+    results: dict[str, Any] = {}
+    bar = tqdm(tasks, desc=f"evaluate {language}/{variant}", unit="task", disable=not progress)
+    for task in bar:
+        bar.set_postfix_str(task.name)
+        results[task.name] = evaluate_task(encoder, task, resolve=resolve, batch_size=batch_size)
+    data_files = {r["registry"]: r["sha256"] for r in results.values()}
+    for r in results.values():
+        data_files.update({s["registry"]: s["sha256"] for s in r["subsets"].values()})
+    run = _run_record(encoder.run_info() or {}, language)
+    return {
+        "schema_version": SCHEMA_VERSION, "variant": variant, "language": language, "run": run,
+        "encoder": described, "planned_tasks": [t.name for t in tasks], "tasks": results,
+        "provenance": provenance(**extra_prov, seed=run.get("seed", described.get("seed")),
+                                 device=described.get("device", "cpu"), batch_size=batch_size,
+                                 data_files=data_files),
+    }
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+def _parse_option(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--encoder-option {text!r}: expected key=value")
+    return key, yaml.safe_load(value) if value else value  # "3" -> 3, "true" -> True, "remove" -> "remove"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="strae evaluate", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="builtin encoder (random-token) or a run directory")
+    parser.add_argument("--lang", required=True, help="language block in the config (e.g. en)")
+    parser.add_argument("--variant", required=True, choices=["paper", "official"])
+    parser.add_argument("--out", required=True, help="output JSON path (written atomically)")
+    parser.add_argument("--tasks", default=None, help="comma-separated task names (default: the language block's list)")
+    parser.add_argument("--encoder-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="passed to the encoder loader, e.g. stopwords=remove (repeatable)")
+    parser.add_argument("--config", default=DEFAULT_CONFIG)
+    parser.add_argument("--tasks-file", default=None, help="default: data.tasks of the config")
+    parser.add_argument("--resources-dir", default=None, help="default: data.resources_dir of the config")
+    parser.add_argument("--batch-size", type=int, default=None, help="inference batch size (never changes scores)")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def _summary_line(name: str, record: dict[str, Any]) -> str:
+    score = "null" if record["score"] is None else f"{record['score']:6.2f}"
+    extra = f"  ({record['reason']})" if record.get("reason") else ""
+    return f"{name:<16} {score}  n={record['n_pairs']} oov={record['n_oov']}{extra}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    options = dict(_parse_option(o) for o in args.encoder_option)
+    document = evaluate(args.model, args.lang, args.variant, config_path=args.config, tasks_path=args.tasks_file,
+                        only=only, encoder_options=options, batch_size=args.batch_size,
+                        resources_dir=args.resources_dir, progress=not args.quiet)
+    write_json(args.out, document)
+    if document["run"]["status"] == "failed":
+        print(f"{args.out}: run failed ({document['run']['failure_reason']}); recorded without scores")
+    else:
+        for name, record in document["tasks"].items():
+            print(_summary_line(name, record))
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
