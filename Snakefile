@@ -1,0 +1,29 @@
+# strae: corpus -> tokenizer -> model x setting x seed -> evaluation -> scores.csv -> the papers' tables and figures.
+#   snakemake --cores 8 results/table2.csv                                  (paper scale, config/config.yaml)
+#   snakemake --cores 2 --configfile config/quick.yaml results/table2.csv   (small CPU run, same DAG)
+# Everything users change lives in config/config.yaml (validated against workflow/schemas/config.schema.yaml).
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, schema="workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/tokenize.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/baselines.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        TABLE_TARGETS,
+        FIGURE_TARGETS,

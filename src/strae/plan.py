@@ -1,0 +1,197 @@
+"""The workflow's plan: which runs a (validated) config asks for, and config checks JSON Schema cannot express.
+
+The Snakefile imports this module so the DAG, the tests and anyone scripting around the workflow agree on one
+expansion of `experiments:` / `baselines:` into runs. Nothing here names a language, model or grid point: all of
+them come from the config.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+# ModelConfig.setting_name() layout (docs/CONTRACTS.md); parsed back to get the training flags of a run directory.
+SETTING_PATTERN = re.compile(
+    r"^(?P<objective>[a-z]+)_(?P<functions>[a-z]+)_(?P<structure>[a-z]+)_k(?P<k>\d+)_u(?P<u>\d+)$"
+)
+
+
+def setting_name(objective: str, functions: str, structure: str, k: int, u: int) -> str:
+    return f"{objective}_{functions}_{structure}_k{int(k)}_u{int(u)}"
+
+
+def parse_setting(name: str) -> dict[str, Any]:
+    match = SETTING_PATTERN.match(name)
+    if match is None:
+        raise ValueError(f"setting {name!r}: expected {{objective}}_{{functions}}_{{structure}}_k{{k}}_u{{u}}")
+    parts: dict[str, Any] = match.groupdict()
+    parts["k"], parts["u"] = int(parts["k"]), int(parts["u"])
+    return parts
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Run:
+    """One training job: (language, model, setting, seed); `experiment` says which experiment asked first."""
+
+    language: str
+    model: str
+    setting: str
+    seed: int
+    experiment: str = dataclasses.field(compare=False, default="")
+
+    @property
+    def run_dir(self) -> str:
+        return f"results/runs/{self.language}/{self.model}/{self.setting}/seed{self.seed}"
+
+    def eval_json(self, variant: str, option: str | None = None) -> str:
+        setting_dir = self.setting if not option else f"{self.setting}@{option}"
+        return f"results/eval/{self.language}/{self.model}/{setting_dir}/seed{self.seed}.{variant}.json"
+
+
+def experiment_settings(experiment: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settings (objective, functions, structure, k, u) of one experiment, grid first then points, deduplicated."""
+    settings: list[dict[str, Any]] = []
+    grid = experiment.get("grid")
+    if grid:
+        for objective, functions, structure, (k, u) in itertools.product(
+            grid["objective"], grid["functions"], grid["structure"], grid["ku"]
+        ):
+            settings.append(dict(objective=objective, functions=functions, structure=structure, k=k, u=u))
+    for point in experiment.get("points", []) or []:
+        settings.append({key: point[key] for key in ("objective", "functions", "structure", "k", "u")})
+    unique: dict[str, dict[str, Any]] = {}
+    for setting in settings:
+        unique.setdefault(setting_name(**setting), setting)
+    return list(unique.values())
+
+
+def model_runs(config: dict[str, Any], include_disabled: bool = False) -> list[Run]:
+    """Every Self-StrAE/Banyan run the enabled experiments ask for (shared runs listed once)."""
+    runs: dict[tuple, Run] = {}
+    default_seeds = config["scale"]["seeds"]
+    for name, experiment in config.get("experiments", {}).items():
+        if not include_disabled and not experiment.get("enabled", True):
+            continue
+        seeds = experiment.get("seeds", default_seeds)
+        for language in experiment["languages"]:
+            for setting in experiment_settings(experiment):
+                for seed in seeds:
+                    run = Run(language, experiment["model"], setting_name(**setting), int(seed), name)
+                    runs.setdefault((run.language, run.model, run.setting, run.seed), run)
+    return sorted(runs.values())
+
+
+def baseline_runs(config: dict[str, Any], baseline: str) -> list[Run]:
+    spec = config.get("baselines", {}).get(baseline)
+    if not spec or not spec.get("enabled", False):
+        return []
+    seeds = spec.get("seeds", config["scale"]["seeds"])
+    return [Run(lang, baseline, spec["setting"], int(seed), baseline) for lang in spec["languages"] for seed in seeds]
+
+
+def eval_targets(config: dict[str, Any]) -> list[str]:
+    """Every evaluation JSON the enabled experiments and baselines produce (the inputs of scores.csv)."""
+    variants = config["scale"].get("eval_variants", ["paper"])
+    targets = [run.eval_json(v) for run in model_runs(config) for v in variants]
+    for baseline, spec in (config.get("baselines") or {}).items():
+        for run in baseline_runs(config, baseline):
+            for option in (spec.get("eval_options") or {"plain": []}):
+                targets += [run.eval_json(v, None if option == "plain" else option) for v in variants]
+    return targets
+
+
+def train_flags(config: dict[str, Any], model: str, setting: str) -> str:
+    """The `strae train` flags of a run, every hyper-parameter explicit (no hidden defaults)."""
+    parts = parse_setting(setting)
+    preset = config["models"][model]
+    scale = config["scale"]
+    flags = [
+        f"--model {model}",
+        f"--structure {parts['structure']}",
+        f"--functions {parts['functions']}",
+        f"--objective {parts['objective']}",
+        f"--k {parts['k']}",
+        f"--u {parts['u']}",
+        f"--temperature {preset['temperature']}",
+        f"--lr {preset['lr'][parts['objective']]}",
+        f"--epochs {scale['epochs']}",
+        f"--batch-size {scale['batch_size']}",
+        f"--device {scale.get('device', 'auto')}",
+    ]
+    if preset.get("clip_grad_norm") is not None:
+        flags.append(f"--clip-grad-norm {preset['clip_grad_norm']}")
+    return " ".join(flags)
+
+
+def _registry_names(config: dict[str, Any]) -> set[str] | None:
+    path = Path(config["data"]["registry"])
+    if not path.exists():
+        return None  # the data layer reports a missing registry itself
+    with open(path, encoding="utf-8") as handle:
+        loaded = yaml.safe_load(handle) or {}
+    entries = loaded.get("entries", loaded) if isinstance(loaded, dict) else {}
+    return set(entries)
+
+
+def check_config(config: dict[str, Any]) -> list[str]:
+    """Checks that need more than one key at a time; each message starts with the offending key path."""
+    errors: list[str] = []
+    languages = config.get("languages") or {}
+    models = config.get("models") or {}
+    embedding = config["scale"]["embedding_size"]
+    registry = _registry_names(config)
+    for lang, block in languages.items():
+        sources = list(block.get("corpus") or []) + list(block.get("dev_corpus") or [])
+        if not block.get("corpus"):
+            errors.append(f"languages.{lang}.corpus: no corpus source; add {{registry|path|url|hf_dataset: ...}}")
+        for index, source in enumerate(sources):
+            if "path" in source and not Path(source["path"]).exists():
+                errors.append(f"languages.{lang}: corpus file {source['path']!r} (source {index}) does not exist")
+            if "registry" in source and registry is not None and source["registry"] not in registry:
+                errors.append(
+                    f"languages.{lang}: corpus registry name {source['registry']!r} is not in {config['data']['registry']}"
+                )
+            if "url" in source and "sha256" not in source:
+                errors.append(f"languages.{lang}: corpus url {source['url']!r} needs a sha256")
+        tokenizer = block.get("tokenizer") or {}
+        if tokenizer.get("kind") == "bpemb" and not (tokenizer.get("registry") or tokenizer.get("path")):
+            errors.append(f"languages.{lang}.tokenizer: kind bpemb needs `registry` or `path` of the model file")
+    for name, experiment in (config.get("experiments") or {}).items():
+        if experiment["model"] not in models:
+            errors.append(
+                f"experiments.{name}.model: unknown model {experiment['model']!r}; known: {sorted(models)}"
+            )
+        for lang in experiment["languages"]:
+            if lang not in languages:
+                errors.append(f"experiments.{name}.languages: {lang!r} has no block under `languages:` (no corpus)")
+        for setting in experiment_settings(experiment):
+            if setting["k"] * setting["u"] != embedding:
+                errors.append(
+                    f"experiments.{name}: k*u = {setting['k']}*{setting['u']} = {setting['k'] * setting['u']} "
+                    f"!= scale.embedding_size {embedding}"
+                )
+    for name, spec in (config.get("baselines") or {}).items():
+        for lang in spec.get("languages", []):
+            if lang not in languages:
+                errors.append(f"baselines.{name}.languages: {lang!r} has no block under `languages:`")
+        if spec.get("init") and spec["init"] not in (config.get("baselines") or {}):
+            errors.append(f"baselines.{name}.init: unknown baseline {spec['init']!r}")
+    for variant in config["scale"].get("eval_variants", ["paper"]):
+        for lang in {r.language for r in model_runs(config)}:
+            if lang in languages and not (languages[lang].get("eval") or {}).get(variant):
+                errors.append(f"languages.{lang}.eval.{variant}: no tasks listed, but scale.eval_variants has it")
+    return errors
+
+
+def table_numbers(tables: dict[str, Any], paper: str) -> list[str]:
+    """Table numbers declared for one paper in config/tables.yaml (keys `{paper}_table{N}`)."""
+    prefix = f"{paper}_table"
+    return sorted(key[len(prefix):] for key in tables.get("tables", {}) if key.startswith(prefix))
+
+
+def runs_matching(runs: Iterable[Run], **selector: Any) -> list[Run]:
+    return [run for run in runs if all(getattr(run, key) == value for key, value in selector.items())]

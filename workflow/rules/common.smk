@@ -1,0 +1,122 @@
+# Shared definitions: config checks beyond the schema, the run plan, wildcard constraints, input functions.
+# The plan itself lives in strae.plan (importable, unit-tested); this file only adapts it to Snakemake.
+import yaml
+
+from strae import plan
+from strae.io import atomic_open
+
+_config_errors = plan.check_config(config)
+if _config_errors:
+    raise ValueError("invalid config:\n  " + "\n  ".join(_config_errors))
+
+RES = config["data"]["resources_dir"]
+SCALE = config["scale"]
+TABLES_FILE = config["report"]["tables"]
+with open(TABLES_FILE, encoding="utf-8") as _handle:
+    TABLES = yaml.safe_load(_handle)
+PAPER_TABLES_DIR = config["report"]["paper_tables_dir"]
+
+MODEL_RUNS = plan.model_runs(config)
+EVAL_TARGETS = plan.eval_targets(config)
+SELFSTRAE_TABLES = plan.table_numbers(TABLES, "selfstrae")
+BANYAN_TABLES = plan.table_numbers(TABLES, "banyan")
+TABLE_TARGETS = [f"results/table{n}.{ext}" for n in SELFSTRAE_TABLES for ext in ("csv", "md")] + [
+    f"results/banyan/table{n}.{ext}" for n in BANYAN_TABLES for ext in ("csv", "md")
+]
+FIGURES = TABLES.get("figures", {})
+
+# The merged config (config.yaml + every --configfile overlay) as one file the CLIs read with --config, so an
+# overlay such as quick.yaml or a test's extra language reaches them. Rewritten only when its content changes.
+EFFECTIVE_CONFIG = "results/config.effective.yaml"
+_effective_text = yaml.safe_dump(dict(config), sort_keys=False)
+if not os.path.exists(EFFECTIVE_CONFIG) or open(EFFECTIVE_CONFIG, encoding="utf-8").read() != _effective_text:
+    with atomic_open(EFFECTIVE_CONFIG, "w", encoding="utf-8") as _handle:
+        _handle.write(_effective_text)
+
+# The baselines' model names are the keys of `baselines:`; Self-StrAE/Banyan presets are the keys of `models:`.
+TRAINABLE_MODELS = list(config["models"])
+BASELINE_MODELS = list(config.get("baselines") or {})
+
+
+wildcard_constraints:
+    lang="|".join(sorted(config["languages"])),
+    model="|".join(sorted(TRAINABLE_MODELS + BASELINE_MODELS)),
+    setting=r"[A-Za-z0-9_]+",
+    option=r"[a-z0-9_]+",
+    seed=r"\d+",
+    variant="|".join(sorted(["paper", "official"])),
+    split="train|dev",
+    n=r"\d+",
+    figure="|".join(sorted(FIGURES)) or "none",
+
+
+def run_dir(wildcards):
+    return f"results/runs/{wildcards.lang}/{wildcards.model}/{wildcards.setting}/seed{wildcards.seed}"
+
+
+def train_flags(wildcards):
+    return plan.train_flags(config, wildcards.model, wildcards.setting)
+
+
+def eval_tasks(wildcards):
+    return ",".join(config["languages"][wildcards.lang]["eval"][wildcards.variant])
+
+
+def encoder_options(wildcards):
+    options = config["baselines"][wildcards.model]["eval_options"][wildcards.option]
+    return " ".join(f"--encoder-option {option}" for option in options)
+
+
+def tokenizer_inputs(wildcards):
+    """A trained tokenizer needs the prepared corpus; a BPEmb one only its (fetched) model file."""
+    if config["languages"][wildcards.lang]["tokenizer"]["kind"] == "sentencepiece":
+        return {"corpus": f"{RES}/corpora/{wildcards.lang}/train.txt"}
+    return {}
+
+
+def _paper_table(key):
+    """The paper's published numbers for a table, when transcribed (a missing file means paper cells read n/a)."""
+    name = TABLES["tables"][key].get("paper_file")
+    path = os.path.join(PAPER_TABLES_DIR, name) if name else None
+    return [path] if path and os.path.exists(path) else []
+
+
+def selfstrae_paper_table(wildcards):
+    return _paper_table(f"selfstrae_table{wildcards.n}")
+
+
+def banyan_paper_table(wildcards):
+    return _paper_table(f"banyan_table{wildcards.n}")
+
+
+def figure_runs(wildcards):
+    """Training records of the runs a model-based figure reads (geometry, node counts)."""
+    spec = FIGURES[wildcards.figure]
+    selector = spec.get("runs")
+    if not selector:
+        return []
+    runs = plan.runs_matching(MODEL_RUNS, **selector)
+    return [f"{run.run_dir}/train.json" for run in runs]
+
+
+def figure_tokenized(wildcards):
+    spec = FIGURES[wildcards.figure]
+    lang = spec.get("corpus_language")
+    return [f"{RES}/tokenized/{lang}/train.ids.npy"] if lang else []
+
+
+def figure_scores(wildcards):
+    return ["results/scores.csv"] if FIGURES[wildcards.figure].get("from_scores") else []
+
+
+FIGURE_TARGETS = [f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "pdf")]
+
+
+def baseline_init_run(wildcards):
+    init = config["baselines"][wildcards.model].get("init")
+    spec = config["baselines"][init]
+    return f"results/runs/{wildcards.lang}/{init}/{spec['setting']}/seed{wildcards.seed}/train.json"
+
+
+def baseline_init_dir(wildcards):
+    return os.path.dirname(baseline_init_run(wildcards))

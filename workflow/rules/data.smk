@@ -1,0 +1,27 @@
+# Corpus preparation: fetch (resources -> mirror -> upstream, sha256-checked), segment, subsample, split off dev.
+# Everything about a language (its sources, dev corpus, token budget) is read from the effective config.
+
+
+rule prepare_corpus:
+    output:
+        train=f"{RES}/corpora/{{lang}}/train.txt",
+        dev=f"{RES}/corpora/{{lang}}/dev.txt",
+        meta=f"{RES}/corpora/{{lang}}/meta.json",
+    params:
+        config=EFFECTIVE_CONFIG,
+        out_dir=f"{RES}/corpora/{{lang}}",
+    log:
+        "logs/prepare_corpus/{lang}.log",
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=60,
+    shell:
+        "strae prepare-corpus --lang {wildcards.lang} --config {params.config} --out-dir {params.out_dir} > {log} 2>&1"
+
+
+rule fetch_all:
+    # For air-gapped clusters: run on a machine with internet, then copy resources/ over.
+    input:
+        expand(f"{RES}/corpora/{{lang}}/train.txt", lang=sorted(config["languages"])),
+        expand(f"{RES}/tokenizers/{{lang}}.model", lang=sorted(config["languages"])),

@@ -1,0 +1,83 @@
+# The papers' tables and figures, built only from results/scores.csv (+ paper_tables/ and, for parameter counts,
+# the models themselves). Which run and task fills each paper cell is declared in config/tables.yaml.
+
+
+rule param_counts:
+    output:
+        counts="results/param_counts.csv",
+    params:
+        config=EFFECTIVE_CONFIG,
+    log:
+        "logs/report/param_counts.log",
+    threads: 1
+    shell:
+        "strae report param-counts --config {params.config} --out {output.counts} > {log} 2>&1"
+
+
+rule selfstrae_table:
+    input:
+        scores="results/scores.csv",
+        counts="results/param_counts.csv",
+        tables=TABLES_FILE,
+        paper=selfstrae_paper_table,
+    output:
+        csv="results/table{n}.csv",
+        md="results/table{n}.md",
+    params:
+        paper_dir=PAPER_TABLES_DIR,
+    log:
+        "logs/report/selfstrae_table{n}.log",
+    threads: 1
+    shell:
+        "strae report table --table selfstrae_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
+        "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
+        "> {log} 2>&1"
+
+
+rule banyan_table:
+    input:
+        scores="results/scores.csv",
+        counts="results/param_counts.csv",
+        tables=TABLES_FILE,
+        paper=banyan_paper_table,
+    output:
+        csv="results/banyan/table{n}.csv",
+        md="results/banyan/table{n}.md",
+    params:
+        paper_dir=PAPER_TABLES_DIR,
+    log:
+        "logs/report/banyan_table{n}.log",
+    threads: 1
+    shell:
+        "strae report table --table banyan_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
+        "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
+        "> {log} 2>&1"
+
+
+rule tables:
+    input:
+        TABLE_TARGETS,
+
+
+rule figure:
+    input:
+        tables=TABLES_FILE,
+        scores=figure_scores,
+        runs=figure_runs,
+        tokenized=figure_tokenized,
+    output:
+        png="results/figures/{figure}.png",
+        pdf="results/figures/{figure}.pdf",
+    params:
+        config=EFFECTIVE_CONFIG,
+    log:
+        "logs/report/figure_{figure}.log",
+    threads: 1
+    shell:
+        "strae figure {wildcards.figure} --tables {input.tables} --config {params.config} "
+        "--scores {input.scores} --runs {input.runs} --corpus {input.tokenized} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+
+
+rule figures:
+    input:
+        FIGURE_TARGETS,

@@ -1,0 +1,34 @@
+# One job = one (language, model preset, setting, seed) run. The setting name carries the model switches and k/u;
+# every other hyper-parameter comes from config (models.<preset>, scale) as explicit flags (strae.plan.train_flags).
+# --record-failure: a diverged seed writes train.json with status "failed" and exits 0, so tables report it.
+# Interrupting leaves checkpoint.pt (not a declared output, so Snakemake keeps it): a re-run resumes from it.
+
+
+rule train:
+    input:
+        train_ids=f"{RES}/tokenized/{{lang}}/train.ids.npy",
+        train_offsets=f"{RES}/tokenized/{{lang}}/train.offsets.npy",
+        dev_ids=f"{RES}/tokenized/{{lang}}/dev.ids.npy",
+        dev_offsets=f"{RES}/tokenized/{{lang}}/dev.offsets.npy",
+        tokenizer=f"{RES}/tokenizers/{{lang}}.model",
+    output:
+        record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
+    wildcard_constraints:
+        model="|".join(sorted(TRAINABLE_MODELS)),
+    params:
+        flags=train_flags,
+        run_dir=run_dir,
+        data_dir=f"{RES}/tokenized/{{lang}}",
+    log:
+        "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
+    benchmark:
+        "benchmarks/train/{lang}/{model}/{setting}/seed{seed}.tsv"
+    threads: SCALE.get("train_threads", 2)
+    resources:
+        gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
+        mem_mb=8000,
+        runtime=24 * 60,
+    shell:
+        "OMP_NUM_THREADS={threads} strae train {params.flags} --lang {wildcards.lang} --seed {wildcards.seed} "
+        "--setting {wildcards.setting} --data-dir {params.data_dir} --tokenizer {input.tokenizer} "
+        "--out {params.run_dir} --record-failure > {log} 2>&1"
