@@ -1,0 +1,139 @@
+"""Encoder for a trained Self-StrAE / Banyan run directory (``encoder.json`` kind ``strae``).
+
+- sentence -> the root's upward embedding of the tree the model induces over the sentence's pieces;
+- word -> the same, over the word's pieces: the model composes a multi-piece word with its own
+  composition function, and a one-piece word is that piece's embedding row.
+
+Inputs are tokenised with the run's own copy of the tokenizer (``tokenizer.model``), so an encoder never
+depends on files outside its run directory. Texts with no pieces get a NaN row (the harness counts them as
+OOV). Batches are formed from texts of similar length (fewer pad positions) and results are put back in the
+input order; batch size is an inference knob only and never changes a vector.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from strae.encode import Encoder
+from strae.io import read_json, sha256_file
+from strae.runtime import describe_device, resolve_device
+
+
+class StraeEncoder(Encoder):
+    def __init__(self, run_dir: str | Path, device: str = "auto", max_pieces: int | None = None) -> None:
+        from strae.models.config import ModelConfig
+        from strae.models.model import StraeModel
+        from strae.tokenize import load_tokenizer
+
+        self.run_dir = Path(run_dir)
+        weights = self.run_dir / "model.pt"
+        tokenizer_file = self.run_dir / "tokenizer.model"
+        for path in (weights, tokenizer_file):
+            if not path.exists():
+                raise SystemExit(f"{path}: missing; is {self.run_dir} a finished `strae train` run?")
+        try:
+            payload = torch.load(weights, map_location="cpu", weights_only=True)
+        except Exception as error:  # noqa: BLE001 - a corrupt file is a user-facing problem
+            raise SystemExit(f"{weights}: cannot load ({error})") from error
+        if not isinstance(payload, dict) or "config" not in payload or "state_dict" not in payload:
+            raise SystemExit(f"{weights}: expected a dict with 'config' and 'state_dict' (written by strae train)")
+        self.config = ModelConfig.from_dict(payload["config"])
+        self.device = resolve_device(device)
+        self.model = StraeModel(self.config)
+        self.model.load_state_dict(payload["state_dict"])
+        self.model.to(self.device).eval()
+        self.tokenizer = load_tokenizer(tokenizer_file)
+        if self.tokenizer.vocab_size != self.config.vocab_size:
+            raise SystemExit(
+                f"{tokenizer_file}: vocab_size {self.tokenizer.vocab_size} != model vocab_size "
+                f"{self.config.vocab_size} ({weights})"
+            )
+        self.pad_id = self.config.vocab_size
+        # Optional cap on pieces per text (None = keep all; training used at most 200 pieces per sentence).
+        self.max_pieces = int(max_pieces) if max_pieces not in (None, "", "none") else None
+        train_json = self.run_dir / "train.json"
+        self.train_record: dict[str, Any] = read_json(train_json) if train_json.exists() else {}
+        run = self.train_record.get("run", {})
+        setting = run.get("setting") or self.config.setting_name()
+        self.encoder_id = f"{run.get('model', self.config.model)}/{setting}/seed{run.get('seed', '?')}"
+        self._weights_sha = sha256_file(weights)
+        self._tokenizer_sha = sha256_file(tokenizer_file)
+
+    # ------------------------------------------------------------------------------------------ encoding
+    def _encode_pieces(self, pieces: list[list[int]], batch_size: int) -> np.ndarray:
+        dim = None
+        out: np.ndarray | None = None
+        # Sort by length so each batch pads little; stable sort keeps the result independent of batch size.
+        order = sorted((i for i, p in enumerate(pieces) if len(p) > 0), key=lambda i: len(pieces[i]))
+        results: dict[int, np.ndarray] = {}
+        with torch.no_grad():
+            for start in range(0, len(order), max(int(batch_size), 1)):
+                chunk = order[start : start + int(batch_size)]
+                lengths = torch.tensor([len(pieces[i]) for i in chunk], dtype=torch.long)
+                ids = torch.full((len(chunk), int(lengths.max())), self.pad_id, dtype=torch.long)
+                for row, i in enumerate(chunk):
+                    ids[row, : len(pieces[i])] = torch.tensor(pieces[i], dtype=torch.long)
+                vectors = self.model.encode(ids.to(self.device), lengths.to(self.device)).float().cpu().numpy()
+                for row, i in enumerate(chunk):
+                    results[i] = vectors[row]
+        if results:
+            dim = next(iter(results.values())).shape[0]
+        else:
+            dim = self.config.k * self.config.u
+        out = np.full((len(pieces), dim), np.nan, dtype=np.float32)
+        for i, vector in results.items():
+            out[i] = vector
+        return out
+
+    def _tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        pieces = self.tokenizer.encode_batch(list(texts))
+        if self.max_pieces is not None:
+            pieces = [p[: self.max_pieces] for p in pieces]
+        return [list(p) for p in pieces]
+
+    def encode_sentences(self, sentences: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        return self._encode_pieces(self._tokenize(sentences), batch_size)
+
+    def encode_words(self, words: Sequence[str], batch_size: int = 1024) -> np.ndarray:
+        return self._encode_pieces(self._tokenize(words), batch_size)
+
+    # ---------------------------------------------------------------------------------------- provenance
+    def describe(self) -> dict[str, Any]:
+        record = self.train_record
+        return {
+            "encoder_id": self.encoder_id,
+            "kind": "strae",
+            "run_dir": str(self.run_dir),
+            "model_sha256": self._weights_sha,
+            "tokenizer_sha256": self._tokenizer_sha,
+            "config": self.config.to_dict(),
+            "training": (record.get("config") or {}).get("training"),
+            "epochs_completed": len(record.get("history") or []),
+            "snapshot": record.get("snapshot"),
+            "sentence_vector": "root upward embedding",
+            "word_vector": "root upward embedding over the word's pieces (one piece = its embedding row)",
+            "device": describe_device(self.device),
+        }
+
+    def run_info(self) -> dict[str, Any]:
+        run = self.train_record.get("run", {})
+        return {
+            "language": run.get("language"),
+            "model": run.get("model", self.config.model),
+            "setting": run.get("setting", self.config.setting_name()),
+            "seed": run.get("seed"),
+            "status": self.train_record.get("status", "completed"),
+            "failure_reason": self.train_record.get("failure_reason"),
+        }
+
+
+def load_run(run_dir: str | Path, **options: Any) -> StraeEncoder:
+    """``strae.encode.ENCODER_LOADERS['strae']``: options are ``device`` and ``max_pieces``."""
+    known = {"device", "max_pieces"}
+    unknown = set(options) - known
+    if unknown:
+        raise SystemExit(f"--encoder-option {', '.join(sorted(unknown))}: unknown for strae runs; known: {sorted(known)}")
+    return StraeEncoder(run_dir, **options)

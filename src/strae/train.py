@@ -1,0 +1,624 @@
+"""`strae train`: train Self-StrAE / Banyan on a tokenized corpus, resumably.
+
+One run directory per (language, model, setting, seed). The trainer is built so that a run killed at any
+point and restarted with the same command ends with bit-identical weights (CPU, same seed):
+
+- the order of sentences in epoch ``e`` is a pure function of ``(seed, e)`` (not of the global RNG), so a
+  resumed run regenerates the same batches and skips the ones already done;
+- ``checkpoint.pt`` (written atomically every ``--checkpoint-every-steps`` steps and at every epoch end) holds
+  the model, the optimizer, every RNG state (torch, CUDA, numpy, python), the epoch, the position in the
+  epoch and the running epoch statistics;
+- dev evaluation runs under ``torch.random.fork_rng`` so it never perturbs the training RNG stream.
+
+Divergence guard: a non-finite loss or gradient norm, or a collapsed encoder at an epoch end (dev sentence
+embeddings nearly identical: mean pairwise cosine above ``--collapse-cosine`` or spread below
+``--collapse-std``), marks the run ``failed`` in ``train.json`` with the reason and exits 1 (0 with
+``--record-failure``, so the workflow can report the failed seed instead of dying). No weights or
+``encoder.json`` are written for a failed run, so it can never be averaged in by mistake.
+
+Outputs, in order: ``checkpoint.pt`` (during training), ``model.pt`` (final weights + config),
+``tokenizer.model`` (copy), ``train.json`` (status completed), ``encoder.json`` (last).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import random
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
+from strae.runtime import describe_device, resolve_device, seed_everything
+
+TRAIN_SCHEMA_VERSION = 1
+MODELS = ("selfstrae", "banyan")
+STRUCTURES = ("sentential", "entangled")
+FUNCTIONS = ("linear", "diagonal")
+OBJECTIVES = ("ce", "contrastive", "ceco", "strcse")
+
+# Paper defaults that belong to the optimisation, not to the model (the model's own defaults, e.g. the
+# temperature, come from ModelConfig.preset). Both papers: Adam, batch 512, 15 epochs, lr 1e-3 for the
+# reconstruction-based objectives and 1e-4 for pure contrastive; Self-StrAE clips gradients at norm 1.0.
+DEFAULT_EPOCHS = 15
+DEFAULT_BATCH_SIZE = 512
+DEFAULT_CLIP_GRAD_NORM = {"selfstrae": 1.0, "banyan": 0.0}  # 0 = no clipping
+
+
+def default_lr(objective: str) -> float:
+    return 1e-4 if objective == "contrastive" else 1e-3
+
+
+class TrainingFailed(Exception):
+    """The run diverged or collapsed; the message is the failure reason written to train.json."""
+
+
+# --------------------------------------------------------------------------------------------------- CLI
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="strae train",
+        description="Train Self-StrAE / Banyan on resources/tokenized/LANG (resumable: rerun the same command).",
+    )
+    p.add_argument("--model", required=True, choices=MODELS)
+    p.add_argument("--structure", choices=STRUCTURES, help="default: the model's paper preset")
+    p.add_argument("--functions", choices=FUNCTIONS, help="default: the model's paper preset")
+    p.add_argument("--objective", choices=OBJECTIVES, help="default: the model's paper preset")
+    p.add_argument("--k", type=int, help="number of channels (default: preset)")
+    p.add_argument("--u", type=int, help="channel size (default: preset)")
+    p.add_argument("--temperature", type=float, help="contrastive tau; logits = cos * exp(tau) (default: preset)")
+    p.add_argument("--lr", type=float, help="Adam learning rate (default 1e-3; 1e-4 for --objective contrastive)")
+    p.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS)
+    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
+    p.add_argument(
+        "--clip-grad-norm", type=float, help="max gradient norm, 0 = off (default: 1.0 selfstrae, off banyan)"
+    )
+    p.add_argument("--lang", required=True, help="language key of config/config.yaml (only used for paths/labels)")
+    p.add_argument("--seed", type=int, required=True, help="model seed (init, dropout, batch order)")
+    p.add_argument("--out", required=True, type=Path, help="run directory")
+    p.add_argument("--data-dir", type=Path, help="tokenized corpus directory (default resources/tokenized/LANG)")
+    p.add_argument("--tokenizer", type=Path, help="tokenizer model (default resources/tokenizers/LANG.model)")
+    p.add_argument("--setting", help="setting label (default: ModelConfig.setting_name())")
+    p.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda[:N]")
+    p.add_argument(
+        "--record-failure", action="store_true", help="exit 0 after recording a diverged/collapsed run as failed"
+    )
+    p.add_argument("--max-steps", type=int, help="stop (and finish the run) after this many optimizer steps")
+    p.add_argument("--checkpoint-every-steps", type=int, default=100, help="0 = only at epoch ends")
+    p.add_argument("--dev-max-sentences", type=int, help="evaluate dev loss on the first N dev sentences only")
+    p.add_argument("--collapse-sentences", type=int, default=1024, help="dev sentences used by the collapse check")
+    p.add_argument("--collapse-cosine", type=float, default=0.99, help="fail if mean pairwise cosine exceeds this")
+    p.add_argument("--collapse-std", type=float, default=1e-6, help="fail if the embeddings' mean std is below")
+    p.add_argument("--restart", action="store_true", help="discard an existing checkpoint/failed state; start over")
+    p.add_argument(
+        "--export-checkpoint",
+        type=Path,
+        metavar="DIR",
+        help="do not train: export OUT/checkpoint.pt (a mid-training state) as a loadable run directory DIR; its "
+        "train.json says status 'running' and carries a 'snapshot' block (epoch, step)",
+    )
+    p.add_argument("--progress-interval", type=float, default=None, help="tqdm refresh seconds (default 1 tty/30)")
+    return p
+
+
+# ------------------------------------------------------------------------------------------------- setup
+@dataclass
+class TrainSettings:
+    """Everything that defines the optimisation, resolved from the CLI and the paper defaults."""
+
+    model: str
+    language: str
+    seed: int
+    setting: str
+    lr: float
+    epochs: int
+    batch_size: int
+    clip_grad_norm: float
+    max_steps: int | None
+    checkpoint_every_steps: int
+    data_dir: str
+    tokenizer: str
+    optimizer: str = "adam"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _import_model_classes():
+    from strae.models.config import ModelConfig
+    from strae.models.model import StraeModel
+
+    return ModelConfig, StraeModel
+
+
+def _load_corpora(data_dir: Path):
+    from strae.data.tokenized import TokenizedCorpus
+
+    for split in ("train", "dev"):
+        for suffix in (".ids.npy", ".offsets.npy", ".json"):
+            path = data_dir / f"{split}{suffix}"
+            if not path.exists():
+                raise SystemExit(f"{path}: missing; run `strae tokenize-corpus` for this language first")
+    train = TokenizedCorpus(data_dir, "train")
+    dev = TokenizedCorpus(data_dir, "dev")
+    if len(train) == 0:
+        raise SystemExit(f"{data_dir}/train.*: the training split is empty")
+    if len(dev) == 0:
+        raise SystemExit(f"{data_dir}/dev.*: the dev split is empty (needed for dev loss and the collapse check)")
+    if train.vocab_size != dev.vocab_size:
+        raise SystemExit(f"{data_dir}: train vocab_size {train.vocab_size} != dev vocab_size {dev.vocab_size}")
+    return train, dev
+
+
+def _check_tokenizer(tokenizer_path: Path, data_dir: Path, vocab_size: int) -> str:
+    """The copied tokenizer must be the one the corpus was tokenised with (else encoding is garbage)."""
+    if not tokenizer_path.exists():
+        raise SystemExit(f"{tokenizer_path}: tokenizer model not found (pass --tokenizer or run `strae tokenizer`)")
+    digest = sha256_file(tokenizer_path)
+    meta_path = data_dir / "train.json"
+    meta = read_json(meta_path)
+    nested = meta.get("tokenizer")
+    recorded = meta.get("tokenizer_sha256") or (nested.get("sha256") if isinstance(nested, dict) else None)
+    if recorded and recorded != digest:
+        raise SystemExit(
+            f"{tokenizer_path}: sha256 {digest[:12]} differs from the tokenizer recorded in {meta_path} "
+            f"({recorded[:12]}); pass the tokenizer the corpus was tokenised with"
+        )
+    from strae.tokenize import load_tokenizer
+
+    tok_vocab = load_tokenizer(tokenizer_path).vocab_size
+    if tok_vocab != vocab_size:
+        raise SystemExit(f"{tokenizer_path}: vocab_size {tok_vocab} != corpus vocab_size {vocab_size} ({data_dir})")
+    return digest
+
+
+def resolve(args: argparse.Namespace):
+    """CLI -> (ModelConfig, TrainSettings, corpora, tokenizer sha)."""
+    ModelConfig, _ = _import_model_classes()
+    data_dir = args.data_dir or Path("resources/tokenized") / args.lang
+    tokenizer_path = args.tokenizer or Path("resources/tokenizers") / f"{args.lang}.model"
+    train, dev = _load_corpora(data_dir)
+    tokenizer_sha = _check_tokenizer(tokenizer_path, data_dir, train.vocab_size)
+    overrides = {
+        key: getattr(args, key)
+        for key in ("structure", "functions", "objective", "k", "u", "temperature")
+        if getattr(args, key) is not None
+    }
+    try:
+        config = ModelConfig.preset(args.model, vocab_size=train.vocab_size, **overrides)
+    except ValueError as error:
+        raise SystemExit(f"strae train: {error}") from error
+    if args.batch_size < 1 or args.epochs < 1:
+        raise SystemExit("--batch-size and --epochs must be >= 1")
+    clip = DEFAULT_CLIP_GRAD_NORM[args.model] if args.clip_grad_norm is None else args.clip_grad_norm
+    lr = args.lr if args.lr is not None else default_lr(config.objective)
+    # The model config also records the optimisation settings: keep it equal to what is actually used.
+    for key, value in (("lr", lr), ("clip_grad_norm", float(clip) if clip > 0 else None)):
+        if hasattr(config, key):
+            setattr(config, key, value)
+    settings = TrainSettings(
+        model=args.model,
+        language=args.lang,
+        seed=args.seed,
+        setting=args.setting or config.setting_name(),
+        lr=lr,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        clip_grad_norm=float(clip),
+        max_steps=args.max_steps,
+        checkpoint_every_steps=args.checkpoint_every_steps,
+        data_dir=str(data_dir),
+        tokenizer=str(tokenizer_path),
+    )
+    return config, settings, (train, dev), tokenizer_sha
+
+
+def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict) -> dict[str, Any]:
+    """What must not change between a checkpoint and its resumption (epochs / max-steps may grow)."""
+    return {
+        "model_config": config_dict,
+        "seed": settings.seed,
+        "lr": settings.lr,
+        "batch_size": settings.batch_size,
+        "clip_grad_norm": settings.clip_grad_norm,
+        "optimizer": settings.optimizer,
+        "data": hashlib.sha256(json.dumps(data_meta, sort_keys=True, default=str).encode()).hexdigest(),
+    }
+
+
+# -------------------------------------------------------------------------------------------------- data
+def epoch_order(n_sentences: int, seed: int, epoch: int) -> np.ndarray:
+    """The shuffled sentence order of one epoch: a pure function of (seed, epoch) so resumption replays it."""
+    return np.random.default_rng([seed, epoch]).permutation(n_sentences)
+
+
+def batch_indices(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def collate(corpus, indices: np.ndarray, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Padded (B, T) LongTensor of ids (pad = ``pad_id``) and (B,) lengths, in the order of ``indices``."""
+    lengths = np.asarray(corpus.lengths)[indices].astype(np.int64)
+    ids = np.full((len(indices), int(lengths.max())), pad_id, dtype=np.int64)
+    for row, index in enumerate(indices):
+        sentence = corpus[int(index)]
+        ids[row, : len(sentence)] = sentence
+    return torch.from_numpy(ids), torch.from_numpy(lengths)
+
+
+# ---------------------------------------------------------------------------------------- checkpointing
+def capture_rng_states() -> dict[str, Any]:
+    states: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": np.random.get_state(),
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def restore_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch"])
+    np.random.set_state(states["numpy"])
+    random.setstate(states["python"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])
+
+
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    with atomic_path(path, suffix=".pt") as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
+    # Our own file with numpy/python RNG states inside: a full (trusted) unpickle is needed.
+    try:
+        return torch.load(path, map_location=device, weights_only=False)
+    except Exception as error:  # noqa: BLE001 - any unreadable file is the same user-facing problem
+        raise SystemExit(f"{path}: unreadable checkpoint ({error}); delete it or pass --restart") from error
+
+
+def _diff_keys(a: dict, b: dict) -> list[str]:
+    return [key for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+
+
+# ----------------------------------------------------------------------------------------- evaluation
+def _evaluate_dev(model, dev, batch_size: int, pad_id: int, device, max_sentences: int | None) -> dict[str, float]:
+    """Mean dev loss (and metrics) weighted by sentences; eval mode, no grad, training RNG untouched."""
+    n = len(dev) if max_sentences is None else min(len(dev), max_sentences)
+    totals: dict[str, float] = {}
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+        model.eval()
+        for indices in batch_indices(np.arange(n), batch_size):
+            ids, lengths = collate(dev, indices, pad_id)
+            loss, metrics = model.loss(ids.to(device), lengths.to(device))
+            values = {"loss": float(loss.detach()), **{k: float(v) for k, v in metrics.items()}}
+            for key, value in values.items():
+                totals[key] = totals.get(key, 0.0) + value * len(indices)
+        model.train()
+    return {key: value / n for key, value in totals.items()}
+
+
+def collapse_statistics(embeddings: torch.Tensor) -> dict[str, float]:
+    """Mean pairwise cosine (off-diagonal) and mean per-dimension std of a set of sentence embeddings."""
+    x = embeddings.double()
+    n = x.shape[0]
+    unit = x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    summed = unit.sum(dim=0)
+    # sum_{i != j} cos_ij = |sum_i u_i|^2 - sum_i |u_i|^2 ; rows of norm 0 count as 0 similarity
+    self_sim = (unit * unit).sum()
+    mean_cos = float((summed @ summed - self_sim) / max(n * (n - 1), 1))
+    std = float(x.std(dim=0, unbiased=False).mean()) if n > 1 else 0.0
+    return {"mean_pairwise_cosine": mean_cos, "mean_std": std, "n_sentences": n}
+
+
+def _collapse_check(model, dev, batch_size, pad_id, device, n_sentences, max_cos, min_std) -> dict[str, float]:
+    n = min(len(dev), n_sentences)
+    chunks = []
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+        model.eval()
+        for indices in batch_indices(np.arange(n), batch_size):
+            ids, lengths = collate(dev, indices, pad_id)
+            chunks.append(model.encode(ids.to(device), lengths.to(device)).float().cpu())
+        model.train()
+    embeddings = torch.cat(chunks)
+    if not torch.isfinite(embeddings).all():
+        raise TrainingFailed("collapse check: non-finite dev sentence embeddings")
+    stats = collapse_statistics(embeddings)
+    if stats["mean_pairwise_cosine"] > max_cos:
+        raise TrainingFailed(
+            f"collapse: mean pairwise cosine of {n} dev sentence embeddings is "
+            f"{stats['mean_pairwise_cosine']:.4f} > {max_cos}"
+        )
+    if stats["mean_std"] < min_std:
+        raise TrainingFailed(f"collapse: dev sentence embeddings have mean std {stats['mean_std']:.3g} < {min_std}")
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+def _train_json(status, reason, settings, config_dict, history, timings, extra=None) -> dict[str, Any]:
+    record = {
+        "schema_version": TRAIN_SCHEMA_VERSION,
+        "status": status,
+        "failure_reason": reason,
+        "run": {
+            "language": settings.language,
+            "model": settings.model,
+            "setting": settings.setting,
+            "seed": settings.seed,
+        },
+        "config": {"model": config_dict, "training": {k: v for k, v in vars(settings).items() if k != "extra"}},
+        "history": history,
+        "timings": timings,
+    }
+    record.update(extra or {})
+    return record
+
+
+def _write_final(out: Path, model, config_dict, tokenizer_path: Path, tokenizer_sha: str, record, settings) -> None:
+    """model.pt, tokenizer copy, train.json (completed), then encoder.json last (the 'run is usable' mark)."""
+    from strae.encode import write_encoder_manifest
+
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    with atomic_path(out / "model.pt", suffix=".pt") as tmp:
+        torch.save({"config": config_dict, "state_dict": state}, tmp)
+    if not (out / "tokenizer.model").exists() or sha256_file(out / "tokenizer.model") != tokenizer_sha:
+        with atomic_path(out / "tokenizer.model") as tmp:
+            shutil.copyfile(tokenizer_path, tmp)
+    write_json(out / "train.json", record)
+    write_encoder_manifest(
+        out,
+        "strae",
+        model=settings.model,
+        setting=settings.setting,
+        seed=settings.seed,
+        language=settings.language,
+        weights="model.pt",
+        tokenizer="tokenizer.model",
+        model_sha256=sha256_file(out / "model.pt"),
+        tokenizer_sha256=tokenizer_sha,
+    )
+
+
+def _invalidate_outputs(out: Path) -> None:
+    """A run that (re)starts training is not usable until it finishes: drop the completion mark first."""
+    for name in ("encoder.json", "model.pt"):
+        (out / name).unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------------------------- training
+def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None] | None = None) -> int:
+    """Run ``strae train``. ``step_callback(global_step)`` is called after each optimizer step (and after any
+    checkpoint of that step); tests use it to interrupt a run the way a kill would."""
+    args = build_parser().parse_args(argv)
+    _, StraeModel = _import_model_classes()
+    config, settings, (train_corpus, dev_corpus), tokenizer_sha = resolve(args)
+    config_dict = config.to_dict()
+    data_meta = read_json(Path(settings.data_dir) / "train.json")
+    print_ = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
+
+    out: Path = args.out
+    checkpoint_path = out / "checkpoint.pt"
+    device = resolve_device(args.device)
+    expected = fingerprint(config_dict, settings, data_meta)
+
+    if args.export_checkpoint is not None:
+        return _export(args, checkpoint_path, device, expected, StraeModel, config, settings, tokenizer_sha)
+
+    out.mkdir(parents=True, exist_ok=True)
+    previous = read_json(out / "train.json") if (out / "train.json").exists() else None
+    if args.restart:
+        checkpoint_path.unlink(missing_ok=True)
+        _invalidate_outputs(out)
+        previous = None
+    if previous and previous.get("status") == "failed" and checkpoint_path.exists():
+        print_(f"{out}/train.json: run already recorded as failed: {previous.get('failure_reason')} "
+               "(pass --restart to train again from scratch)")
+        return 0 if args.record_failure else 1
+
+    seed_everything(settings.seed)
+    model = StraeModel(config).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
+    history: list[dict[str, Any]] = []
+    timings: dict[str, Any] = {"train_seconds": 0.0, "dev_seconds": 0.0, "sessions": []}
+    start_epoch, start_batch, global_step = 0, 0, 0
+    epoch_sums: dict[str, float] = {}
+
+    if checkpoint_path.exists():
+        state = load_checkpoint(checkpoint_path, device)
+        if state["fingerprint"] != expected:
+            changed = _diff_keys(state["fingerprint"], expected)
+            raise SystemExit(
+                f"{checkpoint_path}: written with different settings ({', '.join(changed)}); use another --out "
+                "or pass --restart to discard it"
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        restore_rng_states(state["rng"])
+        start_epoch, start_batch, global_step = state["epoch"], state["batch_in_epoch"], state["global_step"]
+        history, timings, epoch_sums = state["history"], state["timings"], state["epoch_sums"]
+        print_(f"resuming {out} at epoch {start_epoch + 1}, batch {start_batch}, step {global_step}")
+
+    max_steps = settings.max_steps
+    finished_steps = max_steps is not None and global_step >= max_steps
+    if start_epoch >= settings.epochs or finished_steps:
+        if (out / "encoder.json").exists() and previous and previous.get("status") == "completed":
+            print_(f"{out}: already completed ({global_step} steps)")
+            return 0
+    else:
+        _invalidate_outputs(out)
+
+    session = {"started": time.time(), "start_step": global_step, "device": describe_device(device)}
+    timings.setdefault("sessions", []).append(session)
+    prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads())
+    params = [p for p in model.parameters() if p.requires_grad]
+    extra = {
+        "provenance": prov,
+        "data": {"dir": settings.data_dir, "train_sentences": len(train_corpus), "train_tokens":
+                 int(train_corpus.n_tokens), "dev_sentences": len(dev_corpus), "tokenizer_sha256": tokenizer_sha},
+        "parameters": {
+            "total": sum(p.numel() for p in params),
+            "non_embedding": int(model.non_embedding_parameter_count()),
+        },
+    }
+
+    def write_state(status: str, reason: str | None = None, **more: Any) -> None:
+        write_json(out / "train.json", _train_json(status, reason, settings, config_dict, history, timings,
+                                                   {**extra, **more}))
+
+    def checkpoint(epoch: int, batch_in_epoch: int) -> None:
+        save_checkpoint(checkpoint_path, {
+            "fingerprint": expected, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "rng": capture_rng_states(), "epoch": epoch, "batch_in_epoch": batch_in_epoch,
+            "global_step": global_step, "history": history, "timings": timings, "epoch_sums": epoch_sums,
+            "model_config": config_dict,
+        })
+
+    write_state("running")
+    pad_id = train_corpus.pad_id
+    interactive = sys.stderr.isatty()
+    interval = args.progress_interval or (1.0 if interactive else 30.0)
+    from tqdm import tqdm
+
+    try:
+        for epoch in range(start_epoch, settings.epochs):
+            if max_steps is not None and global_step >= max_steps:
+                break
+            batches = batch_indices(epoch_order(len(train_corpus), settings.seed, epoch), settings.batch_size)
+            first = start_batch if epoch == start_epoch else 0
+            if first == 0:
+                epoch_sums = {}
+            model.train()
+            bar = tqdm(total=len(batches), initial=first, desc=f"epoch {epoch + 1}/{settings.epochs}",
+                       unit="batch", mininterval=interval, dynamic_ncols=interactive, file=sys.stderr)
+            tick = time.perf_counter()
+            done_batches = first
+            for position in range(first, len(batches)):
+                if max_steps is not None and global_step >= max_steps:
+                    break
+                ids, lengths = collate(train_corpus, batches[position], pad_id)
+                step_start = time.perf_counter()
+                loss, metrics = model.loss(ids.to(device), lengths.to(device))
+                loss_value = float(loss.detach())
+                if not math.isfinite(loss_value):
+                    raise TrainingFailed(f"non-finite training loss ({loss_value}) at epoch {epoch + 1}, "
+                                         f"batch {position}, step {global_step + 1}")
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if settings.clip_grad_norm > 0:
+                    grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.clip_grad_norm)
+                else:
+                    grad_norm = torch.linalg.vector_norm(
+                        torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]))
+                if not torch.isfinite(grad_norm):
+                    raise TrainingFailed(f"non-finite gradient norm at epoch {epoch + 1}, batch {position}, "
+                                         f"step {global_step + 1}")
+                optimizer.step()
+                global_step += 1
+                done_batches = position + 1
+                n_tokens = int(lengths.sum())
+                step_seconds = time.perf_counter() - step_start
+                values = {"loss": loss_value, "grad_norm": float(grad_norm),
+                          **{k: float(v) for k, v in metrics.items()}}
+                for key, value in values.items():
+                    epoch_sums[key] = epoch_sums.get(key, 0.0) + value * len(lengths)
+                for key, value in (("sentences", len(lengths)), ("tokens", n_tokens), ("seconds", step_seconds)):
+                    epoch_sums[key] = epoch_sums.get(key, 0.0) + value
+                timings["train_seconds"] += step_seconds
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{n_tokens / max(step_seconds, 1e-9):,.0f}",
+                                refresh=False)
+                is_last = position + 1 == len(batches)
+                if settings.checkpoint_every_steps and global_step % settings.checkpoint_every_steps == 0 \
+                        and not is_last:
+                    checkpoint(epoch, position + 1)
+                    write_state("running")
+                if step_callback is not None:
+                    step_callback(global_step)
+            bar.close()
+            partial = done_batches < len(batches)
+
+            dev_start = time.perf_counter()
+            dev = _evaluate_dev(model, dev_corpus, settings.batch_size, pad_id, device, args.dev_max_sentences)
+            if not all(math.isfinite(v) for v in dev.values()):
+                raise TrainingFailed(f"non-finite dev loss after epoch {epoch + 1}: {dev}")
+            collapse = _collapse_check(model, dev_corpus, settings.batch_size, pad_id, device,
+                                       args.collapse_sentences, args.collapse_cosine, args.collapse_std)
+            timings["dev_seconds"] += time.perf_counter() - dev_start
+            sentences = max(epoch_sums.get("sentences", 0.0), 1.0)
+            entry = {
+                "epoch": epoch + 1,
+                "global_step": global_step,
+                "batches": done_batches,
+                "partial": partial,
+                "train": {k: v / sentences for k, v in epoch_sums.items()
+                          if k not in ("sentences", "tokens", "seconds")},
+                "dev": dev,
+                "collapse": collapse,
+                "sentences": int(epoch_sums.get("sentences", 0)),
+                "tokens": int(epoch_sums.get("tokens", 0)),
+                "seconds": epoch_sums.get("seconds", 0.0),
+                "tokens_per_second": epoch_sums.get("tokens", 0.0) / max(epoch_sums.get("seconds", 0.0), 1e-9),
+                "wall_elapsed": time.perf_counter() - tick,
+            }
+            history.append(entry)
+            print_(f"epoch {epoch + 1}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
+                   f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
+                   f"{collapse['mean_pairwise_cosine']:.3f}" + ("  (partial: --max-steps)" if partial else ""))
+            epoch_sums = {}
+            # Position "next epoch, batch 0" (or where --max-steps stopped: a later, larger --max-steps resumes).
+            checkpoint(epoch + 1 if not partial else epoch, 0 if not partial else done_batches)
+            write_state("running")
+            if partial:
+                break
+    except TrainingFailed as failure:
+        session["ended"] = time.time()
+        write_state("failed", str(failure))
+        print_(f"training failed: {failure}")
+        return 0 if args.record_failure else 1
+
+    session["ended"] = time.time()
+    session["end_step"] = global_step
+    timings["total_steps"] = global_step
+    record = _train_json("completed", None, settings, config_dict, history, timings, extra)
+    _write_final(out, model, config_dict, Path(settings.tokenizer), tokenizer_sha, record, settings)
+    print_(f"{out}: completed ({global_step} steps, {timings['train_seconds']:.0f} s training)")
+    return 0
+
+
+def _export(args, checkpoint_path, device, expected, StraeModel, config, settings, tokenizer_sha) -> int:
+    """Write a loadable run directory from a mid-training checkpoint, labelled as such (status 'running')."""
+    if not checkpoint_path.exists():
+        raise SystemExit(f"{checkpoint_path}: no checkpoint to export (has this run started?)")
+    state = load_checkpoint(checkpoint_path, torch.device("cpu"))
+    if state["fingerprint"] != expected:
+        raise SystemExit(f"{checkpoint_path}: written with different settings "
+                         f"({', '.join(_diff_keys(state['fingerprint'], expected))}); pass the run's own options")
+    model = StraeModel(config)
+    model.load_state_dict(state["model"])
+    snapshot = {"source": str(checkpoint_path.resolve()), "source_sha256": sha256_file(checkpoint_path),
+                "epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
+                "global_step": state["global_step"], "epochs_planned": settings.epochs,
+                "note": "mid-training export (strae train --export-checkpoint); not a finished run"}
+    record = _train_json("running", None, settings, config.to_dict(), state["history"], state["timings"],
+                         {"snapshot": snapshot, "provenance": provenance()})
+    dest: Path = args.export_checkpoint
+    dest.mkdir(parents=True, exist_ok=True)
+    _write_final(dest, model, config.to_dict(), Path(settings.tokenizer), tokenizer_sha, record, settings)
+    print(f"exported {checkpoint_path} (epoch {state['epoch']}, batch {state['batch_in_epoch']}, step "
+          f"{state['global_step']}) -> {dest}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return train(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
