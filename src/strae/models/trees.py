@@ -1,0 +1,320 @@
+"""Structure induction and (entangled) tree graphs, batched over all sentences of a batch.
+
+Pipeline (see DESIGN.md "Performance stance"):
+
+1. ``induce`` runs greedy merging (most cosine-similar adjacent pair, leftmost on ties, until one node remains)
+   for every sentence at once, under no_grad on dropout-free embeddings. Sentences are sorted by length so the
+   sentences still merging at step s are a prefix of the batch; each frontier is a linked list over fixed slots
+   (slot = position of the node's leftmost leaf), so a merge is O(1) batched index writes, not a shift.
+   Result: one node per *occurrence* (leaves = token positions, internal nodes = merges) with children and heights.
+2. ``build_graph`` turns the occurrences into the graph the model runs on. ``sentential``: every occurrence is a
+   node. ``entangled`` (Banyan Alg. 1): leaves are the unique tokens and an internal node is identified by its
+   (left, right) canonical child ids, deduplicated level by level with integer keys ``left * N + right``.
+   Either way nodes are numbered level by level (level = height; leaves are level 0), so a node's children are
+   always on lower levels and its parents on higher ones.
+3. ``Route`` precomputes, in integer land, how per-level outputs are routed to the level that consumes them
+   (children -> parent for the up pass; parent messages -> children for the down pass) so that the
+   differentiable passes touch every routed row exactly once (no growing table, no in-place writes).
+
+Because the structure is a deterministic function of (parameters, tokens) - induced without dropout - the
+per-sentence trees are identical under both structures and a pair (left, right) has one well-defined
+embedding, which is what makes entangling well defined. Dropout is applied in the differentiable recompute.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class PackedBatch:
+    tokens: torch.Tensor  # (N_L,) token id of every leaf occurrence, sentence-major in batch order
+    lengths: list[int]
+    offsets: np.ndarray  # (B + 1,) start of each sentence in ``tokens``
+
+
+def pack_batch(ids: torch.Tensor, lengths: torch.Tensor, vocab_size: int) -> PackedBatch:
+    if ids.dim() != 2:
+        raise ValueError(f"ids: expected a (batch, time) LongTensor, got shape {tuple(ids.shape)}")
+    lengths_list = [int(x) for x in lengths.tolist()]
+    if len(lengths_list) != ids.shape[0]:
+        raise ValueError(f"lengths: {len(lengths_list)} entries for a batch of {ids.shape[0]} sentences")
+    if lengths_list and (min(lengths_list) < 1 or max(lengths_list) > ids.shape[1]):
+        raise ValueError(f"lengths: every sentence needs 1..{ids.shape[1]} tokens, got min {min(lengths_list)} "
+                         f"max {max(lengths_list)}")
+    positions = torch.arange(ids.shape[1], device=ids.device)
+    mask = positions.unsqueeze(0) < torch.as_tensor(lengths_list, device=ids.device).unsqueeze(1)
+    tokens = ids[mask].long()
+    if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size):
+        raise ValueError(f"ids: token ids must lie in [0, {vocab_size}) inside each sentence's length "
+                         f"(pad id {vocab_size} only after it); got range [{int(tokens.min())}, {int(tokens.max())}]")
+    offsets = np.zeros(len(lengths_list) + 1, dtype=np.int64)
+    np.cumsum(lengths_list, out=offsets[1:])
+    return PackedBatch(tokens=tokens, lengths=lengths_list, offsets=offsets)
+
+
+@dataclass
+class Induction:
+    """Greedy-merge result, one node per occurrence: ids 0..N_L-1 are leaves, N_L.. are merges."""
+
+    n_leaves: int
+    left: torch.Tensor  # (N_I,) occurrence id of the left child of each merge
+    right: torch.Tensor  # (N_I,)
+    height: torch.Tensor  # (N_I,) 1 + max(child heights); leaves have height 0
+    up: torch.Tensor  # (N_L + N_I, E) dropout-free upward embeddings (no grad)
+    roots: torch.Tensor  # (B,) occurrence id of each sentence's root, batch order
+
+
+def _normalize(x: torch.Tensor) -> torch.Tensor:
+    return F.normalize(x, dim=-1, eps=1e-8)
+
+
+@torch.no_grad()
+def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
+           compose: Callable[[torch.Tensor], torch.Tensor]) -> Induction:
+    """Greedy merging for all sentences in parallel. ``compose`` maps (n, 2, E) children to (n, E) parents."""
+    device = leaf_embeddings.device
+    lengths = packed.lengths
+    batch, n_leaves, emb = len(lengths), leaf_embeddings.shape[0], leaf_embeddings.shape[1]
+    t_max = max(lengths)
+    n_internal = n_leaves - batch
+    order = sorted(range(batch), key=lambda b: -lengths[b])  # stable: longest first
+    sorted_lengths = torch.tensor([lengths[b] for b in order], device=device)
+    sentinel = t_max  # an always-dead extra slot, so "no neighbour" needs no branch
+
+    slots = torch.arange(t_max + 1, device=device)
+    alive = slots.unsqueeze(0) < sorted_lengths.unsqueeze(1)  # (B, T+1)
+    starts = torch.as_tensor(packed.offsets[:-1][order], device=device)
+    leaf_ids = torch.where(alive, starts.unsqueeze(1) + slots, torch.zeros_like(slots))
+    frontier = torch.zeros(batch, t_max + 1, emb, dtype=leaf_embeddings.dtype, device=device)
+    frontier[alive] = leaf_embeddings[leaf_ids[alive]]
+    unit = _normalize(frontier)
+    node_id = torch.where(alive, leaf_ids, torch.full_like(leaf_ids, -1))
+    node_height = torch.zeros(batch, t_max + 1, dtype=torch.long, device=device)
+    has_next = slots.unsqueeze(0) + 1 < sorted_lengths.unsqueeze(1)
+    nxt = torch.where(has_next, slots + 1, torch.full_like(leaf_ids, sentinel))
+    prv = torch.where(alive & (slots > 0), slots - 1, torch.full_like(leaf_ids, sentinel))
+    neg_inf = torch.tensor(float("-inf"), dtype=leaf_embeddings.dtype, device=device)
+    sim = torch.full((batch, t_max + 1), float("-inf"), dtype=leaf_embeddings.dtype, device=device)
+    if t_max > 1:
+        adjacent = (unit[:, :-2] * unit[:, 1:-1]).sum(-1)
+        sim[:, :-2] = torch.where(has_next[:, :-2], adjacent, neg_inf)
+
+    left = torch.empty(n_internal, dtype=torch.long, device=device)
+    right = torch.empty_like(left)
+    height = torch.empty_like(left)
+    up_internal = torch.empty(n_internal, emb, dtype=leaf_embeddings.dtype, device=device)
+    # Sentences still merging at step s: those with length - 1 > s; a prefix because of the sort.
+    active_counts = np.searchsorted(-np.array([lengths[b] for b in order]) + 1, -np.arange(t_max - 1), side="left")
+    rows_all = torch.arange(batch, device=device)
+    base = 0
+    for step in range(t_max - 1):
+        n_active = int(active_counts[step])
+        if n_active == 0:
+            break
+        rows = rows_all[:n_active]
+        i = sim[:n_active].argmax(dim=1)  # first maximum = leftmost pair on ties
+        j = nxt[rows, i]
+        children = torch.stack((frontier[rows, i], frontier[rows, j]), dim=1)
+        parent = compose(children)
+        parent_unit = _normalize(parent)
+        new_height = torch.maximum(node_height[rows, i], node_height[rows, j]) + 1
+        stop = base + n_active
+        left[base:stop] = node_id[rows, i]
+        right[base:stop] = node_id[rows, j]
+        height[base:stop] = new_height
+        up_internal[base:stop] = parent
+        new_ids = torch.arange(n_leaves + base, n_leaves + stop, device=device)
+        base = stop
+        # Parent takes the left child's slot; the right child's slot dies and is unlinked.
+        frontier[rows, i] = parent
+        unit[rows, i] = parent_unit
+        node_id[rows, i] = new_ids
+        node_height[rows, i] = new_height
+        sim[rows, j] = neg_inf
+        after = nxt[rows, j]
+        nxt[rows, i] = after
+        prv[rows, after] = i  # writes into the sentinel column when there is no right neighbour: harmless
+        sim_right = (parent_unit * unit[rows, after]).sum(-1)
+        sim[rows, i] = torch.where(after != sentinel, sim_right, neg_inf)
+        before = prv[rows, i]
+        sim_left = (unit[rows, before] * parent_unit).sum(-1)
+        sim[rows, before] = torch.where(before != sentinel, sim_left, neg_inf)
+    roots = torch.empty(batch, dtype=torch.long, device=device)
+    roots[torch.as_tensor(order, device=device)] = node_id[:, 0]  # slot 0 always ends up holding the root
+    return Induction(n_leaves=n_leaves, left=left, right=right, height=height,
+                     up=torch.cat((leaf_embeddings, up_internal)), roots=roots)
+
+
+@dataclass
+class Route:
+    """Routing of rows produced per level to the levels that consume them (all indices precomputed).
+
+    Item t goes from row ``src_row[t]`` of level ``src_level[t]``'s output to slot ``dst_slot[t]`` of level
+    ``dst_level[t]``'s input. Producers run in ``producer_rank`` order; each producer does one index_select and
+    a split into per-consumer chunks; a consumer concatenates its chunks, whose order ``slots(level)`` gives.
+    """
+
+    gather: torch.Tensor
+    produce: dict[int, tuple[int, int, list[int], list[int]]]  # level -> (start, end, consumer levels, counts)
+    slot_index: torch.Tensor
+    consume: dict[int, tuple[int, int]]  # level -> (start, end) into slot_index
+    # For consumers whose slots are a permutation (every slot filled once, the up pass): received-row index of
+    # each slot in slot order, so the consumer can index_select instead of scattering.
+    slot_inverse: torch.Tensor
+
+    @classmethod
+    def build(cls, src_level: np.ndarray, src_row: np.ndarray, dst_level: np.ndarray, dst_slot: np.ndarray,
+              producer_rank: np.ndarray, device: torch.device) -> "Route":
+        n = len(src_level)
+        order = np.lexsort((np.arange(n), dst_level, producer_rank[src_level]))
+        src_sorted, dst_sorted = src_level[order], dst_level[order]
+        produce: dict[int, tuple[int, int, list[int], list[int]]] = {}
+        if n:
+            change = np.flatnonzero((src_sorted[1:] != src_sorted[:-1]) | (dst_sorted[1:] != dst_sorted[:-1])) + 1
+            bounds = np.concatenate(([0], change, [n])).tolist()
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                level, consumer = int(src_sorted[start]), int(dst_sorted[start])
+                entry = produce.setdefault(level, (start, end, [], []))
+                produce[level] = (entry[0], end, entry[2] + [consumer], entry[3] + [end - start])
+        # A consumer receives chunks in producer order: the items of ``order`` with its level, in that order.
+        by_consumer = np.argsort(dst_sorted, kind="stable")
+        slots = dst_slot[order][by_consumer]
+        consumers = dst_sorted[by_consumer]
+        consume: dict[int, tuple[int, int]] = {}
+        inverse = np.zeros(n, dtype=np.int64)
+        if n:
+            change = np.flatnonzero(consumers[1:] != consumers[:-1]) + 1
+            bounds = np.concatenate(([0], change, [n])).tolist()
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                consume[int(consumers[start])] = (start, end)
+                inverse[start:end] = np.argsort(slots[start:end], kind="stable")
+        return cls(gather=torch.from_numpy(src_row[order]).to(device), produce=produce,
+                   slot_index=torch.from_numpy(slots).to(device), consume=consume,
+                   slot_inverse=torch.from_numpy(inverse).to(device))
+
+    def emit(self, level: int, output: torch.Tensor, pending: list[list[torch.Tensor]]) -> None:
+        entry = self.produce.get(level)
+        if entry is None:
+            return
+        start, end, consumers, counts = entry
+        taken = output.index_select(0, self.gather[start:end])
+        for consumer, chunk in zip(consumers, taken.split(counts)):
+            pending[consumer].append(chunk)
+
+    def received(self, level: int, pending: list[list[torch.Tensor]]) -> torch.Tensor | None:
+        chunks = pending[level]
+        if not chunks:
+            return None
+        return chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+
+    def in_slot_order(self, level: int, pending: list[list[torch.Tensor]]) -> torch.Tensor:
+        start, end = self.consume[level]
+        return self.received(level, pending).index_select(0, self.slot_inverse[start:end])
+
+    def slots(self, level: int) -> torch.Tensor | None:
+        entry = self.consume.get(level)
+        return None if entry is None else self.slot_index[entry[0]:entry[1]]
+
+
+@dataclass
+class Graph:
+    """The nodes the model runs on, numbered level by level (level h = nodes of height h; level 0 = leaves)."""
+
+    structure: str
+    level_offsets: list[int]  # (H + 2,) node range of each level
+    leaf_tokens: torch.Tensor  # (n_level0,) token of each leaf node
+    left: np.ndarray  # (n_nodes - n_level0,) child node ids of internal nodes, in node order
+    right: np.ndarray
+    roots: torch.Tensor  # (B,) node id of each sentence's root, batch order
+    occurrence_node: np.ndarray  # (N_L + N_I,) node id of every occurrence (identity for sentential)
+    up_route: Route
+    down_route: Route
+    root_local: dict[int, torch.Tensor]  # level -> local indices of nodes that are some sentence's root
+    down_count: torch.Tensor  # (n_nodes,) number of down messages each node averages (parents + root context)
+    device: torch.device = field(default=torch.device("cpu"))
+
+    @property
+    def n_nodes(self) -> int:
+        return self.level_offsets[-1]
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.level_offsets) - 1
+
+    def level_size(self, level: int) -> int:
+        return self.level_offsets[level + 1] - self.level_offsets[level]
+
+
+def build_graph(induction: Induction, tokens: torch.Tensor, structure: str) -> Graph:
+    device = induction.up.device
+    n_leaves = induction.n_leaves
+    left = induction.left.cpu().numpy()
+    right = induction.right.cpu().numpy()
+    height = induction.height.cpu().numpy()
+    tokens_np = tokens.cpu().numpy()
+    n_occ = n_leaves + len(left)
+    by_height = np.argsort(height, kind="stable")
+    n_levels = int(height.max()) + 1 if len(height) else 1
+    level_bounds = np.searchsorted(height[by_height], np.arange(1, n_levels + 1), side="left")
+    node_of = np.empty(n_occ, dtype=np.int64)
+    if structure == "entangled":
+        leaf_tokens, inverse = np.unique(tokens_np, return_inverse=True)
+        node_of[:n_leaves] = inverse
+        offsets = [0, len(leaf_tokens)]
+        lefts, rights = [], []
+        for level in range(1, n_levels):
+            occ = by_height[level_bounds[level - 1]:level_bounds[level]]
+            lc, rc = node_of[left[occ]], node_of[right[occ]]
+            keys = lc * n_occ + rc
+            unique_keys, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+            node_of[n_leaves + occ] = offsets[-1] + inverse
+            lefts.append(lc[first])
+            rights.append(rc[first])
+            offsets.append(offsets[-1] + len(unique_keys))
+        node_left = np.concatenate(lefts) if lefts else np.zeros(0, np.int64)
+        node_right = np.concatenate(rights) if rights else np.zeros(0, np.int64)
+    elif structure == "sentential":
+        leaf_tokens = tokens_np
+        node_of[:n_leaves] = np.arange(n_leaves)
+        node_of[n_leaves + by_height] = n_leaves + np.arange(len(left))
+        node_left = node_of[left[by_height]]
+        node_right = node_of[right[by_height]]
+        offsets = [0, n_leaves] + (n_leaves + level_bounds[1:]).tolist()
+    else:
+        raise ValueError(f"model config key 'structure': {structure!r} is not one of sentential, entangled")
+
+    offsets_np = np.asarray(offsets, dtype=np.int64)
+    n_nodes = int(offsets_np[-1])
+    node_level = np.repeat(np.arange(len(offsets_np) - 1), np.diff(offsets_np))
+    node_local = np.arange(n_nodes) - offsets_np[node_level]
+    n_level0 = int(offsets_np[1])
+    parents = np.arange(n_level0, n_nodes)
+    parent_level = node_level[parents]
+    parent_local = node_local[parents]
+    # Items of both passes: side 0 = left child, side 1 = right child.
+    child = np.concatenate((node_left, node_right))
+    p_level = np.concatenate((parent_level, parent_level))
+    p_slot = np.concatenate((2 * parent_local, 2 * parent_local + 1))
+    n_lv = len(offsets_np) - 1
+    ascending = np.arange(n_lv)
+    up_route = Route.build(node_level[child], node_local[child], p_level, p_slot, ascending, device)
+    down_route = Route.build(p_level, p_slot, node_level[child], node_local[child], n_lv - 1 - ascending, device)
+    root_nodes = np.unique(node_of[induction.roots.cpu().numpy()])
+    root_local: dict[int, torch.Tensor] = {}
+    root_levels = node_level[root_nodes]
+    for level in np.unique(root_levels).tolist():
+        root_local[level] = torch.from_numpy(node_local[root_nodes[root_levels == level]]).to(device)
+    # Down embedding = mean over the messages of all parents (edges), plus the sentence context for a root.
+    count = np.bincount(child, minlength=n_nodes).astype(np.float64)
+    count[root_nodes] += 1
+    return Graph(structure=structure, level_offsets=offsets_np.tolist(),
+                 leaf_tokens=torch.from_numpy(np.ascontiguousarray(leaf_tokens)).to(device),
+                 left=node_left, right=node_right,
+                 roots=torch.from_numpy(node_of[induction.roots.cpu().numpy()]).to(device),
+                 occurrence_node=node_of, up_route=up_route, down_route=down_route, root_local=root_local,
+                 down_count=torch.from_numpy(count).to(device), device=device)
