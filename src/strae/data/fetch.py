@@ -1,0 +1,241 @@
+"""Place registered data files under ``resources/data/``: resources (verified) -> mirror -> upstream.
+
+Every placement is checksum-verified against the registry, and every write goes to a temp file that is only
+renamed into place after the checksum matched, so an interrupted or corrupt fetch never leaves a file that
+looks complete. ``strae fetch NAME... | --all | --kind eval``.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterable
+
+from strae.data.registry import DEFAULT_REGISTRY, RegistryEntry, RegistryError, load_registry
+from strae.io import atomic_path, sha256_file
+
+log = logging.getLogger(__name__)
+
+MIRROR_ENV = "STRAE_DATA_MIRROR"
+DOWNLOAD_TIMEOUT_S = 30
+_CHUNK = 1 << 20
+
+
+class FetchError(SystemExit):
+    """A file could not be placed; the message names the file and what to do."""
+
+
+class ChecksumError(FetchError):
+    pass
+
+
+def default_mirror() -> Path | None:
+    value = os.environ.get(MIRROR_ENV)
+    return Path(value) if value else None
+
+
+def _copy_hashing(src_handle, dst_path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(dst_path, "wb") as out:
+        for block in iter(lambda: src_handle.read(_CHUNK), b""):
+            digest.update(block)
+            out.write(block)
+        out.flush()
+        os.fsync(out.fileno())
+    return digest.hexdigest()
+
+
+def _place_verified(dest: Path, expected_sha: str, what: str, writer) -> Path:
+    """Run ``writer(tmp_path) -> sha256`` into a temp file beside ``dest``; rename only if the sha matches."""
+    with atomic_path(dest) as tmp:
+        got = writer(tmp)
+        if got != expected_sha:
+            raise ChecksumError(
+                f"{what}: sha256 {got} does not match the registry ({expected_sha}); the source is corrupt or a "
+                f"different version. Nothing was written to {dest}. Re-sync the mirror or fix config/registry.yaml."
+            )
+    return dest
+
+
+def _download(url: str, tmp: Path) -> str:
+    request = urllib.request.Request(url, headers={"User-Agent": "strae-fetch"})
+    with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT_S) as response:
+        return _copy_hashing(response, tmp)
+
+
+def _write_hf_csv(source: dict[str, Any], tmp: Path) -> str:
+    """Rebuild an eval CSV from an HF `datasets` id in the mirror's format (header, RFC-4180, LF)."""
+    import datasets  # heavy import; only here
+
+    ds = datasets.load_dataset(
+        source["hf_dataset"], source.get("config"), split=source.get("split"), revision=source.get("revision")
+    )
+    columns: dict[str, str] = source["columns"]
+    with open(tmp, "w", encoding="utf-8", newline="") as out:
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(list(columns))
+        for row in ds:
+            writer.writerow([row[col] for col in columns.values()])
+    return sha256_file(tmp)
+
+
+def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Path:
+    source = entry.source
+    where = f"mirror {mirror}" if mirror else f"no mirror (set {MIRROR_ENV})"
+    hint = f"put the file at {dest} or at <mirror>/{entry.path} and set {MIRROR_ENV}"
+    errors: list[str] = []
+    if source.get("hf_dataset") and source.get("columns"):
+        try:
+            return _place_verified(dest, entry.sha256, f"{entry.name} from HF {source['hf_dataset']}",
+                                   lambda tmp: _write_hf_csv(source, tmp))
+        except ChecksumError:
+            raise
+        except Exception as exc:  # offline mode, missing dataset, network: report all attempts at once
+            errors.append(f"HF dataset {source['hf_dataset']}: {type(exc).__name__}: {exc}")
+    url = source.get("url")
+    if url and not source.get("transform"):
+        try:
+            return _place_verified(dest, entry.sha256, f"{entry.name} from {url}", lambda tmp: _download(url, tmp))
+        except ChecksumError:
+            raise
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            errors.append(f"download {url}: {exc}")
+    elif url:
+        # The mirror file was built from these upstream bytes by a conversion (see the mirror's PROVENANCE);
+        # downloading them cannot reproduce the registered checksum, so don't pretend to.
+        errors.append(f"upstream {url} needs a conversion ({source['transform']}), which strae does not redo")
+    detail = "; ".join(errors) or "the registry entry names no upstream source"
+    raise FetchError(f"{entry.name} ({entry.path}): not in resources/ and not in {where}; {detail}. To fix: {hint}.")
+
+
+def fetch_entry(entry: RegistryEntry, resources_dir: str | Path = "resources", mirror: str | Path | None = None) -> Path:
+    dest = Path(resources_dir) / "data" / entry.path
+    if dest.exists():
+        got = sha256_file(dest)
+        if got == entry.sha256:
+            return dest
+        raise ChecksumError(
+            f"{dest}: sha256 {got} does not match the registry entry {entry.name} ({entry.sha256}); "
+            f"delete the file and run `strae fetch {entry.name}` again"
+        )
+    mirror = Path(mirror) if mirror is not None else default_mirror()
+    if mirror is not None:
+        mirror_file = mirror / entry.path
+        if mirror_file.exists():
+            def copy(tmp: Path) -> str:
+                with open(mirror_file, "rb") as handle:
+                    return _copy_hashing(handle, tmp)
+
+            log.info("fetch %s: copying from mirror %s", entry.name, mirror_file)
+            return _place_verified(dest, entry.sha256, f"{entry.name} (mirror copy {mirror_file})", copy)
+        log.info("fetch %s: not in mirror %s; trying upstream", entry.name, mirror)
+    return _fetch_upstream(entry, dest, mirror)
+
+
+def fetch(
+    name: str,
+    resources_dir: str | Path = "resources",
+    mirror: str | Path | None = None,
+    registry: dict[str, RegistryEntry] | str | Path | None = None,
+) -> Path:
+    """Place ``resources/data/<path>`` for registry NAME (resources -> mirror -> upstream) and return it."""
+    if not isinstance(registry, dict):
+        registry = load_registry(registry or DEFAULT_REGISTRY)
+    if name not in registry:
+        close = [n for n in registry if name.split("/")[-1] in n][:5]
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        raise FetchError(f"{name}: unknown data name; NAME is a key of config/registry.yaml (mirror path without extension).{hint}")
+    return fetch_entry(registry[name], resources_dir=resources_dir, mirror=mirror)
+
+
+def fetch_source(
+    spec: dict[str, Any],
+    resources_dir: str | Path = "resources",
+    mirror: str | Path | None = None,
+    registry: dict[str, RegistryEntry] | str | Path | None = None,
+) -> Path:
+    """Resolve one language-block corpus entry to a local file.
+
+    ``{registry: NAME}`` | ``{path: local file, sha256?}`` | ``{url: ..., sha256: ...}`` |
+    ``{hf_dataset: id, config?, split?, revision?, text_field?: "text", sha256?}``.
+    """
+    if not isinstance(spec, dict):
+        raise FetchError(f"corpus entry {spec!r}: expected a mapping with one of registry/path/url/hf_dataset")
+    expected = spec.get("sha256")
+    if "registry" in spec:
+        return fetch(spec["registry"], resources_dir=resources_dir, mirror=mirror, registry=registry)
+    if "path" in spec:
+        path = Path(spec["path"])
+        if not path.exists():
+            raise FetchError(f"corpus entry path {path}: file not found; fix the path in the language block")
+        if expected and sha256_file(path) != expected.lower():
+            raise ChecksumError(f"{path}: sha256 differs from the language block's sha256; fix one of them")
+        return path
+    if "url" in spec:
+        if not expected:
+            raise FetchError(f"corpus entry url {spec['url']}: add sha256 (downloads are always verified)")
+        name = spec["url"].rstrip("/").rsplit("/", 1)[-1] or "download"
+        dest = Path(resources_dir) / "data" / "external" / f"{expected[:16]}-{name}"
+        if dest.exists() and sha256_file(dest) == expected.lower():
+            return dest
+        try:
+            return _place_verified(dest, expected.lower(), spec["url"], lambda tmp: _download(spec["url"], tmp))
+        except ChecksumError:
+            raise
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise FetchError(f"{spec['url']}: download failed ({exc}); download it yourself and use {{path: FILE}}")
+    if "hf_dataset" in spec:
+        import datasets
+
+        field_name = spec.get("text_field", "text")
+        safe = "-".join(str(spec.get(k) or "default") for k in ("config", "split", "revision"))
+        dest = Path(resources_dir) / "data" / "hf" / spec["hf_dataset"].replace("/", "__") / f"{safe}.txt"
+        if dest.exists() and (not expected or sha256_file(dest) == expected.lower()):
+            return dest
+        try:
+            ds = datasets.load_dataset(spec["hf_dataset"], spec.get("config"), split=spec.get("split") or "train",
+                                       revision=spec.get("revision"))
+        except Exception as exc:
+            raise FetchError(f"HF dataset {spec['hf_dataset']}: could not load ({type(exc).__name__}: {exc}); "
+                             f"fetch it on a machine with network access and copy resources/ over")
+        with atomic_path(dest) as tmp:
+            with open(tmp, "w", encoding="utf-8") as out:
+                for row in ds:
+                    out.write(str(row[field_name]).replace("\n", " ") + "\n")
+            if expected and sha256_file(tmp) != expected.lower():
+                raise ChecksumError(f"HF dataset {spec['hf_dataset']}: text differs from the language block's sha256")
+        return dest
+    raise FetchError(f"corpus entry {spec!r}: needs one of registry, path, url or hf_dataset")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="strae fetch", description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="registry NAMEs (keys of config/registry.yaml)")
+    parser.add_argument("--all", action="store_true", help="fetch every registered file")
+    parser.add_argument("--kind", choices=("corpus", "eval", "tokenizer"), help="fetch every file of this kind")
+    parser.add_argument("--resources-dir", default="resources")
+    parser.add_argument("--mirror", default=None, help=f"mirror directory (default: ${MIRROR_ENV})")
+    parser.add_argument("--registry", default=DEFAULT_REGISTRY)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    registry = load_registry(args.registry)
+    names: Iterable[str] = args.names
+    if args.all or args.kind:
+        names = [n for n, e in registry.items() if args.all or e.kind == args.kind]
+    if not names:
+        parser.error("name at least one registry NAME, or use --all / --kind")
+    for name in names:
+        path = fetch(name, resources_dir=args.resources_dir, mirror=args.mirror, registry=registry)
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The data registry (`config/registry.yaml`) and the language blocks of `config/config.yaml`.
+
+A registry NAME is the mirror-relative path without its extension(s), e.g. ``eval/word/simlex999`` or
+``corpora/am_enh_news_3.8M``. Each entry says where the file lives (in a mirror and under
+``resources/data/``), its sha256, its upstream source, licence, language, kind and (eval CSVs) row count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from strae.io import project_root
+
+DEFAULT_REGISTRY = "config/registry.yaml"
+DEFAULT_CONFIG = "config/config.yaml"
+KINDS = ("corpus", "eval", "tokenizer")
+
+
+class RegistryError(SystemExit):
+    """A registry/config problem the user can fix; the message names the file or key and what to do."""
+
+
+@dataclass(frozen=True)
+class RegistryEntry:
+    name: str
+    path: str  # relative to the mirror and to resources/data/
+    sha256: str
+    kind: str
+    language: str
+    license: str
+    source: dict[str, Any] = field(default_factory=dict)
+    rows: int | None = None
+    columns: tuple[str, ...] | None = None
+
+
+def resolve_project_file(path: str | Path) -> Path:
+    """A relative config path is looked up in the CWD first, then in the project root (editable install)."""
+    path = Path(path)
+    if path.is_absolute() or path.exists():
+        return path
+    candidate = project_root() / path
+    return candidate if candidate.exists() else path
+
+
+def load_registry(path: str | Path = DEFAULT_REGISTRY) -> dict[str, RegistryEntry]:
+    resolved = resolve_project_file(path)
+    if not resolved.exists():
+        raise RegistryError(f"{path}: registry file not found; run from the repository root or pass --registry")
+    with open(resolved, encoding="utf-8") as handle:
+        raw = yaml.safe_load(handle) or {}
+    entries: dict[str, RegistryEntry] = {}
+    for name, item in raw.items():
+        missing = [key for key in ("path", "sha256", "kind", "language", "license", "source") if key not in item]
+        if missing:
+            raise RegistryError(f"{resolved}: entry {name!r} lacks {', '.join(missing)}; add them")
+        if item["kind"] not in KINDS:
+            raise RegistryError(f"{resolved}: entry {name!r} has kind {item['kind']!r}; use one of {KINDS}")
+        entries[name] = RegistryEntry(
+            name=name,
+            path=item["path"],
+            sha256=item["sha256"].lower(),
+            kind=item["kind"],
+            language=item["language"],
+            license=item["license"],
+            source=dict(item["source"] or {}),
+            rows=item.get("rows"),
+            columns=tuple(item["columns"]) if item.get("columns") else None,
+        )
+    return entries
+
+
+def load_config(path: str | Path = DEFAULT_CONFIG) -> dict[str, Any]:
+    resolved = resolve_project_file(path)
+    if not resolved.exists():
+        raise RegistryError(f"{path}: config file not found; pass --config PATH")
+    with open(resolved, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def language_block(config: dict[str, Any], lang: str, config_path: str | Path = DEFAULT_CONFIG) -> dict[str, Any]:
+    languages = config.get("languages") or {}
+    if lang not in languages:
+        known = ", ".join(sorted(languages)) or "none"
+        raise RegistryError(
+            f"{config_path}: languages.{lang} is not defined (defined: {known}); add a language block for it"
+        )
+    return languages[lang]
+
+
+def data_setting(config: dict[str, Any], key: str, config_path: str | Path = DEFAULT_CONFIG) -> Any:
+    data = config.get("data") or {}
+    if key not in data:
+        raise RegistryError(f"{config_path}: data.{key} is missing; add it (see workflow/schemas/config.schema.yaml)")
+    return data[key]

@@ -1,0 +1,55 @@
+"""Streaming text reading and sentence segmentation (one sentence per line, whitespace normalised).
+
+The mirror's corpora hold one paragraph per line; the papers train on one sentence per line. ``sentencex``
+(Wikimedia, ~300 languages, rule-based, no model downloads) splits paragraphs; the language code comes from
+the language block's ``segmenter`` key.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import lzma
+from pathlib import Path
+from typing import Iterator
+
+from sentencex import segment as _sentencex_segment
+
+
+def open_text(path: str | Path) -> io.TextIOBase:
+    """Open plain, .xz, .gz or .bz2 text for streaming reads (UTF-8; undecodable bytes replaced, not fatal)."""
+    path = Path(path)
+    opener = {".xz": lzma.open, ".lzma": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
+    return opener(path, "rt", encoding="utf-8", errors="replace", newline=None)
+
+
+def normalize_whitespace(text: str) -> str:
+    # str.split() without arguments splits on every Unicode whitespace run (incl. NBSP, tabs, U+2028),
+    # so this also strips leading/trailing space.
+    return " ".join(text.split())
+
+
+def iter_paragraphs(path: str | Path) -> Iterator[str]:
+    """Non-empty, whitespace-normalised lines of a (possibly compressed) text file."""
+    with open_text(path) as handle:
+        for line in handle:
+            line = normalize_whitespace(line.replace("\ufeff", ""))
+            if line:
+                yield line
+
+
+def split_sentences(paragraph: str, language: str) -> list[str]:
+    """Sentences of one paragraph, whitespace-normalised, empty pieces dropped."""
+    out = []
+    for sentence in _sentencex_segment(language, paragraph):
+        sentence = normalize_whitespace(sentence)
+        if sentence:
+            out.append(sentence)
+    return out
+
+
+def iter_sentences(paths: list[Path], language: str) -> Iterator[str]:
+    """Sentences of several files in order. Deterministic: the same files give the same sequence."""
+    for path in paths:
+        for paragraph in iter_paragraphs(path):
+            yield from split_sentences(paragraph, language)

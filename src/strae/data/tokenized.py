@@ -1,0 +1,170 @@
+"""Tokenised corpora for training: ``{split}.ids.npy`` (int32, all ids concatenated), ``{split}.offsets.npy``
+(int64, n_sentences + 1) and ``{split}.json`` (meta). Built once by ``strae tokenize-corpus``; read with
+:class:`TokenizedCorpus` (memory-mapped, so many workers share the pages).
+
+The papers' length filter is applied here: a sentence is kept when ``min_subword_tokens <= pieces <=
+max_subword_tokens`` (config ``data.min_subword_tokens`` = 4 and ``max_subword_tokens`` = 200, i.e. 3 < n <= 200).
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import numpy as np
+from tqdm import tqdm
+
+from strae.io import atomic_open, provenance, read_json, sha256_file, write_json
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev")
+_BATCH_LINES = 20_000
+
+
+class TokenizedCorpus:
+    """Read-only view of one tokenised split: ``len()``, ``[i] -> int32 array``, ``.lengths``."""
+
+    def __init__(self, directory: str | Path, split: str = "train"):
+        self.directory = Path(directory)
+        self.split = split
+        meta_path = self.directory / f"{split}.json"
+        if not meta_path.exists():
+            raise SystemExit(f"{meta_path}: tokenised corpus not found; run `strae tokenize-corpus` first")
+        self.meta: dict[str, Any] = read_json(meta_path)
+        self.ids = np.load(self.directory / f"{split}.ids.npy", mmap_mode="r")
+        self.offsets = np.load(self.directory / f"{split}.offsets.npy", mmap_mode="r")
+        if len(self.offsets) != self.meta["n_sentences"] + 1 or int(self.offsets[-1]) != len(self.ids):
+            raise SystemExit(f"{self.directory}: {split}.offsets.npy does not match {split}.ids.npy / {split}.json; "
+                             "the files are from different runs; re-run `strae tokenize-corpus`")
+        self.vocab_size: int = int(self.meta["vocab_size"])
+        self.pad_id: int = int(self.meta["pad_id"])
+        self.n_tokens: int = int(self.meta["n_tokens"])
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return np.asarray(self.ids[self.offsets[index]: self.offsets[index + 1]])
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(np.asarray(self.offsets))
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for i in range(len(self)):
+            yield self[i]
+
+
+def _batches(path: Path, size: int) -> Iterator[list[str]]:
+    with open(path, encoding="utf-8") as handle:
+        while True:
+            lines = [line.rstrip("\n") for line in itertools.islice(handle, size)]
+            if not lines:
+                return
+            yield lines
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    # a file handle, not a name: np.save appends ".npy" to names that lack it (the temp name does)
+    with atomic_open(path, "wb") as handle:
+        np.save(handle, array)
+
+
+def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_len: int, max_len: int) -> dict:
+    chunks: list[np.ndarray] = []
+    lengths: list[np.ndarray] = []
+    n_in = too_short = too_long = 0
+    with tqdm(desc=f"tokenising {split}", unit=" sent", mininterval=2.0) as bar:
+        for lines in _batches(text_file, _BATCH_LINES):
+            for ids in tokenizer.encode_batch(lines):
+                n_in += 1
+                if len(ids) < min_len:
+                    too_short += 1
+                elif len(ids) > max_len:
+                    too_long += 1
+                else:
+                    chunks.append(np.asarray(ids, dtype=np.int32))
+            bar.update(len(lines))
+    lens = np.fromiter((len(c) for c in chunks), dtype=np.int64, count=len(chunks))
+    offsets = np.zeros(len(chunks) + 1, dtype=np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    ids = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # ids and offsets first, meta last: TokenizedCorpus needs the meta, so a half-written set is never read
+    _save_npy(out_dir / f"{split}.ids.npy", ids)
+    _save_npy(out_dir / f"{split}.offsets.npy", offsets)
+    meta = {
+        "split": split, "vocab_size": tokenizer.vocab_size, "pad_id": tokenizer.pad_id,
+        "n_sentences": len(chunks), "n_tokens": int(len(ids)),
+        "mean_pieces_per_sentence": round(float(lens.mean()), 3) if len(lens) else 0.0,
+        "max_pieces": int(lens.max()) if len(lens) else 0,
+        "length_filter": {"min_pieces": min_len, "max_pieces": max_len},
+        "input_sentences": n_in, "dropped": {"too_short": too_short, "too_long": too_long},
+        "text_file": str(text_file), "text_sha256": sha256_file(text_file),
+        "tokenizer": str(tokenizer.model_file), "tokenizer_sha256": tokenizer.sha256(),
+    }
+    return meta
+
+
+def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir: str | Path,
+                    min_len: int = 4, max_len: int = 200, splits=SPLITS) -> dict[str, dict]:
+    from strae.tokenize import load_tokenizer
+
+    corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
+    tokenizer = load_tokenizer(tokenizer_file)
+    metas = {}
+    for split in splits:
+        text_file = corpus_dir / f"{split}.txt"
+        if not text_file.exists():
+            raise SystemExit(f"{text_file}: prepared corpus split not found; run `strae prepare-corpus` first")
+        started = time.time()
+        meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len)
+        meta["seconds"] = round(time.time() - started, 1)
+        meta["provenance"] = provenance()
+        write_json(out_dir / f"{split}.json", meta)
+        log.info("%s: %d sentences, %d pieces (%.1f / sentence), dropped %s", split, meta["n_sentences"],
+                 meta["n_tokens"], meta["mean_pieces_per_sentence"], meta["dropped"])
+        metas[split] = meta
+    return metas
+
+
+def main(argv: list[str] | None = None) -> int:
+    from strae.data.registry import DEFAULT_CONFIG, load_config
+
+    parser = argparse.ArgumentParser(prog="strae tokenize-corpus", description=__doc__.splitlines()[0])
+    parser.add_argument("--lang", required=True)
+    parser.add_argument("--config", default=DEFAULT_CONFIG)
+    parser.add_argument("--corpus-dir", default=None, help="default: <resources>/corpora/<lang>")
+    parser.add_argument("--tokenizer", default=None, help="default: <resources>/tokenizers/<lang>.model")
+    parser.add_argument("--out-dir", default=None, help="default: <resources>/tokenized/<lang>")
+    parser.add_argument("--min-pieces", type=int, default=None, help="default: data.min_subword_tokens")
+    parser.add_argument("--max-pieces", type=int, default=None, help="default: data.max_subword_tokens")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    data = load_config(args.config).get("data") or {}
+    resources = Path(data.get("resources_dir", "resources"))
+    min_len = args.min_pieces if args.min_pieces is not None else int(data.get("min_subword_tokens", 4))
+    max_len = args.max_pieces if args.max_pieces is not None else int(data.get("max_subword_tokens", 200))
+    metas = tokenize_corpus(
+        args.corpus_dir or resources / "corpora" / args.lang,
+        args.tokenizer or resources / "tokenizers" / f"{args.lang}.model",
+        args.out_dir or resources / "tokenized" / args.lang,
+        min_len=min_len, max_len=max_len,
+    )
+    for split, meta in metas.items():
+        print(f"{split}: {meta['n_sentences']} sentences, {meta['n_tokens']} pieces, "
+              f"{meta['mean_pieces_per_sentence']} pieces/sentence, dropped {meta['dropped']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Tokenizers: BPEmb SentencePiece models (copied from the registry) or SentencePiece BPE trained per language.
+
+Id layout (the one place it is defined): ids ``0..V-1`` are the model's pieces (BPEmb layout: 0 ``<unk>``,
+1 ``<s>``, 2 ``</s>``, then BPE pieces); ``pad_id == V`` is the only extra id. Models size their embedding
+tables as ``V + 1`` rows or mask the pad id.
+
+Preprocessing (BPEmb's, applied to BPEmb and trained models alike, before encoding and before training):
+lowercase, then every Unicode digit -> ``0``.
+
+``strae tokenizer --lang L --config config/config.yaml --out resources/tokenizers/L.model`` writes the model and
+``L.json`` beside it (kind, vocab size and how it was chosen, sha256s).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+import sentencepiece as spm
+
+from strae.data.registry import DEFAULT_CONFIG, language_block, load_config, load_registry
+from strae.io import atomic_open, atomic_path, provenance, sha256_file, write_json
+
+log = logging.getLogger(__name__)
+
+_DIGIT = re.compile(r"\d")  # str patterns: \d matches every Unicode decimal digit (Devanagari, Arabic-Indic, ...)
+
+# Vocabulary rule for trained models: min(requested, max(MIN_VOCAB, word_types // TYPES_PER_PIECE)).
+# A BPE vocabulary much larger than half the corpus' word types mostly memorises whole rare words and leaves
+# pieces that occur a handful of times; BPEmb's own smaller-language models use smaller vocabularies for that
+# reason. The floor keeps tiny corpora trainable (it is raised to the alphabet size + specials if needed).
+TYPES_PER_PIECE = 2
+MIN_VOCAB = 1000
+
+# BPEmb-like SentencePiece settings (BPE, BPEmb special-id layout, no pad piece, no extra normalisation:
+# the text is already lowercased/digit-mapped; nmt_nfkc is SentencePiece's default and BPEmb kept it).
+TRAINER_SETTINGS: dict[str, Any] = {
+    "model_type": "bpe",
+    "unk_id": 0,
+    "bos_id": 1,
+    "eos_id": 2,
+    "pad_id": -1,
+    "character_coverage": 0.9999,
+    "normalization_rule_name": "nmt_nfkc",
+    "input_sentence_size": 3_000_000,
+    "shuffle_input_sentence": True,
+    "max_sentence_length": 8192,
+    "random_seed": 1,
+}
+
+
+def normalize(text: str) -> str:
+    """BPEmb preprocessing: lowercase, every digit -> 0."""
+    return _DIGIT.sub("0", text.lower())
+
+
+class Tokenizer:
+    """A SentencePiece model with BPEmb preprocessing and a pad id one past the last piece."""
+
+    def __init__(self, model_file: str | Path):
+        self.model_file = Path(model_file)
+        if not self.model_file.exists():
+            raise SystemExit(f"{self.model_file}: tokenizer model not found; run `strae tokenizer --lang L` first")
+        self._sp = spm.SentencePieceProcessor(model_file=str(self.model_file))
+        self.vocab_size: int = self._sp.get_piece_size()
+        self.pad_id: int = self.vocab_size
+        self.unk_id: int = self._sp.unk_id()
+
+    @staticmethod
+    def normalize(text: str) -> str:
+        return normalize(text)
+
+    def encode(self, text: str) -> list[int]:
+        return self._sp.encode(normalize(text), out_type=int)
+
+    def encode_batch(self, texts: Iterable[str], num_threads: int = -1) -> list[list[int]]:
+        return self._sp.encode([normalize(t) for t in texts], out_type=int, num_threads=num_threads)
+
+    def encode_as_pieces(self, text: str) -> list[str]:
+        return self._sp.encode(normalize(text), out_type=str)
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return self._sp.decode([i for i in ids if i != self.pad_id])
+
+    def id_to_piece(self, index: int) -> str:
+        return "<pad>" if index == self.pad_id else self._sp.id_to_piece(index)
+
+    def sha256(self) -> str:
+        return sha256_file(self.model_file)
+
+
+def load_tokenizer(model_file: str | Path) -> Tokenizer:
+    return Tokenizer(model_file)
+
+
+def choose_vocab_size(requested: int, word_types: int, alphabet: int) -> tuple[int, str]:
+    """The explicit vocabulary rule for trained models; returns (size, human-readable reason)."""
+    floor = max(MIN_VOCAB, alphabet + 3 + 1)
+    by_corpus = max(floor, word_types // TYPES_PER_PIECE)
+    size = min(requested, by_corpus)
+    reason = (f"min(requested {requested}, max({floor} floor, {word_types} word types // {TYPES_PER_PIECE} = "
+              f"{word_types // TYPES_PER_PIECE})) = {size}")
+    return size, reason
+
+
+def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: int = 25000,
+                        threads: int = 2) -> dict[str, Any]:
+    """Train a BPEmb-like SentencePiece BPE model on ``corpus`` (one sentence per line); returns its record."""
+    corpus, out = Path(corpus), Path(out)
+    if not corpus.exists():
+        raise SystemExit(f"{corpus}: prepared corpus not found; run `strae prepare-corpus` first")
+    types: set[str] = set()
+    chars: set[str] = set()
+    n_lines = 0
+    with tempfile.TemporaryDirectory(prefix="strae-spm-") as tmpdir:
+        normalized = Path(tmpdir) / "train.normalized.txt"
+        with open(corpus, encoding="utf-8") as src, open(normalized, "w", encoding="utf-8") as dst:
+            for line in src:
+                line = normalize(line.strip())
+                if not line:
+                    continue
+                dst.write(line + "\n")
+                words = line.split()
+                types.update(words)
+                n_lines += 1
+                if n_lines <= 200_000:  # the alphabet saturates early; don't pay for it on every line
+                    chars.update(line.replace(" ", ""))
+        vocab, reason = choose_vocab_size(requested_vocab, len(types), len(chars))
+        log.info("tokenizer vocab for %s: %s", corpus, reason)
+        with atomic_path(out, suffix=".model") as tmp_model:
+            prefix = Path(tmpdir) / "spm"
+            spm.SentencePieceTrainer.train(
+                input=str(normalized), model_prefix=str(prefix), vocab_size=vocab, num_threads=threads,
+                minloglevel=2, **TRAINER_SETTINGS,
+            )
+            shutil.copyfile(f"{prefix}.model", tmp_model)
+    return {"kind": "sentencepiece", "vocab_size": vocab, "requested_vocab_size": requested_vocab,
+            "vocab_rule": reason, "word_types": len(types), "alphabet_size": len(chars), "training_lines": n_lines,
+            "trainer_settings": TRAINER_SETTINGS, "corpus": str(corpus), "corpus_sha256": sha256_file(corpus)}
+
+
+def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: str | Path | None = None,
+                    corpus: str | Path | None = None, mirror: str | Path | None = None) -> dict[str, Any]:
+    from strae.data.fetch import fetch
+
+    config = load_config(config_path)
+    block = language_block(config, lang, config_path)
+    resources = Path((config.get("data") or {}).get("resources_dir", "resources"))
+    out = Path(out) if out is not None else resources / "tokenizers" / f"{lang}.model"
+    spec = block.get("tokenizer") or {}
+    kind = spec.get("kind")
+    if kind == "bpemb":
+        if "registry" not in spec:
+            raise SystemExit(f"{config_path}: languages.{lang}.tokenizer.registry is missing for kind bpemb")
+        registry = load_registry((config.get("data") or {}).get("registry", "config/registry.yaml"))
+        # fetch() verifies the checksum and never triggers bpemb's own downloader
+        source = fetch(spec["registry"], resources_dir=resources, mirror=mirror, registry=registry)
+        with atomic_path(out, suffix=".model") as tmp:
+            shutil.copyfile(source, tmp)
+            spm.SentencePieceProcessor(model_file=str(tmp))  # a file that does not load never gets the final name
+        record = {"kind": "bpemb", "registry": spec["registry"], "source_file": str(source)}
+    elif kind == "sentencepiece":
+        corpus = Path(corpus) if corpus is not None else resources / "corpora" / lang / "train.txt"
+        record = train_sentencepiece(corpus, out, requested_vocab=int(spec.get("vocab_size", 25000)))
+    else:
+        raise SystemExit(f"{config_path}: languages.{lang}.tokenizer.kind is {kind!r}; use bpemb or sentencepiece")
+    tokenizer = load_tokenizer(out)
+    record.update({"language": lang, "model_file": str(out), "sha256": tokenizer.sha256(),
+                   "vocab_size": tokenizer.vocab_size, "pad_id": tokenizer.pad_id,
+                   "preprocessing": "lowercase; every digit -> 0 (BPEmb)", "provenance": provenance()})
+    write_json(out.with_suffix(".json"), record)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="strae tokenizer", description=__doc__.splitlines()[0])
+    parser.add_argument("--lang", required=True)
+    parser.add_argument("--config", default=DEFAULT_CONFIG)
+    parser.add_argument("--out", default=None, help="default: <resources>/tokenizers/<lang>.model")
+    parser.add_argument("--corpus", default=None, help="training text for kind sentencepiece "
+                        "(default: <resources>/corpora/<lang>/train.txt)")
+    parser.add_argument("--mirror", default=None, help="data mirror (default: $STRAE_DATA_MIRROR)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    record = build_tokenizer(args.lang, args.config, out=args.out, corpus=args.corpus, mirror=args.mirror)
+    print(f"{record['model_file']}: {record['kind']}, {record['vocab_size']} pieces, pad_id {record['pad_id']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
