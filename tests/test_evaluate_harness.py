@@ -1,0 +1,246 @@
+"""The evaluation harness end to end: tasks.yaml, JSON layout, failed runs, aggregation, and the real suite."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from strae.encode import Encoder
+from strae.evaluate import aggregate, harness, metrics
+from strae.evaluate.tasks import load_tasks, read_pairs
+from strae.io import write_json
+
+ENGLISH_PAPER_COUNTS = {"simlex": 995, "wordsim_sim": 203, "wordsim_rel": 252, "sts12": 3108, "sts13": 1500,
+                        "sts14": 3750, "sts15": 3000, "sts16": 1186, "stsb": 1379, "sickr": 4927, "semrel": 5500}
+ENGLISH_OFFICIAL_COUNTS = {**ENGLISH_PAPER_COUNTS, "simlex": 999, "semrel": 2600}
+OFFICIAL_SUBSET_COUNTS = {"sts12": 5, "sts13": 3, "sts14": 6, "sts15": 5, "sts16": 5}
+
+
+# ------------------------------------------------------------------------------------------------- fixtures
+class TableEncoder(Encoder):
+    """Looks every text up in a table; unknown text -> NaN row (OOV)."""
+
+    encoder_id = "table"
+
+    def __init__(self, table: dict[str, np.ndarray]):
+        self.table = table
+
+    def _lookup(self, texts):
+        return np.stack([self.table.get(t, np.full(2, np.nan)) for t in texts]).astype(np.float32)
+
+    def encode_sentences(self, sentences, batch_size=256):
+        return self._lookup(sentences)
+
+    def encode_words(self, words, batch_size=1024):
+        return self._lookup(words)
+
+    def run_info(self):
+        return {"model": "table", "setting": "fixed", "seed": 11, "status": "completed", "failure_reason": None}
+
+
+def write_pairs(path: Path, header, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+@pytest.fixture
+def synthetic(tmp_path, monkeypatch):
+    """A tiny project: config + tasks.yaml + pair files, and an encoder whose cosine is gold/5 (rho = 100)."""
+    gold_a, gold_b = [0.5, 4.0, 2.0], [1.0, 3.0]
+    words_gold = [1.0, 9.0, 5.0, 7.0]
+    rows_a = [(f"a{i} left", f"a{i} right", g) for i, g in enumerate(gold_a)]
+    rows_b = [(f"b{i} left", f"b{i} right", g) for i, g in enumerate(gold_b)]
+    word_rows = [(f"w{i}", f"v{i}", g) for i, g in enumerate(words_gold)] + [("w9", "unknownword", 3.0)]
+    data = tmp_path / "data"
+    write_pairs(data / "sts" / "sub_a.csv", ["sent1", "sent2", "score"], rows_a)
+    write_pairs(data / "sts" / "sub_b.csv", ["sent1", "sent2", "score"], rows_b)
+    write_pairs(data / "sts_all.csv", ["sent1", "sent2", "score"], rows_a + rows_b)
+    write_pairs(data / "words.csv", ["word1", "word2", "score"], word_rows)
+    table = {}
+    for left, right, g, scale in [(r[0], r[1], r[2], 5.0) for r in rows_a + rows_b] + \
+                                 [(r[0], r[1], r[2], 10.0) for r in word_rows[:-1]]:
+        angle = np.arccos(g / scale)
+        table[left], table[right] = np.array([1.0, 0.0]), np.array([np.cos(angle), np.sin(angle)])
+    table["w9"] = np.array([1.0, 0.0])
+    tasks_yaml = {"tasks": [
+        {"name": "toy_sts", "variant": ["paper", "official"], "language": "xx", "level": "sentence",
+         "registry": "sts_all", "split": "test", "rows": 5, "score_range": [0, 5], "aggregation": "pooled",
+         "subsets": [{"name": "A", "registry": "sts/sub_a", "rows": 3}, {"name": "B", "registry": "sts/sub_b"}]},
+        {"name": "toy_words", "variant": "paper", "language": "xx", "level": "word", "registry": "words",
+         "split": "test", "rows": 5, "score_range": [0, 10], "aggregation": "single"},
+    ]}
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump(tasks_yaml))
+    config = {"data": {"tasks": str(tmp_path / "tasks.yaml")},
+              "languages": {"xx": {"eval": {"paper": ["toy_sts", "toy_words"], "official": ["toy_sts"]}}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setattr(harness, "load_encoder", lambda spec, **options: TableEncoder(table))
+    resolve = lambda name: data / f"{name}.csv"  # noqa: E731 - the data layer is tested on its own
+    return {"dir": tmp_path, "config": str(tmp_path / "config.yaml"), "resolve": resolve, "table": table}
+
+
+def run_synthetic(synthetic, variant="paper", **kwargs):
+    return harness.evaluate("table", "xx", variant, config_path=synthetic["config"], resolve=synthetic["resolve"],
+                            progress=False, **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------- synthetic
+def test_gold_derived_encoder_scores_100_with_subsets_and_oov(synthetic):
+    doc = run_synthetic(synthetic)
+    sts, words = doc["tasks"]["toy_sts"], doc["tasks"]["toy_words"]
+    assert sts["score"] == pytest.approx(100.0) and sts["n_pairs"] == 5 and sts["aggregation"] == "pooled"
+    assert set(sts["subsets"]) == {"A", "B"}
+    assert sts["subsets"]["A"]["n_pairs"] == 3 and sts["subsets"]["B"]["score"] == pytest.approx(100.0)
+    # the word pair with an unknown word is counted and dropped, not scored as 0
+    assert (words["n_pairs"], words["n_oov"], words["n_scored"]) == (5, 1, 4)
+    assert words["score"] == pytest.approx(100.0)
+
+
+def test_json_has_contract_fields(synthetic):
+    doc = run_synthetic(synthetic)
+    assert doc["schema_version"] == 1 and doc["variant"] == "paper" and doc["language"] == "xx"
+    assert {"language", "model", "setting", "seed", "status", "failure_reason"} <= set(doc["run"])
+    assert doc["run"]["seed"] == 11 and doc["run"]["status"] == "completed" and doc["run"]["language"] == "xx"
+    assert doc["encoder"]["encoder_id"] == "table"
+    for record in doc["tasks"].values():
+        assert {"score", "n_pairs", "n_oov", "level", "split", "variant", "file", "sha256", "aggregation",
+                "subsets"} <= set(record)
+        assert re.fullmatch(r"[0-9a-f]{64}", record["sha256"])
+    prov = doc["provenance"]
+    assert {"strae_version", "git_sha", "seed", "device", "data_files", "tasks_file_sha256"} <= set(prov)
+    assert set(prov["data_files"]) == {"sts_all", "sts/sub_a", "sts/sub_b", "words"}
+    json.dumps(doc)  # serialisable as is
+
+
+def test_only_selected_tasks_and_unknown_task_error(synthetic):
+    doc = run_synthetic(synthetic, only=["toy_words"])
+    assert list(doc["tasks"]) == ["toy_words"]
+    with pytest.raises(SystemExit, match="no task 'toy_words' for variant 'official'"):
+        run_synthetic(synthetic, variant="official", only=["toy_words"])
+    with pytest.raises(SystemExit, match="no language block 'zz'"):
+        harness.evaluate("table", "zz", "paper", config_path=synthetic["config"], resolve=synthetic["resolve"])
+
+
+def test_constant_encoder_reports_undefined(synthetic, monkeypatch):
+    class Constant(TableEncoder):
+        def _lookup(self, texts):
+            return np.ones((len(texts), 3), dtype=np.float32)
+
+    monkeypatch.setattr(harness, "load_encoder", lambda spec, **options: Constant({}))
+    doc = run_synthetic(synthetic)
+    for record in doc["tasks"].values():
+        assert record["score"] is None and record["reason"] == metrics.UNDEFINED_CONSTANT
+
+
+def test_pooled_file_must_equal_subset_concatenation(synthetic):
+    data = synthetic["dir"] / "data"
+    rows = list(csv.reader(open(data / "sts_all.csv", encoding="utf-8")))
+    rows[1], rows[2] = rows[2], rows[1]  # reorder: same pairs, different file
+    write_pairs(data / "sts_all.csv", rows[0], rows[1:])
+    with pytest.raises(SystemExit, match="not the concatenation of its subset files"):
+        run_synthetic(synthetic, only=["toy_sts"])
+
+
+def test_read_pairs_checks_rows_and_header(tmp_path):
+    path = tmp_path / "p.csv"
+    write_pairs(path, ["sent1", "sent2", "score"], [("a, b", 'say "x"', "1.5")])
+    pairs = read_pairs(path, "sentence", 1)
+    assert pairs.left == ["a, b"] and pairs.right == ['say "x"'] and pairs.gold.tolist() == [1.5]
+    with pytest.raises(SystemExit, match=r"p\.csv: 1 pairs, but .* rows: 2"):
+        read_pairs(path, "sentence", 2)
+    with pytest.raises(SystemExit, match="does not match a word-level task"):
+        read_pairs(path, "word")
+
+
+def test_failed_run_writes_status_failed_and_aggregates(synthetic, tmp_path):
+    run_dir = tmp_path / "runs" / "seed3"
+    write_json(run_dir / "train.json", {"status": "failed", "failure_reason": "loss became NaN at epoch 2",
+                                        "run": {"language": "xx", "model": "selfstrae", "setting": "ce_k4_u2",
+                                                "seed": 3}})
+    failed_json, ok_json = tmp_path / "failed.json", tmp_path / "ok.json"
+    assert harness.main(["--model", str(run_dir), "--lang", "xx", "--variant", "paper", "--out", str(failed_json),
+                         "--config", synthetic["config"], "--quiet"]) == 0
+    failed = json.loads(failed_json.read_text())
+    assert failed["tasks"] == {} and failed["run"]["status"] == "failed"
+    assert failed["run"]["failure_reason"] == "loss became NaN at epoch 2" and failed["run"]["seed"] == 3
+    write_json(ok_json, run_synthetic(synthetic))
+
+    out = tmp_path / "scores.csv"
+    assert aggregate.main(["--out", str(out), str(ok_json), str(failed_json)]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        assert reader.fieldnames == aggregate.COLUMNS
+        rows = list(reader)
+    ok_rows = [r for r in rows if r["source_json"] == str(ok_json)]
+    # toy_sts headline + 2 subsets + toy_words headline
+    assert [(r["task"], r["subset"]) for r in ok_rows] == [("toy_sts", ""), ("toy_sts", "A"), ("toy_sts", "B"),
+                                                           ("toy_words", "")]
+    assert float(ok_rows[0]["score"]) == pytest.approx(100.0) and ok_rows[3]["n_oov"] == "1"
+    assert ok_rows[0]["seed"] == "11" and ok_rows[0]["status"] == "completed"
+    failed_rows = [r for r in rows if r["source_json"] == str(failed_json)]
+    assert [r["task"] for r in failed_rows] == ["toy_sts", "toy_words"]
+    assert all(r["status"] == "failed" and r["score"] == "" and r["model"] == "selfstrae" for r in failed_rows)
+
+
+def test_run_dir_without_encoder_or_failure_is_an_error(tmp_path, synthetic, monkeypatch):
+    from strae.encode import load_encoder
+
+    monkeypatch.setattr(harness, "load_encoder", load_encoder)
+    write_json(tmp_path / "r" / "train.json", {"status": "running"})
+    with pytest.raises(SystemExit, match="encoder.json does not exist"):
+        harness.evaluate(str(tmp_path / "r"), "xx", "paper", config_path=synthetic["config"],
+                         resolve=synthetic["resolve"])
+
+
+# ------------------------------------------------------------------------------------------------- tasks.yaml
+def test_task_catalog_covers_every_configured_language(repo_root):
+    catalog = load_tasks(repo_root / "config" / "tasks.yaml")
+    config = yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
+    registry = yaml.safe_load((repo_root / "config" / "registry.yaml").read_text())
+    for language, block in config["languages"].items():
+        for variant, names in block["eval"].items():
+            for name in names:
+                task = catalog.get(name, variant)
+                assert task.language == language, (name, variant)
+    for task in catalog:
+        for name, rows in [(task.registry, task.rows)] + [(s.registry, s.rows) for s in task.subsets]:
+            assert name in registry, f"tasks.yaml {task.name}/{task.variant}: {name} not in config/registry.yaml"
+            if registry[name].get("rows") is not None:
+                assert registry[name]["rows"] == rows, name
+        if task.subsets:
+            assert sum(s.rows for s in task.subsets) == task.rows
+    # the papers' SemRel is the train split; the official one is the test split; explicit names for both
+    assert catalog.get("semrel", "paper").split == "train" and catalog.get("semrel", "official").split == "test"
+    for variant in ("paper", "official"):
+        assert catalog.get("semrel_paper", variant).rows == 5500
+        assert catalog.get("semrel_test", variant).rows == 2600
+
+
+# ------------------------------------------------------------------------------------------------- real data
+@pytest.mark.mirror
+@pytest.mark.parametrize("variant,counts", [("paper", ENGLISH_PAPER_COUNTS), ("official", ENGLISH_OFFICIAL_COUNTS)])
+def test_random_token_full_english_suite(mirror, monkeypatch, tmp_path, repo_root, variant, counts):
+    monkeypatch.setenv("STRAE_DATA_MIRROR", str(mirror))
+    monkeypatch.chdir(repo_root)
+    out = tmp_path / f"en.{variant}.json"
+    assert harness.main(["--model", "random-token", "--lang", "en", "--variant", variant, "--out", str(out),
+                         "--resources-dir", str(tmp_path / "resources"), "--quiet"]) == 0
+    doc = json.loads(out.read_text())
+    assert {name: t["n_pairs"] for name, t in doc["tasks"].items()} == counts
+    assert all(t["n_oov"] == 0 for t in doc["tasks"].values())
+    for name, n_subsets in OFFICIAL_SUBSET_COUNTS.items():
+        subsets = doc["tasks"][name]["subsets"]
+        assert len(subsets) == (n_subsets if variant == "official" else 0)
+        assert sum(s["n_pairs"] for s in subsets.values()) in (0, counts[name])
+    # lexical overlap alone correlates with sentence similarity; unrelated words' random vectors do not
+    for name in ("sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "semrel"):
+        assert 20.0 < doc["tasks"][name]["score"] < 80.0, (name, doc["tasks"][name]["score"])
+    for name in ("simlex", "wordsim_sim", "wordsim_rel"):
+        assert abs(doc["tasks"][name]["score"]) < 15.0, (name, doc["tasks"][name]["score"])
