@@ -18,7 +18,7 @@ rule train_glove:
     log:
         "logs/train/{lang}/glove/{setting}/seed{seed}.log",
     benchmark:
-        "benchmarks/train/{lang}/glove/{setting}/seed{seed}.tsv"
+        "benchmarks/out/train/{lang}/glove/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
@@ -45,7 +45,7 @@ rule train_roberta:
     log:
         "logs/train/{lang}/roberta/{setting}/seed{seed}.log",
     benchmark:
-        "benchmarks/train/{lang}/roberta/{setting}/seed{seed}.tsv"
+        "benchmarks/out/train/{lang}/roberta/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
@@ -71,7 +71,7 @@ rule train_simcse:
     log:
         "logs/train/{lang}/roberta_simcse/{setting}/seed{seed}.log",
     benchmark:
-        "benchmarks/train/{lang}/roberta_simcse/{setting}/seed{seed}.tsv"
+        "benchmarks/out/train/{lang}/roberta_simcse/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,

@@ -45,7 +45,6 @@ wildcard_constraints:
     option=r"[a-z0-9_]+",
     seed=r"\d+",
     variant="|".join(sorted(["paper", "official"])),
-    split="train|dev",
     n=r"\d+",
     figure="|".join(sorted(FIGURES)) or "none",
 
@@ -72,6 +71,11 @@ def tokenizer_inputs(wildcards):
     if config["languages"][wildcards.lang]["tokenizer"]["kind"] == "sentencepiece":
         return {"corpus": f"{RES}/corpora/{wildcards.lang}/train.txt"}
     return {}
+
+
+def tokenizer_corpus_flag(wildcards):
+    inputs = tokenizer_inputs(wildcards)
+    return f"--corpus {inputs['corpus']}" if inputs else ""
 
 
 def _paper_table(key):

@@ -15,7 +15,7 @@ rule evaluate:
     log:
         "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.log",
     benchmark:
-        "benchmarks/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.tsv"
+        "benchmarks/out/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.tsv"
     threads: SCALE.get("eval_threads", 1)
     resources:
         mem_mb=4000,
@@ -42,7 +42,7 @@ rule evaluate_with_options:
     log:
         "logs/evaluate/{lang}/{model}/{setting}@{option}/seed{seed}.{variant}.log",
     benchmark:
-        "benchmarks/evaluate/{lang}/{model}/{setting}@{option}/seed{seed}.{variant}.tsv"
+        "benchmarks/out/evaluate/{lang}/{model}/{setting}@{option}/seed{seed}.{variant}.tsv"
     threads: SCALE.get("eval_threads", 1)
     resources:
         mem_mb=4000,

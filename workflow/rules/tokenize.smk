@@ -8,7 +8,7 @@ rule tokenizer:
         model=f"{RES}/tokenizers/{{lang}}.model",
     params:
         config=EFFECTIVE_CONFIG,
-        corpus_dir=f"{RES}/corpora/{{lang}}",
+        corpus=tokenizer_corpus_flag,
     log:
         "logs/tokenizer/{lang}.log",
     threads: 1
@@ -16,27 +16,33 @@ rule tokenizer:
         mem_mb=4000,
         runtime=60,
     shell:
-        "strae tokenizer --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
+        "strae tokenizer --lang {wildcards.lang} --config {params.config} {params.corpus} "
         "--out {output.model} > {log} 2>&1"
 
 
 rule tokenize_corpus:
+    # Both splits in one job: they share the tokenizer load and the length filter.
     input:
-        corpus=f"{RES}/corpora/{{lang}}/{{split}}.txt",
+        train=f"{RES}/corpora/{{lang}}/train.txt",
+        dev=f"{RES}/corpora/{{lang}}/dev.txt",
         tokenizer=f"{RES}/tokenizers/{{lang}}.model",
     output:
-        ids=f"{RES}/tokenized/{{lang}}/{{split}}.ids.npy",
-        offsets=f"{RES}/tokenized/{{lang}}/{{split}}.offsets.npy",
-        meta=f"{RES}/tokenized/{{lang}}/{{split}}.json",
+        train_ids=f"{RES}/tokenized/{{lang}}/train.ids.npy",
+        train_offsets=f"{RES}/tokenized/{{lang}}/train.offsets.npy",
+        train_meta=f"{RES}/tokenized/{{lang}}/train.json",
+        dev_ids=f"{RES}/tokenized/{{lang}}/dev.ids.npy",
+        dev_offsets=f"{RES}/tokenized/{{lang}}/dev.offsets.npy",
+        dev_meta=f"{RES}/tokenized/{{lang}}/dev.json",
     params:
         config=EFFECTIVE_CONFIG,
+        corpus_dir=f"{RES}/corpora/{{lang}}",
         out_dir=f"{RES}/tokenized/{{lang}}",
     log:
-        "logs/tokenize_corpus/{lang}.{split}.log",
+        "logs/tokenize_corpus/{lang}.log",
     threads: 1
     resources:
         mem_mb=4000,
         runtime=60,
     shell:
-        "strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --split {wildcards.split} "
-        "--corpus {input.corpus} --tokenizer {input.tokenizer} --out-dir {params.out_dir} > {log} 2>&1"
+        "strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
+        "--tokenizer {input.tokenizer} --out-dir {params.out_dir} > {log} 2>&1"

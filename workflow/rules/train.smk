@@ -22,7 +22,7 @@ rule train:
     log:
         "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
     benchmark:
-        "benchmarks/train/{lang}/{model}/{setting}/seed{seed}.tsv"
+        "benchmarks/out/train/{lang}/{model}/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,

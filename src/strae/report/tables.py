@@ -1,0 +1,329 @@
+"""The papers' tables, rebuilt from results/scores.csv: reproduced mean ± std over seeds next to the paper's value.
+
+`strae report table --table selfstrae_table2 ...` writes a tidy CSV (one row per table cell) and a Markdown view.
+Which run and task fills each cell is declared in config/tables.yaml; the paper's numbers come from
+paper_tables/*.csv. Nothing is ever filled in that was not measured: a cell without runs reads "not run", a cell
+whose seeds all diverged reads "failed", and failed seeds are counted, never averaged.
+
+`strae report param-counts --config ... --out results/param_counts.csv` counts the non-embedding parameters of
+every configured Self-StrAE/Banyan setting by instantiating the model (Banyan Table 6, SemEval Table 2 "# Params").
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from strae.io import atomic_open, atomic_path
+
+CELL_COLUMNS = [
+    "table", "half", "row", "column", "language", "model", "setting", "variant", "tasks", "aggregate",
+    "status", "mean", "std", "n_seeds", "n_failed", "seeds", "best_seed", "paper_mean", "paper_std", "delta",
+    "paper_note", "note",
+]
+# Population std (ddof=0, numpy's default) over seeds: what the reference code's np.std reports; stated in the .md.
+STD_DDOF = 0
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def load_scores(path: str | Path) -> pd.DataFrame:
+    """scores.csv plus `eval_setting`: the setting directory of the evaluation JSON (`setting@option` for a
+    baseline's evaluation option such as GloVe stop-word removal), which is what table rows select on."""
+    scores = pd.read_csv(path, dtype={"subset": str, "setting": str, "failure_reason": str}, keep_default_na=True)
+    scores["subset"] = scores["subset"].fillna("")
+    if "source_json" in scores and scores["source_json"].notna().any():
+        scores["eval_setting"] = [
+            Path(str(src)).parent.name if isinstance(src, str) and src else setting
+            for src, setting in zip(scores["source_json"], scores["setting"])
+        ]
+    else:
+        scores["eval_setting"] = scores["setting"]
+    scores["seed"] = pd.to_numeric(scores["seed"], errors="coerce")
+    scores["score"] = pd.to_numeric(scores["score"], errors="coerce")
+    return scores
+
+
+def load_paper_table(path: Path | None) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """(half, row, column) -> {mean, std, note}; half is "" when the paper table has no halves."""
+    if path is None or not path.exists():
+        return {}
+    paper = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = {"row", "column", "mean", "std"} - set(paper.columns)
+    if missing:
+        raise SystemExit(f"{path}: missing columns {sorted(missing)}; expected row,column,mean,std,note[,half]")
+    cells = {}
+    for record in paper.to_dict("records"):
+        key = (record.get("half", "") or "", record["row"], record["column"])
+        cells[key] = {
+            "mean": _to_float(record["mean"]),
+            "std": _to_float(record["std"]),
+            "note": record.get("note", ""),
+        }
+    return cells
+
+
+def _to_float(text: Any) -> float:
+    try:
+        return float(str(text).replace("≈", "").replace("~", "").strip())
+    except ValueError:
+        return math.nan
+
+
+def load_param_counts(path: str | Path | None) -> dict[tuple[str, str], int]:
+    if not path or not Path(path).exists():
+        return {}
+    counts = pd.read_csv(path, dtype={"model": str, "setting": str})
+    return {(r.model, r.setting): int(r.non_embedding_parameters) for r in counts.itertuples()}
+
+
+def _seed_values(scores: pd.DataFrame, selector: dict[str, Any], tasks: list[str]) -> tuple[dict[int, float], set[int]]:
+    """Per-seed value (mean over `tasks`; NaN if a task is missing for that seed) and the set of failed seeds."""
+    mask = (
+        (scores["language"] == selector["language"])
+        & (scores["model"] == selector["model"])
+        & (scores["eval_setting"] == selector["setting"])
+        & (scores["variant"] == selector["variant"])
+        & (scores["subset"] == "")
+        & (scores["task"].isin(tasks))
+    )
+    rows = scores[mask]
+    failed = {int(s) for s in rows.loc[rows["status"] == "failed", "seed"].dropna()}
+    values: dict[int, float] = {}
+    for seed, group in rows[rows["status"] != "failed"].groupby("seed"):
+        by_task = group.dropna(subset=["score"]).drop_duplicates("task").set_index("task")["score"]
+        values[int(seed)] = float(by_task[tasks].mean()) if set(tasks) <= set(by_task.index) else math.nan
+    return values, failed - set(values)
+
+
+def _row_selector(table: dict[str, Any], row: dict[str, Any], column: dict[str, Any]) -> dict[str, Any]:
+    def pick(key: str, default: Any = None) -> Any:
+        for source in (column, row, table):
+            if source.get(key) is not None:
+                return source[key]
+        return default
+
+    return {
+        "language": pick("language"),
+        "model": pick("model"),
+        "setting": pick("setting"),
+        "variant": pick("variant", "paper"),
+    }
+
+
+def _column_tasks(column: dict[str, Any]) -> list[str]:
+    if "task" in column:
+        return [column["task"]]
+    return list(column.get("mean_of", []))
+
+
+def build_table(
+    name: str,
+    tables: dict[str, Any],
+    scores: pd.DataFrame,
+    paper_dir: str | Path,
+    param_counts: dict[tuple[str, str], int] | None = None,
+) -> pd.DataFrame:
+    """One record per (half, row, column) cell of table `name` (see module docstring)."""
+    if name not in tables.get("tables", {}):
+        raise SystemExit(f"config/tables.yaml: no table {name!r}; declared: {sorted(tables.get('tables', {}))}")
+    table = tables["tables"][name]
+    paper_file = Path(paper_dir) / table["paper_file"] if table.get("paper_file") else None
+    paper = load_paper_table(paper_file)
+    param_counts = param_counts or {}
+    halves = table.get("halves") or {None: {"aggregate": table.get("aggregate", "mean")}}
+    records = []
+    for half_name, half in halves.items():
+        aggregate = half.get("aggregate", "mean")
+        for row in table["rows"]:
+            half_label = half_name if half_name is not None else row.get("half", "")
+            best_seed = _best_seed(table, row, scores) if aggregate == "best_seed" else None
+            for column_label, column in table["columns"].items():
+                record = _cell(table, row, column, scores, param_counts, aggregate, best_seed)
+                # a transposed paper table prints our rows as its columns (Banyan Table 6: models as columns)
+                key = (column_label, row["label"]) if table.get("transpose") else (row["label"], column_label)
+                paper_cell = paper.get((half_label, *key), {})
+                paper_mean = paper_cell.get("mean", math.nan)
+                record.update(
+                    table=name, half=half_label, row=row["label"], column=column_label, aggregate=aggregate,
+                    paper_mean=paper_mean, paper_std=paper_cell.get("std", math.nan),
+                    paper_note=paper_cell.get("note", "") if paper_cell else
+                    ("paper table not transcribed" if not paper else "no paper value"),
+                )
+                record["delta"] = (
+                    record["mean"] - paper_mean
+                    if record["status"] == "ok" and not math.isnan(paper_mean) else math.nan
+                )
+                records.append(record)
+    return pd.DataFrame.from_records(records, columns=CELL_COLUMNS)
+
+
+def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: pd.DataFrame) -> int | None:
+    """The seed with the highest mean over the row's task columns (one initialisation per row, as the papers'
+    "best performing initialisation"); None when no seed has every task."""
+    totals: dict[int, list[float]] = {}
+    for column in table["columns"].values():
+        tasks = _column_tasks(column)
+        if not tasks or row.get("external"):
+            continue
+        values, _ = _seed_values(scores, _row_selector(table, row, column), tasks)
+        for seed, value in values.items():
+            totals.setdefault(seed, []).append(value)
+    complete = {seed: float(np.mean(v)) for seed, v in totals.items() if not any(math.isnan(x) for x in v)}
+    return max(complete, key=complete.get) if complete else None
+
+
+def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dict[str, Any]:
+    selector = _row_selector(table, row, column)
+    base = dict(selector, tasks="", status="", mean=math.nan, std=math.nan, n_seeds=0, n_failed=0, seeds="",
+                best_seed="", note="")
+    if row.get("external"):
+        return dict(base, status="external", note=f"published number ({row['external']}); not trained here")
+    if column.get("unavailable"):
+        return dict(base, status="unavailable", note=column["unavailable"])
+    if column.get("param_count"):
+        count = param_counts.get((selector["model"], selector["setting"]))
+        if count is None:
+            return dict(base, status="not run", note="model not built (no parameter count)")
+        return dict(base, status="ok", mean=float(count), n_seeds=0, note="non-embedding parameters (counted)")
+    tasks = _column_tasks(column)
+    values, failed = _seed_values(scores, selector, tasks)
+    base.update(tasks=";".join(tasks), n_failed=len(failed))
+    measured = {seed: value for seed, value in values.items() if not math.isnan(value)}
+    base["seeds"] = ";".join(str(s) for s in sorted(measured))
+    if not values and not failed:
+        return dict(base, status="not run")
+    if not measured:
+        status = "failed" if failed else "missing"
+        return dict(base, status=status, note="every seed failed" if failed else "a task score is missing")
+    if aggregate == "best_seed":
+        if best_seed is None or best_seed not in measured:
+            return dict(base, status="missing", note="no seed has every task of this row")
+        return dict(base, status="ok", mean=measured[best_seed], n_seeds=len(measured), best_seed=best_seed)
+    array = np.array(list(measured.values()))
+    return dict(base, status="ok", mean=float(array.mean()), std=float(array.std(ddof=STD_DDOF)),
+                n_seeds=len(measured))
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def format_cell(cell: pd.Series) -> str:
+    """Markdown cell: reproduced (n seeds, failed) / paper / delta."""
+    status = cell["status"]
+    if status == "ok":
+        is_count = "parameters" in str(cell["note"])
+        if is_count:
+            reproduced = f"{int(cell['mean'])}"
+        elif cell["aggregate"] == "best_seed":
+            reproduced = f"{_fmt(cell['mean'])} (best of {cell['n_seeds']}: seed {cell['best_seed']})"
+        else:
+            reproduced = f"{_fmt(cell['mean'])} ± {_fmt(cell['std'])} (n={cell['n_seeds']})"
+        if cell["n_failed"]:
+            reproduced += f", {cell['n_failed']} failed"
+    elif status == "external":
+        reproduced = "external"
+    elif status == "failed":
+        reproduced = f"failed ({cell['n_failed']} seeds)"
+    else:
+        reproduced = status
+    paper_mean = cell["paper_mean"]
+    whole = not math.isnan(paper_mean) and paper_mean >= 1000 and float(paper_mean).is_integer()
+    paper = _fmt(paper_mean, 0 if whole else 2)
+    if paper and not math.isnan(cell["paper_std"]):
+        paper += f" ± {_fmt(cell['paper_std'], 3 if cell['paper_std'] < 0.01 else 2)}"
+    parts = [reproduced, f"paper {paper}" if paper else "paper n/a"]
+    if not math.isnan(cell["delta"]):
+        parts.append(f"Δ {cell['delta']:+.2f}")
+    return " · ".join(parts)
+
+
+def to_markdown(cells: pd.DataFrame, title: str) -> str:
+    columns = list(dict.fromkeys(cells["column"]))
+    lines = [f"# {title}", "",
+             "Each cell: reproduced mean ± std over seeds (n = seeds with a score, population std), failed seeds "
+             "(diverged, excluded from the mean), the paper's value, and Δ = reproduced − paper. "
+             "`not run` = no run configured/finished; `external` = a published number this project does not train.",
+             ""]
+    has_half = cells["half"].astype(str).str.len().gt(0).any()
+    header = (["half"] if has_half else []) + ["row"] + columns
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "---|" * len(header))
+    for (half, row), group in cells.groupby(["half", "row"], sort=False):
+        by_column = group.set_index("column")
+        values = [format_cell(by_column.loc[c]) for c in columns]
+        lines.append("| " + " | ".join(([str(half)] if has_half else []) + [str(row)] + values) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def param_counts_frame(config: dict[str, Any]) -> pd.DataFrame:
+    """Non-embedding parameter count of every configured Self-StrAE/Banyan setting (enabled or not)."""
+    from strae import plan
+    from strae.models.config import ModelConfig
+    from strae.models.model import StraeModel
+
+    records = []
+    seen = set()
+    for run in plan.model_runs(config, include_disabled=True):
+        if (run.model, run.setting) in seen:
+            continue
+        seen.add((run.model, run.setting))
+        parts = plan.parse_setting(run.setting)
+        # vocab size does not change the non-embedding count; a small one keeps this fast
+        model_config = ModelConfig.preset(run.model, vocab_size=16, **parts)
+        count = StraeModel(model_config).non_embedding_parameter_count()
+        records.append({"model": run.model, "setting": run.setting, "non_embedding_parameters": int(count)})
+    return pd.DataFrame.from_records(records, columns=["model", "setting", "non_embedding_parameters"])
+
+
+def _write_csv(frame: pd.DataFrame, path: str | Path) -> None:
+    with atomic_path(path, suffix=".csv") as tmp:
+        frame.to_csv(tmp, index=False)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="strae report", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    table = sub.add_parser("table", help="one paper table (csv + md)")
+    table.add_argument("--table", required=True, help="a key of `tables:` in the tables file, e.g. selfstrae_table2")
+    table.add_argument("--tables", default="config/tables.yaml")
+    table.add_argument("--scores", default="results/scores.csv")
+    table.add_argument("--param-counts", default=None)
+    table.add_argument("--paper-dir", default="paper_tables")
+    table.add_argument("--out-csv", required=True)
+    table.add_argument("--out-md", required=True)
+    counts = sub.add_parser("param-counts", help="non-embedding parameter counts of every configured setting")
+    counts.add_argument("--config", default="config/config.yaml")
+    counts.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+
+    if args.command == "param-counts":
+        frame = param_counts_frame(load_yaml(args.config))
+        _write_csv(frame, args.out)
+        print(frame.to_string(index=False))
+        return 0
+    if not Path(args.scores).exists():
+        raise SystemExit(f"{args.scores}: scores file not found; run `snakemake results/scores.csv` first")
+    tables = load_yaml(args.tables)
+    cells = build_table(args.table, tables, load_scores(args.scores), args.paper_dir,
+                        load_param_counts(args.param_counts))
+    _write_csv(cells, args.out_csv)
+    markdown = to_markdown(cells, tables["tables"][args.table].get("title", args.table))
+    with atomic_open(args.out_md, "w", encoding="utf-8") as handle:
+        handle.write(markdown)
+    print(markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

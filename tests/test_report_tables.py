@@ -1,0 +1,123 @@
+"""strae.report.tables: cells come only from scores.csv; failed seeds are counted, never averaged; no invented values."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import yaml
+
+from strae.report import tables as report
+
+TABLES = {
+    "tables": {
+        "demo_table": {
+            "title": "demo",
+            "paper_file": "demo.csv",
+            "language": "xx",
+            "model": "selfstrae",
+            "halves": {"mean": {"aggregate": "mean"}, "best_seed": {"aggregate": "best_seed"}},
+            "columns": {
+                "Word": {"task": "word_task"},
+                "Sent": {"task": "sent_task"},
+                "Score": {"mean_of": ["word_task", "sent_task"]},
+                "Held out": {"unavailable": "gold not public"},
+                "# Params": {"param_count": True},
+            },
+            "rows": [
+                {"label": "A", "setting": "ceco_linear_sentential_k2_u2"},
+                {"label": "B", "setting": "ce_linear_sentential_k4_u1"},
+                {"label": "Ext", "external": "someone 2024"},
+            ],
+        }
+    }
+}
+
+
+def _row(seed, task, score, status="completed", setting="ceco_linear_sentential_k2_u2"):
+    return {
+        "schema_version": 1, "language": "xx", "model": "selfstrae", "setting": setting, "seed": seed,
+        "status": status, "failure_reason": "" if status != "failed" else "nan loss", "variant": "paper",
+        "task": task, "subset": "", "level": "word", "score": score, "n_pairs": 10, "n_oov": 0,
+        "split": "test", "encoder_id": "x", "git_sha": "x", "device": "cpu",
+        "source_json": f"results/eval/xx/selfstrae/{setting}/seed{seed}.paper.json",
+    }
+
+
+@pytest.fixture()
+def scores(tmp_path):
+    rows = [
+        _row(0, "word_task", 10.0), _row(0, "sent_task", 30.0),
+        _row(1, "word_task", 20.0), _row(1, "sent_task", 50.0),
+        _row(2, "word_task", None, status="failed"), _row(2, "sent_task", None, status="failed"),
+        # a per-subset row must not leak into the headline score
+        {**_row(1, "sent_task", 99.0), "subset": "sub1"},
+    ]
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    paper = tmp_path / "demo.csv"
+    paper.write_text("row,column,mean,std,note,half\nA,Word,12.0,1.0,,mean\nA,Word,25.0,,,best_seed\n")
+    return path
+
+
+def test_mean_std_failed_and_paper_delta(scores, tmp_path):
+    cells = report.build_table("demo_table", TABLES, report.load_scores(scores), tmp_path,
+                               {("selfstrae", "ceco_linear_sentential_k2_u2"): 22})
+    cell = cells[(cells.half == "mean") & (cells.row == "A") & (cells.column == "Word")].iloc[0]
+    assert cell.status == "ok" and cell.n_seeds == 2 and cell.n_failed == 1
+    assert cell["mean"] == pytest.approx(15.0) and cell["std"] == pytest.approx(5.0)
+    assert cell.paper_mean == 12.0 and cell.delta == pytest.approx(3.0)
+    score = cells[(cells.half == "mean") & (cells.row == "A") & (cells.column == "Score")].iloc[0]
+    assert score["mean"] == pytest.approx((20.0 + 35.0) / 2)  # per-seed mean over tasks, then over seeds
+    sent = cells[(cells.half == "mean") & (cells.row == "A") & (cells.column == "Sent")].iloc[0]
+    assert sent["mean"] == pytest.approx(40.0)  # the subset row (99) is ignored
+
+
+def test_best_seed_half_uses_one_seed_per_row(scores, tmp_path):
+    cells = report.build_table("demo_table", TABLES, report.load_scores(scores), tmp_path, {})
+    best = cells[(cells.half == "best_seed") & (cells.row == "A")].set_index("column")
+    assert best.loc["Word", "mean"] == 20.0 and best.loc["Sent", "mean"] == 50.0
+    assert best.loc["Word", "best_seed"] == 1 and best.loc["Word", "delta"] == pytest.approx(-5.0)
+
+
+def test_never_invents_values(scores, tmp_path):
+    cells = report.build_table("demo_table", TABLES, report.load_scores(scores), tmp_path, {})
+    missing = cells[(cells.row == "B")]
+    assert set(missing.loc[missing.column != "Held out", "status"]) == {"not run"}
+    assert missing["mean"].isna().all()
+    assert set(cells.loc[cells.row == "Ext", "status"]) == {"external"}
+    assert set(cells.loc[cells.column == "Held out", "status"]) - {"external"} == {"unavailable"}
+    params = cells[(cells.row == "A") & (cells.column == "# Params")]
+    assert set(params.status) == {"not run"}  # no parameter-count file given
+    markdown = report.to_markdown(cells, "demo")
+    assert "not run" in markdown and "1 failed" in markdown and "paper 12.00 ± 1.00" in markdown
+
+
+def test_all_seeds_failed_is_reported(tmp_path):
+    rows = [_row(s, t, None, status="failed") for s in (0, 1) for t in ("word_task", "sent_task")]
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    cells = report.build_table("demo_table", TABLES, report.load_scores(path), tmp_path, {})
+    cell = cells[(cells.half == "mean") & (cells.row == "A") & (cells.column == "Word")].iloc[0]
+    assert cell.status == "failed" and cell.n_failed == 2 and math.isnan(cell["mean"])
+
+
+def test_unknown_table_names_the_key(scores, tmp_path):
+    with pytest.raises(SystemExit, match="no table 'nope'"):
+        report.build_table("nope", TABLES, report.load_scores(scores), tmp_path, {})
+
+
+def test_declared_tables_match_paper_labels(repo_root):
+    """Every paper cell of a declared table has a row and column in config/tables.yaml (labels are the papers')."""
+    tables = yaml.safe_load((repo_root / "config/tables.yaml").read_text())
+    for name, table in tables["tables"].items():
+        paper = report.load_paper_table(repo_root / "paper_tables" / table["paper_file"])
+        if not paper:
+            continue  # not transcribed yet
+        rows = {r["label"] for r in table["rows"]}
+        columns = set(table["columns"])
+        for half, row, column in paper:
+            if table.get("transpose"):
+                row, column = column, row
+            assert row in rows, f"{name}: paper row {row!r} has no row in config/tables.yaml"
+            assert column in columns, f"{name}: paper column {column!r} not declared"
