@@ -100,13 +100,15 @@ def figure_runs(wildcards):
     if not selector:
         return []
     runs = plan.runs_matching(MODEL_RUNS, **selector)
+    if spec.get("settings"):
+        runs = [run for run in runs if run.setting in spec["settings"].values()]
     return [f"{run.run_dir}/train.json" for run in runs]
 
 
 def figure_tokenized(wildcards):
     spec = FIGURES[wildcards.figure]
     lang = spec.get("corpus_language")
-    return [f"{RES}/tokenized/{lang}/train.ids.npy"] if lang else []
+    return [f"{RES}/tokenized/{lang}/{split}.ids.npy" for split in ("train", "dev")] if lang else []
 
 
 def figure_scores(wildcards):
