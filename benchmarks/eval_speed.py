@@ -1,6 +1,6 @@
 """Time the full English evaluation suite (both variants' task lists) for the cheap random-token encoder.
 
-    .venv/bin/python benchmarks/eval_speed.py [--variant paper|official] [--lang en]
+    .venv/bin/python benchmarks/eval_speed.py [--variant paper|official] [--lang L]
 
 Prints one line: seconds (harness only: reading, hashing, encoding, scoring; not interpreter start-up), pairs
 scored and pairs/s. Target: <= 30 s on 2 CPU cores. Files are fetched into resources/ once beforehand so the
@@ -11,15 +11,19 @@ from __future__ import annotations
 import argparse
 import time
 
+import yaml
+
 from strae.evaluate.harness import evaluate
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--lang", default="en")
+    parser.add_argument("--lang", default=None, help="default: the config's first language block (English)")
     parser.add_argument("--variant", default="paper", choices=["paper", "official"])
     parser.add_argument("--config", default="config/config.yaml")
     args = parser.parse_args()
+    if args.lang is None:
+        args.lang = next(iter(yaml.safe_load(open(args.config, encoding="utf-8"))["languages"]))
     evaluate("random-token", args.lang, args.variant, config_path=args.config, progress=False)  # warm: place files
     started = time.perf_counter()
     document = evaluate("random-token", args.lang, args.variant, config_path=args.config, progress=False)

@@ -244,3 +244,21 @@ def test_random_token_full_english_suite(mirror, monkeypatch, tmp_path, repo_roo
         assert 20.0 < doc["tasks"][name]["score"] < 80.0, (name, doc["tasks"][name]["score"])
     for name in ("simlex", "wordsim_sim", "wordsim_rel"):
         assert abs(doc["tasks"][name]["score"]) < 15.0, (name, doc["tasks"][name]["score"])
+
+
+@pytest.mark.mirror
+def test_random_token_every_other_configured_language(mirror, monkeypatch, tmp_path, repo_root):
+    """Every non-English task list resolves, reads with its declared row count, and scores above chance."""
+    monkeypatch.setenv("STRAE_DATA_MIRROR", str(mirror))
+    monkeypatch.chdir(repo_root)
+    config = yaml.safe_load((repo_root / "config" / "config.yaml").read_text())
+    catalog = load_tasks(repo_root / "config" / "tasks.yaml")
+    languages = [lang for lang, block in config["languages"].items()
+                 if set(block["eval"]["paper"]) != set(ENGLISH_PAPER_COUNTS)]
+    assert languages
+    for language in languages:
+        doc = harness.evaluate("random-token", language, "paper", resources_dir=str(tmp_path / "resources"),
+                               progress=False)
+        for name, record in doc["tasks"].items():
+            assert record["n_pairs"] == catalog.get(name, "paper").rows
+            assert record["score"] is not None and record["score"] > 10.0, (language, name, record["score"])

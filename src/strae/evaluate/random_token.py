@@ -57,6 +57,7 @@ class RandomTokenEncoder(Encoder):
         return {
             "encoder_id": self.encoder_id,
             "kind": "random-token",
+            "device": "cpu (numpy)",
             "seed": self.seed,
             "dim": self.dim,
             "tokenization": "lowercase + whitespace split",
