@@ -50,7 +50,8 @@ TRAINER_SETTINGS: dict[str, Any] = {
     "input_sentence_size": 3_000_000,
     "shuffle_input_sentence": True,
     "max_sentence_length": 8192,
-    "random_seed": 1,
+    # a corpus too small for the chosen size gets fewer pieces instead of an error; the record says how many
+    "hard_vocab_limit": False,
 }
 
 
@@ -139,7 +140,11 @@ def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: in
                 minloglevel=2, **TRAINER_SETTINGS,
             )
             shutil.copyfile(f"{prefix}.model", tmp_model)
-    return {"kind": "sentencepiece", "vocab_size": vocab, "requested_vocab_size": requested_vocab,
+    actual = spm.SentencePieceProcessor(model_file=str(out)).get_piece_size()
+    if actual != vocab:
+        log.warning("tokenizer %s: the corpus supports only %d pieces (rule asked for %d)", out, actual, vocab)
+    return {"kind": "sentencepiece", "vocab_size": actual, "rule_vocab_size": vocab,
+            "requested_vocab_size": requested_vocab,
             "vocab_rule": reason, "word_types": len(types), "alphabet_size": len(chars), "training_lines": n_lines,
             "trainer_settings": TRAINER_SETTINGS, "corpus": str(corpus), "corpus_sha256": sha256_file(corpus)}
 

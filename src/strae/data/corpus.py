@@ -11,6 +11,7 @@ become dev.txt, so dev and train are disjoint by construction.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 import time
@@ -49,17 +50,21 @@ def select_by_budget(order: np.ndarray, token_counts: np.ndarray, budget: int) -
     return order[: min(stop, len(order))]
 
 
-def _write_selected(paths: list[Path], language: str, keep: np.ndarray, out: Path, desc: str) -> tuple[int, int]:
-    """Stream the sentences again and write those whose index is marked in ``keep`` (bool array)."""
-    n_sent = n_tok = 0
-    with atomic_open(out, "w", encoding="utf-8", newline="\n") as handle:
-        for index, sentence in enumerate(tqdm(iter_sentences(paths, language), desc=desc, total=len(keep),
+def _write_selected(paths: list[Path], language: str, target: np.ndarray, outs: dict[int, Path],
+                    desc: str) -> dict[int, tuple[int, int]]:
+    """Stream the sentences again; sentence i goes to ``outs[target[i]]`` (0 = dropped). One pass, many files."""
+    stats = {code: [0, 0] for code in outs}
+    with contextlib.ExitStack() as stack:
+        handles = {code: stack.enter_context(atomic_open(path, "w", encoding="utf-8", newline="\n"))
+                   for code, path in outs.items()}
+        for index, sentence in enumerate(tqdm(iter_sentences(paths, language), desc=desc, total=len(target),
                                               unit=" sent", mininterval=2.0)):
-            if keep[index]:
-                handle.write(sentence + "\n")
-                n_sent += 1
-                n_tok += sentence.count(" ") + 1
-    return n_sent, n_tok
+            code = int(target[index])
+            if code:
+                handles[code].write(sentence + "\n")
+                stats[code][0] += 1
+                stats[code][1] += sentence.count(" ") + 1
+    return {code: (n, t) for code, (n, t) in stats.items()}
 
 
 def _source_record(spec: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -118,21 +123,24 @@ def prepare_corpus(
         log.warning("%s: corpus has only %d whitespace tokens outside dev (< budget %d); using all of it",
                     lang, int(counts[train_idx].sum()), tokens)
 
-    train_keep = np.zeros(n_total, dtype=bool)
-    train_keep[train_idx] = True
+    TRAIN, DEV = 1, 2
+    target = np.zeros(n_total, dtype=np.uint8)
+    target[train_idx] = TRAIN
     out_dir.mkdir(parents=True, exist_ok=True)
-    n_train, tok_train = _write_selected(train_paths, segmenter, train_keep, out_dir / "train.txt",
-                                         f"{lang}: writing train (pass 2/2)")
     if dev_paths:
+        written = _write_selected(train_paths, segmenter, target, {TRAIN: out_dir / "train.txt"},
+                                  f"{lang}: writing train (pass 2/2)")
         dev_counts = _count_sentences(dev_paths, segmenter, f"{lang}: segmenting dev corpus")
-        n_dev, tok_dev = _write_selected(dev_paths, segmenter, np.ones(len(dev_counts), dtype=bool),
-                                         out_dir / "dev.txt", f"{lang}: writing dev")
+        written.update(_write_selected(dev_paths, segmenter, np.full(len(dev_counts), DEV, dtype=np.uint8),
+                                       {DEV: out_dir / "dev.txt"}, f"{lang}: writing dev"))
         dev_origin = "dev_corpus"
     else:
-        dev_keep = np.zeros(n_total, dtype=bool)
-        dev_keep[dev_idx] = True
-        n_dev, tok_dev = _write_selected(train_paths, segmenter, dev_keep, out_dir / "dev.txt", f"{lang}: writing dev")
+        target[dev_idx] = DEV
+        written = _write_selected(train_paths, segmenter, target,
+                                  {TRAIN: out_dir / "train.txt", DEV: out_dir / "dev.txt"},
+                                  f"{lang}: writing train + dev (pass 2/2)")
         dev_origin = "held out from corpus (same seeded permutation, disjoint from train)"
+    (n_train, tok_train), (n_dev, tok_dev) = written[TRAIN], written[DEV]
 
     meta = {
         "language": lang,

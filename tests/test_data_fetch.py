@@ -1,0 +1,190 @@
+"""Registry + fetch: resolution order, checksum errors, atomic placement, unknown names, the real mirror."""
+from __future__ import annotations
+
+import csv
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from strae.data import fetch as fetch_mod
+from strae.data.fetch import ChecksumError, FetchError, fetch, fetch_source
+from strae.data.registry import RegistryEntry, load_registry
+
+CONTENT = b"word1,word2,score\ncat,dog,7.5\n"
+
+
+def _entry(name="eval/toy/pairs", path="eval/toy/pairs.csv", content=CONTENT, source=None):
+    return RegistryEntry(name=name, path=path, sha256=hashlib.sha256(content).hexdigest(), kind="eval",
+                         language="xx", license="test", source=source or {}, rows=1)
+
+
+def _leftovers(directory: Path) -> list[str]:
+    return [p.name for p in directory.rglob("*") if p.is_file()] if directory.exists() else []
+
+
+@pytest.fixture
+def toy(tmp_path):
+    mirror = tmp_path / "mirror"
+    (mirror / "eval/toy").mkdir(parents=True)
+    (mirror / "eval/toy/pairs.csv").write_bytes(CONTENT)
+    upstream = tmp_path / "upstream" / "pairs.csv"
+    upstream.parent.mkdir()
+    upstream.write_bytes(CONTENT)
+    entry = _entry(source={"url": upstream.as_uri()})
+    return {"mirror": mirror, "resources": tmp_path / "resources", "registry": {entry.name: entry},
+            "entry": entry, "upstream": upstream}
+
+
+def test_mirror_is_used_before_upstream_and_resources_before_mirror(toy, monkeypatch):
+    downloads = []
+    real_download = fetch_mod._download
+    monkeypatch.setattr(fetch_mod, "_download", lambda url, tmp: downloads.append(url) or real_download(url, tmp))
+    placed = fetch("eval/toy/pairs", resources_dir=toy["resources"], mirror=toy["mirror"], registry=toy["registry"])
+    assert placed == toy["resources"] / "data/eval/toy/pairs.csv"
+    assert placed.read_bytes() == CONTENT
+    assert downloads == []  # the mirror had it
+
+    # resources/ wins now: with the mirror and upstream gone, fetch still succeeds without any copy
+    (toy["mirror"] / "eval/toy/pairs.csv").unlink()
+    toy["upstream"].unlink()
+    assert fetch("eval/toy/pairs", resources_dir=toy["resources"], mirror=toy["mirror"],
+                 registry=toy["registry"]) == placed
+    assert downloads == []
+
+
+def test_upstream_used_when_mirror_lacks_file(toy, monkeypatch):
+    (toy["mirror"] / "eval/toy/pairs.csv").unlink()
+    downloads = []
+    real_download = fetch_mod._download
+    monkeypatch.setattr(fetch_mod, "_download", lambda url, tmp: downloads.append(url) or real_download(url, tmp))
+    placed = fetch("eval/toy/pairs", resources_dir=toy["resources"], mirror=toy["mirror"], registry=toy["registry"])
+    assert downloads == [toy["upstream"].as_uri()]
+    assert placed.read_bytes() == CONTENT
+
+
+def test_checksum_mismatch_in_mirror_is_an_error_and_writes_nothing(toy):
+    (toy["mirror"] / "eval/toy/pairs.csv").write_bytes(CONTENT + b"tampered,row,1\n")
+    with pytest.raises(ChecksumError) as err:
+        fetch("eval/toy/pairs", resources_dir=toy["resources"], mirror=toy["mirror"], registry=toy["registry"])
+    message = str(err.value)
+    assert "eval/toy/pairs" in message and "does not match the registry" in message
+    assert _leftovers(toy["resources"]) == []
+
+
+def test_corrupt_file_in_resources_is_reported_not_used(toy):
+    target = toy["resources"] / "data/eval/toy/pairs.csv"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(b"garbage")
+    with pytest.raises(ChecksumError, match="delete the file"):
+        fetch("eval/toy/pairs", resources_dir=toy["resources"], mirror=toy["mirror"], registry=toy["registry"])
+
+
+def test_missing_everywhere_without_network_names_the_file_and_the_fix(toy):
+    (toy["mirror"] / "eval/toy/pairs.csv").unlink()
+    entry = _entry(source={"url": "http://127.0.0.1:9/pairs.csv"})  # port 9: connection refused at once
+    with pytest.raises(FetchError) as err:
+        fetch(entry.name, resources_dir=toy["resources"], mirror=toy["mirror"], registry={entry.name: entry})
+    message = str(err.value)
+    assert "eval/toy/pairs.csv" in message and "STRAE_DATA_MIRROR" in message
+    assert _leftovers(toy["resources"]) == []
+
+
+def test_converted_upstream_is_not_downloaded(toy, monkeypatch):
+    (toy["mirror"] / "eval/toy/pairs.csv").unlink()
+    entry = _entry(source={"url": toy["upstream"].as_uri(), "transform": "tab-separated -> CSV"})
+    monkeypatch.setattr(fetch_mod, "_download", lambda url, tmp: pytest.fail("must not download"))
+    with pytest.raises(FetchError, match="needs a conversion"):
+        fetch(entry.name, resources_dir=toy["resources"], mirror=toy["mirror"], registry={entry.name: entry})
+
+
+def test_interrupted_copy_leaves_no_file_that_looks_complete(toy, monkeypatch):
+    def half_then_crash(src_handle, dst_path):
+        dst_path.write_bytes(src_handle.read(5))
+        raise KeyboardInterrupt  # e.g. Ctrl-C or a kill in the middle of the copy
+
+    monkeypatch.setattr(fetch_mod, "_copy_hashing", half_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        fetch("eval/toy/pairs", resources_dir=toy["resources"], mirror=toy["mirror"], registry=toy["registry"])
+    assert _leftovers(toy["resources"]) == []  # neither the final name nor the temp file
+
+
+def test_unknown_name_is_one_clear_error(toy):
+    with pytest.raises(FetchError, match="unknown data name"):
+        fetch("eval/toy/nope", resources_dir=toy["resources"], mirror=toy["mirror"], registry=toy["registry"])
+
+
+def test_fetch_source_local_path_and_url(tmp_path):
+    local = tmp_path / "corpus.txt"
+    local.write_text("one line\n", encoding="utf-8")
+    assert fetch_source({"path": str(local)}, resources_dir=tmp_path / "res") == local
+    with pytest.raises(ChecksumError):
+        fetch_source({"path": str(local), "sha256": "0" * 64}, resources_dir=tmp_path / "res")
+    sha = hashlib.sha256(local.read_bytes()).hexdigest()
+    placed = fetch_source({"url": local.as_uri(), "sha256": sha}, resources_dir=tmp_path / "res")
+    assert placed.read_bytes() == local.read_bytes() and placed.is_relative_to(tmp_path / "res" / "data")
+    with pytest.raises(FetchError, match="add sha256"):
+        fetch_source({"url": local.as_uri()}, resources_dir=tmp_path / "res")
+
+
+# ---- the real registry against the real mirror --------------------------------------------------------------
+
+DOCUMENTED_ROWS = {  # from the issue / the mirror's README and PROVENANCE (data rows, header excluded)
+    "eval/sts/sts12_test": 3108, "eval/sts/sts13_test": 1500, "eval/sts/sts14_test": 3750,
+    "eval/sts/sts15_test": 3000, "eval/sts/sts16_test": 1186, "eval/stsb/stsb_test": 1379,
+    "eval/sick/sick_test": 4927, "eval/word/simlex999": 999, "eval/word/wordsim353_sim": 203,
+    "eval/word/wordsim353_rel": 252, "eval/paper_variant/simlex_995": 995, "eval/semrel/eng_train": 5500,
+    "eval/semrel/eng_test": 2600, "eval/semrel/eng_dev": 250, "eval/semrel/esp_dev": 140,
+    "eval/semrel/esp_train": 1562, "eval/semrel/afr_test": 375, "eval/semrel/amh_test": 171,
+    "eval/semrel/hin_test": 968, "eval/paper_variant/sts12_test": 3108, "eval/paper_variant/sick_test": 4927,
+    "eval/stsb_multi_mt/stsb_es_test": 1379, "eval/stsb_multi_mt/stsb_nl_dev": 1500,
+}
+
+
+@pytest.fixture(scope="module")
+def registry(repo_root):
+    return load_registry(repo_root / "config/registry.yaml")
+
+
+def test_registry_covers_every_mirror_file_with_its_checksum(registry, mirror):
+    sums = {}
+    for line in (mirror / "SHA256SUMS").read_text().splitlines():
+        digest, path = line.split(None, 1)
+        sums[path.strip().removeprefix("./")] = digest
+    data_files = {p: d for p, d in sums.items() if not p.endswith(".md")}
+    by_path = {e.path: e for e in registry.values()}
+    assert set(by_path) == set(data_files)
+    for path, digest in data_files.items():
+        entry = by_path[path]
+        assert entry.sha256 == digest, path
+        assert entry.source and (entry.source.get("url") or entry.source.get("hf_dataset")), path
+        assert entry.license and entry.language, path
+        # NAME = path without its extension(s), dots inside the name kept
+        assert path.startswith(entry.name + ".") and "/" not in path[len(entry.name):], path
+
+
+@pytest.mark.mirror
+def test_every_eval_file_has_its_documented_row_count(registry, mirror):
+    evals = {n: e for n, e in registry.items() if e.kind == "eval"}
+    assert set(DOCUMENTED_ROWS) <= set(evals)
+    for name, entry in evals.items():
+        with open(mirror / entry.path, newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+        assert rows[0] == list(entry.columns), name
+        assert all(len(r) == 3 for r in rows[1:]), name
+        assert len(rows) - 1 == entry.rows, name
+        if name in DOCUMENTED_ROWS:
+            assert entry.rows == DOCUMENTED_ROWS[name], name
+
+
+@pytest.mark.mirror
+def test_fetch_real_file_from_mirror(registry, mirror, tmp_path):
+    placed = fetch("eval/word/wordsim353_sim", resources_dir=tmp_path, mirror=mirror, registry=registry)
+    assert placed == tmp_path / "data/eval/word/wordsim353_sim.csv"
+    assert placed.read_bytes() == (mirror / "eval/word/wordsim353_sim.csv").read_bytes()
+
+
+def test_fetch_cli_unknown_name_exits_with_message(repo_root, capsys):
+    with pytest.raises(SystemExit) as err:
+        fetch_mod.main(["eval/word/does_not_exist", "--registry", str(repo_root / "config/registry.yaml")])
+    assert "eval/word/does_not_exist" in str(err.value.code)

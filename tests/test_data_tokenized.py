@@ -1,0 +1,50 @@
+"""Tokenised corpora: ids + offsets round trip, the papers' length filter and its dropped counts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from strae.data.tokenized import TokenizedCorpus, tokenize_corpus
+from strae.tokenize import load_tokenizer, train_sentencepiece
+
+
+@pytest.fixture(scope="module")
+def tokenized(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tok")
+    corpus_dir = root / "corpora"
+    corpus_dir.mkdir()
+    rng = np.random.default_rng(0)
+    words = [f"w{chr(97 + i)}{chr(97 + j)}" for i in range(20) for j in range(20)]
+    lines = ["a b", "x"]  # too short after tokenisation
+    lines += [" ".join(rng.choice(words, size=int(rng.integers(3, 30)))) for _ in range(600)]
+    lines.append(" ".join(["zz"] * 300))  # too long: > 200 pieces
+    (corpus_dir / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (corpus_dir / "dev.txt").write_text("\n".join(lines[2:40]) + "\n", encoding="utf-8")
+    train_sentencepiece(corpus_dir / "train.txt", root / "tok.model", requested_vocab=300)
+    metas = tokenize_corpus(corpus_dir, root / "tok.model", root / "out", min_len=4, max_len=200)
+    return root, lines, metas
+
+
+def test_round_trip_and_filter(tokenized):
+    root, lines, metas = tokenized
+    tok = load_tokenizer(root / "tok.model")
+    corpus = TokenizedCorpus(root / "out", "train")
+    expected = [ids for ids in tok.encode_batch(lines) if 4 <= len(ids) <= 200]
+    assert len(corpus) == len(expected) == metas["train"]["n_sentences"]
+    assert all(corpus[i].tolist() == expected[i] for i in range(len(corpus)))
+    assert corpus[-1].tolist() == expected[-1]
+    assert corpus[0].dtype == np.int32 and corpus.offsets.dtype == np.int64
+    assert corpus.lengths.min() >= 4 and corpus.lengths.max() <= 200
+    assert corpus.n_tokens == int(corpus.lengths.sum()) == len(corpus.ids)
+    assert corpus.vocab_size == tok.vocab_size and corpus.pad_id == tok.vocab_size
+    dropped = metas["train"]["dropped"]
+    assert dropped["too_long"] == 1 and dropped["too_short"] >= 1
+    assert metas["train"]["input_sentences"] == len(lines)
+    assert isinstance(corpus.ids, np.memmap)
+
+
+def test_dev_split_and_missing_split_error(tokenized, tmp_path):
+    root, _, metas = tokenized
+    assert len(TokenizedCorpus(root / "out", "dev")) == metas["dev"]["n_sentences"] > 0
+    with pytest.raises(SystemExit, match="strae tokenize-corpus"):
+        TokenizedCorpus(tmp_path, "train")
