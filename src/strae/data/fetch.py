@@ -88,7 +88,7 @@ def _write_hf_csv(source: dict[str, Any], tmp: Path) -> str:
 
 def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Path:
     source = entry.source
-    where = f"mirror {mirror}" if mirror else f"no mirror (set {MIRROR_ENV})"
+    where = f"not in mirror {mirror}" if mirror else f"no mirror configured (${MIRROR_ENV} unset)"
     hint = f"put the file at {dest} or at <mirror>/{entry.path} and set {MIRROR_ENV}"
     errors: list[str] = []
     if source.get("hf_dataset") and source.get("columns"):
@@ -112,7 +112,7 @@ def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Pa
         # downloading them cannot reproduce the registered checksum, so don't pretend to.
         errors.append(f"upstream {url} needs a conversion ({source['transform']}), which strae does not redo")
     detail = "; ".join(errors) or "the registry entry names no upstream source"
-    raise FetchError(f"{entry.name} ({entry.path}): not in resources/ and not in {where}; {detail}. To fix: {hint}.")
+    raise FetchError(f"{entry.name} ({entry.path}): not in resources/, {where}; {detail}. To fix: {hint}.")
 
 
 def fetch_entry(entry: RegistryEntry, resources_dir: str | Path = "resources", mirror: str | Path | None = None) -> Path:
