@@ -175,7 +175,8 @@ def language_task_names(config: dict[str, Any], language: str, variant: str, con
     languages = config.get("languages") or {}
     if language not in languages:
         raise SystemExit(
-            f"{config_path}: no language block {language!r} under `languages:`; known: {', '.join(languages) or '(none)'}"
+            f"{config_path}: no language block {language!r} under `languages:`; "
+            f"known: {', '.join(languages) or '(none)'}"
         )
     names = ((languages[language] or {}).get("eval") or {}).get(variant)
     if not names:
@@ -190,7 +191,9 @@ def read_pairs(path: str | Path, level: str, expected_rows: int | None = None) -
         reader = csv.reader(handle)
         header = next(reader, None)
         if header != HEADERS[level]:
-            raise SystemExit(f"{path}: header {header!r} does not match a {level}-level task (expected {HEADERS[level]})")
+            raise SystemExit(
+                f"{path}: header {header!r} does not match a {level}-level task (expected {HEADERS[level]})"
+            )
         left, right, gold = [], [], []
         for line_no, row in enumerate(reader, start=2):
             if len(row) != 3:
@@ -213,7 +216,9 @@ def resolve_data_file(name: str, resources_dir: str | Path = "resources", regist
     return Path(fetch(name, resources_dir=resources_dir, registry=registry))
 
 
-def make_resolver(resources_dir: str | Path = "resources", registry_path: str | Path | None = None) -> Callable[[str], Path]:
+def make_resolver(
+    resources_dir: str | Path = "resources", registry_path: str | Path | None = None
+) -> Callable[[str], Path]:
     """A ``name -> path`` function that parses the registry once (not once per file)."""
     from strae.data.registry import DEFAULT_REGISTRY, load_registry
 
