@@ -1,0 +1,146 @@
+"""GloVe run directory -> ``strae.encode.Encoder``.
+
+Sentence = mean of its word vectors; word = its vector (``words`` runs) or the mean of its pieces'
+vectors (``subword`` runs). Tokens without a vector are skipped; an input with no known token at all
+gets a NaN row (the harness counts and drops it). ``stopwords=remove`` drops stop-words before
+averaging (Reimers & Gurevych 2019's "GloVe + stop-word removal" baseline), using the ``stopwordsiso``
+list of the run's language (``stopwords_language`` in encoder.json, overridable as an option).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from baselines.glove.cooccurrence import word_tokenize
+from strae.encode import Encoder
+from strae.io import read_json, sha256_file
+
+STOPWORD_MODES = ("keep", "remove")
+
+
+def stopword_set(language: str) -> frozenset[str]:
+    """The maintained per-language stop-word list (stopwords-iso), lowercased."""
+    import stopwordsiso
+
+    if not stopwordsiso.has_lang(language):
+        raise SystemExit(f"stopwords_language={language!r}: stopwordsiso has no list for this code; set "
+                         f"--encoder-option stopwords_language=CODE or train with --stopwords-language")
+    return frozenset(word.lower() for word in stopwordsiso.stopwords(language))
+
+
+class GloveEncoder(Encoder):
+    def __init__(
+        self,
+        vectors,  # gensim KeyedVectors
+        tokenization: str = "words",
+        tokenizer=None,  # strae Tokenizer (subword runs)
+        stopwords: frozenset[str] | None = None,
+        info: dict[str, Any] | None = None,
+    ):
+        self.vectors = vectors
+        self.tokenization = tokenization
+        self.tokenizer = tokenizer
+        self.stopwords = stopwords
+        self.info = dict(info or {})
+        base = self.info.get("encoder_id", "glove")
+        self.encoder_id = base + ("+stopword_rm" if stopwords is not None else "")
+        self.dim = int(vectors.vector_size)
+
+    # -- tokens -------------------------------------------------------------------------------
+    def _words(self, text: str) -> list[str]:
+        if self.tokenization == "words":
+            words = word_tokenize(text)
+        else:
+            words = self.tokenizer.normalize(text).split()
+        if self.stopwords is not None:
+            words = [w for w in words if w not in self.stopwords]
+        return words
+
+    def _word_vector(self, word: str) -> np.ndarray | None:
+        """A word's vector, or None when it has none. Multi-token words average their known tokens."""
+        if self.tokenization == "words":
+            if word in self.vectors.key_to_index:
+                return self.vectors[word]
+            tokens = word_tokenize(word)
+        else:
+            tokens = self.tokenizer.encode_as_pieces(word)
+        known = [self.vectors[t] for t in tokens if t in self.vectors.key_to_index]
+        return np.mean(known, axis=0) if known else None
+
+    def _mean(self, vectors: list[np.ndarray]) -> np.ndarray:
+        if not vectors:
+            return np.full(self.dim, np.nan, dtype=np.float32)
+        return np.mean(np.stack(vectors), axis=0).astype(np.float32)
+
+    # -- Encoder interface ----------------------------------------------------------------------
+    def encode_sentences(self, sentences: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        out = np.empty((len(sentences), self.dim), dtype=np.float32)
+        for i, sentence in enumerate(sentences):
+            word_vectors = [v for v in (self._word_vector(w) for w in self._words(sentence)) if v is not None]
+            out[i] = self._mean(word_vectors)
+        return out
+
+    def encode_words(self, words: Sequence[str], batch_size: int = 1024) -> np.ndarray:
+        out = np.empty((len(words), self.dim), dtype=np.float32)
+        for i, word in enumerate(words):
+            text = word.lower() if self.tokenization == "words" else self.tokenizer.normalize(word)
+            vector = self._word_vector(text.strip())
+            out[i] = vector if vector is not None else np.nan
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "encoder_id": self.encoder_id, "kind": "glove", "tokenization": self.tokenization,
+            "vocab_size": len(self.vectors.key_to_index), "dim": self.dim,
+            "stopwords": "remove" if self.stopwords is not None else "keep",
+            "stopword_list": f"stopwordsiso:{self.info.get('stopwords_language')}" if self.stopwords else None,
+            "n_stopwords": len(self.stopwords) if self.stopwords is not None else 0,
+            **{k: v for k, v in self.info.items() if k not in {"encoder_id"}},
+        }
+
+    def run_info(self) -> dict[str, Any]:
+        setting = self.info.get("setting")
+        if self.stopwords is not None and setting:
+            setting = f"{setting}+stopword_rm"  # a distinct row in tables and scores.csv
+        train = self.info.get("train", {})
+        return {
+            "language": self.info.get("language"), "model": "glove", "setting": setting,
+            "seed": self.info.get("seed"), "status": train.get("status", "completed"),
+            "failure_reason": train.get("failure_reason"),
+        }
+
+
+def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,
+             **unknown: Any) -> GloveEncoder:
+    """Loader registered in ``strae.encode.ENCODER_LOADERS`` under kind ``glove``."""
+    from gensim.models import KeyedVectors
+
+    run_dir = Path(run_dir)
+    if unknown:
+        raise SystemExit(f"--encoder-option {', '.join(unknown)}: not a GloVe option "
+                         f"(known: stopwords=keep|remove, stopwords_language=CODE)")
+    if stopwords not in STOPWORD_MODES:
+        raise SystemExit(f"--encoder-option stopwords={stopwords}: expected one of {STOPWORD_MODES}")
+    manifest = read_json(run_dir / "encoder.json")
+    vectors_path = run_dir / manifest.get("vectors", "vectors.bin")
+    if not vectors_path.exists():
+        raise SystemExit(f"{vectors_path}: missing; the run directory is incomplete (re-run strae train-glove)")
+    vectors = KeyedVectors.load_word2vec_format(str(vectors_path), binary=True)
+    tokenizer = None
+    if manifest.get("tokenization") == "subword":
+        from strae.tokenize import load_tokenizer
+
+        tokenizer = load_tokenizer(run_dir / manifest.get("tokenizer", "tokenizer.model"))
+    language = stopwords_language or manifest.get("stopwords_language") or manifest.get("language")
+    train = read_json(run_dir / "train.json") if (run_dir / "train.json").exists() else {}
+    info = {
+        "encoder_id": f"glove/{manifest.get('setting')}/seed{manifest.get('seed')}",
+        "run_dir": str(run_dir), "vectors_sha256": sha256_file(vectors_path),
+        "language": manifest.get("language"), "setting": manifest.get("setting"), "seed": manifest.get("seed"),
+        "corpus": manifest.get("corpus_label"), "stopwords_language": language,
+        "train": {"status": train.get("status"), "failure_reason": train.get("failure_reason")},
+    }
+    stop = stopword_set(language) if stopwords == "remove" else None
+    return GloveEncoder(vectors, manifest.get("tokenization", "words"), tokenizer, stop, info)
