@@ -12,7 +12,7 @@ rule train_glove:
         record="results/runs/{lang}/glove/{setting}/seed{seed}/train.json",
     params:
         run_dir="results/runs/{lang}/glove/{setting}/seed{seed}",
-        data_dir=f"{RES}/tokenized/{{lang}}",
+        data_dir=tokenized_dir,
         epochs=config["baselines"].get("glove", {}).get("epochs", 15),
         device=SCALE.get("device", "auto"),
     log:
@@ -20,6 +20,8 @@ rule train_glove:
     benchmark:
         "benchmarks/out/train/{lang}/glove/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
+    conda:
+        "../envs/strae.yaml"
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
         mem_mb=8000,
@@ -39,7 +41,7 @@ rule train_roberta:
         record="results/runs/{lang}/roberta/{setting}/seed{seed}/train.json",
     params:
         run_dir="results/runs/{lang}/roberta/{setting}/seed{seed}",
-        data_dir=f"{RES}/tokenized/{{lang}}",
+        data_dir=tokenized_dir,
         max_steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
         device=SCALE.get("device", "auto"),
     log:
@@ -47,6 +49,8 @@ rule train_roberta:
     benchmark:
         "benchmarks/out/train/{lang}/roberta/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
+    conda:
+        "../envs/strae.yaml"
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
         mem_mb=16000,
@@ -73,6 +77,8 @@ rule train_simcse:
     benchmark:
         "benchmarks/out/train/{lang}/roberta_simcse/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
+    conda:
+        "../envs/strae.yaml"
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
         mem_mb=16000,

@@ -119,10 +119,19 @@ FIGURE_TARGETS = [f"results/figures/{name}.{ext}" for name in FIGURES for ext in
 
 
 def baseline_init_run(wildcards):
-    init = config["baselines"][wildcards.model].get("init")
+    """SimCSE continues the RoBERTa run of the same language and seed (baselines.roberta_simcse.init)."""
+    init = config["baselines"]["roberta_simcse"].get("init", "roberta")
     spec = config["baselines"][init]
     return f"results/runs/{wildcards.lang}/{init}/{spec['setting']}/seed{wildcards.seed}/train.json"
 
 
 def baseline_init_dir(wildcards):
     return os.path.dirname(baseline_init_run(wildcards))
+
+
+def tokenized_dir(wildcards):
+    return f"{RES}/tokenized/{wildcards.lang}"
+
+
+def corpus_dir(wildcards):
+    return f"{RES}/corpora/{wildcards.lang}"

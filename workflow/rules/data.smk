@@ -13,6 +13,8 @@ rule prepare_corpus:
     log:
         "logs/prepare_corpus/{lang}.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     resources:
         mem_mb=2000,
         runtime=60,

@@ -17,6 +17,8 @@ rule evaluate:
     benchmark:
         "benchmarks/out/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.tsv"
     threads: SCALE.get("eval_threads", 1)
+    conda:
+        "../envs/strae.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -44,6 +46,8 @@ rule evaluate_with_options:
     benchmark:
         "benchmarks/out/evaluate/{lang}/{model}/{setting}@{option}/seed{seed}.{variant}.tsv"
     threads: SCALE.get("eval_threads", 1)
+    conda:
+        "../envs/strae.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -61,5 +65,7 @@ rule aggregate:
     log:
         "logs/aggregate.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     shell:
         "strae aggregate --out {output.scores} {input} > {log} 2>&1"

@@ -10,6 +10,8 @@ rule param_counts:
     log:
         "logs/report/param_counts.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     shell:
         "strae report param-counts --config {params.config} --out {output.counts} > {log} 2>&1"
 
@@ -28,6 +30,8 @@ rule selfstrae_table:
     log:
         "logs/report/selfstrae_table{n}.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     shell:
         "strae report table --table selfstrae_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
         "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
@@ -48,6 +52,8 @@ rule banyan_table:
     log:
         "logs/report/banyan_table{n}.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     shell:
         "strae report table --table banyan_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
         "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
@@ -73,6 +79,8 @@ rule figure:
     log:
         "logs/report/figure_{figure}.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     shell:
         "strae figure {wildcards.figure} --tables {input.tables} --config {params.config} "
         "--scores {input.scores} --runs {input.runs} --corpus {input.tokenized} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"

@@ -12,6 +12,8 @@ rule tokenizer:
     log:
         "logs/tokenizer/{lang}.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
@@ -35,11 +37,13 @@ rule tokenize_corpus:
         dev_meta=f"{RES}/tokenized/{{lang}}/dev.json",
     params:
         config=EFFECTIVE_CONFIG,
-        corpus_dir=f"{RES}/corpora/{{lang}}",
+        corpus_dir=corpus_dir,
         out_dir=f"{RES}/tokenized/{{lang}}",
     log:
         "logs/tokenize_corpus/{lang}.log",
     threads: 1
+    conda:
+        "../envs/strae.yaml"
     resources:
         mem_mb=4000,
         runtime=60,

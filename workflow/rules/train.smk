@@ -18,12 +18,14 @@ rule train:
     params:
         flags=train_flags,
         run_dir=run_dir,
-        data_dir=f"{RES}/tokenized/{{lang}}",
+        data_dir=tokenized_dir,
     log:
         "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
     benchmark:
         "benchmarks/out/train/{lang}/{model}/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
+    conda:
+        "../envs/strae.yaml"
     resources:
         gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
         mem_mb=8000,

@@ -1,0 +1,150 @@
+"""The Snakemake DAG: dry-runs of every target, lint, config validation messages, the run plan.
+
+Snakemake runs in a temporary copy of the working tree (config, workflow, paper tables; no resources/results),
+so tests never touch the repository's results/ or .snakemake/.
+"""
+from __future__ import annotations
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from strae import plan
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+COPIED = ["Snakefile", "workflow", "config", "paper_tables", "profiles", ".test"]
+
+
+def copy_workdir(dest: Path) -> Path:
+    for name in COPIED:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif source.exists():
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PATH=f"{SNAKEMAKE.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return subprocess.run([str(SNAKEMAKE), *args], cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return copy_workdir(tmp_path_factory.mktemp("workflow"))
+
+
+def paper_config() -> dict:
+    return yaml.safe_load((REPO / "config/config.yaml").read_text())
+
+
+def test_dry_run_paper_table2_shows_full_ceco_grid(workdir):
+    result = snakemake(workdir, "-n", "--cores", "8", "results/table2.csv")
+    assert result.returncode == 0, result.stderr + result.stdout
+    runs = set(re.findall(r"results/runs/en/selfstrae/(ceco_linear_sentential_k\d+_u\d+)/seed(\d+)/train\.json",
+                          result.stdout))
+    settings = {setting for setting, _ in runs}
+    assert settings >= {f"ceco_linear_sentential_k{k}_u{u}" for k, u in [(8, 32), (32, 8), (64, 4), (128, 2), (256, 1)]}
+    grid = {(s, seed) for s, seed in runs if s != "ceco_linear_sentential_k16_u16"}
+    assert len(grid) == 20  # 5 k/u settings x 4 seeds
+
+
+def test_dry_run_every_target(workdir):
+    tables = yaml.safe_load((REPO / "config/tables.yaml").read_text())
+    targets = ["all", "tables", "figures", "fetch_all", "results/scores.csv", "results/param_counts.csv"]
+    for name in tables["tables"]:
+        paper, number = name.split("_table")
+        targets.append(f"results/table{number}.md" if paper == "selfstrae" else f"results/banyan/table{number}.md")
+    targets += [f"results/figures/{name}.pdf" for name in tables["figures"]]
+    result = snakemake(workdir, "-n", "--cores", "8", *targets)
+    assert result.returncode == 0, result.stderr + result.stdout
+    for rule in ("train", "evaluate", "aggregate", "selfstrae_table", "banyan_table", "figure", "param_counts"):
+        assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), f"no {rule} job in the dry-run"
+
+
+def test_quick_overlay_same_dag_shape_fewer_runs(workdir):
+    result = snakemake(workdir, "-n", "--cores", "2", "results/table2.csv", "--configfile", "config/quick.yaml")
+    assert result.returncode == 0, result.stderr + result.stdout
+    counts = dict(re.findall(r"^(train|evaluate)\s+(\d+)", result.stdout, re.M))
+    assert counts == {"train": "10", "evaluate": "10"}  # 5 k/u x 2 seeds
+
+
+def test_baselines_enabled_add_their_rules(workdir, tmp_path):
+    overlay = tmp_path / "baselines.yaml"
+    overlay.write_text(yaml.safe_dump({"baselines": {name: {"enabled": True} for name in
+                                                     ("glove", "roberta", "roberta_simcse")}}))
+    result = snakemake(workdir, "-n", "--cores", "2", "results/banyan/table3.csv", "--configfile", str(overlay))
+    assert result.returncode == 0, result.stderr + result.stdout
+    for rule in ("train_glove", "train_roberta", "train_simcse", "evaluate_with_options"):
+        assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), rule
+    assert "results/eval/en/glove/default@stopword_rm/seed0.paper.json" in result.stdout
+
+
+def test_lint_is_clean(workdir):
+    result = snakemake(workdir, "--lint")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    "overlay, expected",
+    [
+        ({"experiments": {"selfstrae_channels": {"model": "bert"}}}, "experiments.selfstrae_channels.model: unknown model 'bert'"),
+        ({"experiments": {"selfstrae_strcse": {"grid": {"objective": ["strcse"], "functions": ["linear"],
+                                                         "structure": ["sentential"], "ku": [[128, 4]]}}}},
+         "experiments.selfstrae_strcse: k*u = 128*4 = 512 != scale.embedding_size 256"),
+        ({"experiments": {"selfstrae_channels": {"languages": ["zz"]}}}, "experiments.selfstrae_channels.languages: 'zz'"),
+        ({"languages": {"zz": {"tokenizer": {"kind": "sentencepiece"}, "eval": {"paper": ["x"]}}}}, "'corpus' is a required property"),
+        ({"scale": {"epochs": 0}}, "epochs"),
+    ],
+)
+def test_bad_config_fails_at_validation_naming_the_key(workdir, tmp_path, overlay, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(overlay))
+    result = snakemake(workdir, "-n", "--cores", "1", "results/scores.csv", "--configfile", str(path))
+    assert result.returncode != 0
+    assert expected in result.stdout + result.stderr
+
+
+def test_plan_expands_experiments_without_duplicates():
+    config = paper_config()
+    runs = plan.model_runs(config)
+    keys = [(r.language, r.model, r.setting, r.seed) for r in runs]
+    assert len(keys) == len(set(keys))
+    assert plan.check_config(config) == []
+    # Table 1's contrastive k=u=16 run is shared with Banyan Table 1's Self-StrAE row: one run directory
+    shared = [r for r in runs if r.setting == "contrastive_linear_sentential_k16_u16"]
+    assert len(shared) == len(config["scale"]["seeds"])
+    flags = plan.train_flags(config, "banyan", "contrastive_diagonal_entangled_k128_u2")
+    assert "--lr 0.0001" in flags and "--temperature 0.2" in flags and "--k 128 --u 2" in flags
+
+
+def test_disabled_experiment_and_missing_corpus_file():
+    config = copy.deepcopy(paper_config())
+    for experiment in config["experiments"].values():
+        experiment["enabled"] = False
+    assert plan.model_runs(config) == []
+    config["languages"]["zz"] = {"corpus": [{"path": "/nonexistent/corpus.txt"}], "tokenizer": {"kind": "sentencepiece"},
+                                 "eval": {"paper": ["x"]}}
+    assert any(e.startswith("languages.zz: corpus file") for e in plan.check_config(config))
+
+
+def test_no_language_or_grid_lists_in_workflow_code():
+    """Languages, models and grids come from config only (the rule files may name no language code)."""
+    config = paper_config()
+    languages = set(config["languages"])
+    for path in list((REPO / "workflow/rules").glob("*.smk")) + [REPO / "Snakefile", REPO / "src/strae/plan.py"]:
+        text = path.read_text()
+        for lang in languages:
+            assert not re.search(rf"[\"'/]{lang}[\"'/]", text), f"{path.name} names language {lang!r}"
+        assert "k128" not in text and "ceco_linear" not in text, f"{path.name} hard-codes a setting"
