@@ -1,0 +1,215 @@
+"""GloVe baseline: exact co-occurrence weights, objective/gradients, training signal, encoder behaviour."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from baselines.glove.cooccurrence import count_cooccurrences, word_tokenize, words_corpus
+from baselines.glove.encoder import GloveEncoder, load_run, stopword_set
+from baselines.glove.model import GloveModel, RowOptimizer, glove_weight, sum_by_row
+
+
+# -- tokenisation and counting ----------------------------------------------------------------------
+def test_word_tokenize_splits_edge_punctuation_only():
+    assert word_tokenize("The cat's toy, (really) U.S. made!") == [
+        "the", "cat's", "toy", ",", "(", "really", ")", "u.s", ".", "made", "!",
+    ]
+
+
+def test_cooccurrence_weights_are_exact_on_a_hand_checkable_corpus():
+    # ids: a=0 b=1 c=2; line 1 "a b c a", line 2 "b c". Window 2, weight 1/distance, symmetric.
+    lines = [np.array([0, 1, 2, 0]), np.array([1, 2])]
+    matrix = count_cooccurrences(lines, vocab_size=3, window=2, chunk_tokens=3).toarray()
+    expected = np.zeros((3, 3))
+
+    def add(i, j, weight):
+        expected[i, j] += weight
+        expected[j, i] += weight
+
+    # line 1: d=1 pairs (a,b) (b,c) (c,a); d=2 pairs (a,c) (b,a); (a, a) is 3 apart: outside the window
+    add(0, 1, 1.0), add(1, 2, 1.0), add(2, 0, 1.0), add(0, 2, 0.5), add(1, 0, 0.5)
+    add(1, 2, 1.0)  # line 2; windows never cross the line break (c of line 1 and b of line 2)
+    np.testing.assert_allclose(matrix, expected)
+    # X[a,b] = 1 (d=1) + 1/2 (b..a, d=2); X[a,c] = 1/2 + 1; X[b,c] = 1 (line 1) + 1 (line 2)
+    assert matrix[0, 1] == pytest.approx(1.5) and matrix[0, 2] == pytest.approx(1.5)
+    assert matrix[1, 2] == pytest.approx(2.0) and matrix[2, 1] == pytest.approx(2.0) and matrix[0, 0] == 0.0
+
+
+def test_cooccurrence_self_pairs_and_chunking_do_not_change_counts():
+    rng = np.random.default_rng(0)
+    lines = [rng.integers(0, 7, size=rng.integers(1, 15)) for _ in range(40)]
+    one_chunk = count_cooccurrences(lines, 7, window=10, chunk_tokens=10**9).toarray()
+    many_chunks = count_cooccurrences(lines, 7, window=10, chunk_tokens=5).toarray()
+    np.testing.assert_allclose(one_chunk, many_chunks)
+    # brute force, reference definition
+    brute = np.zeros((7, 7))
+    for line in lines:
+        for i in range(len(line)):
+            for j in range(i + 1, min(i + 11, len(line))):
+                brute[line[i], line[j]] += 1.0 / (j - i)
+                brute[line[j], line[i]] += 1.0 / (j - i)
+    np.testing.assert_allclose(one_chunk, brute)
+
+
+def test_words_corpus_drops_rare_words_before_windowing():
+    corpus, vocab = words_corpus(["a b rare a", "b a"], min_count=2)
+    assert vocab.tokens == ["a", "b"] and vocab.counts.tolist() == [3, 2]
+    assert [line.tolist() for line in corpus.lines()] == [[0, 1, 0], [1, 0]]
+    matrix = count_cooccurrences(corpus.lines(), len(vocab), window=1).toarray()
+    # "rare" removed, so the two a's of line 1 are 2 apart: no (a, a) pair at window 1
+    np.testing.assert_allclose(matrix, [[0.0, 3.0], [3.0, 0.0]])
+
+
+# -- objective ----------------------------------------------------------------------------------
+def test_weighting_function():
+    np.testing.assert_allclose(glove_weight(np.array([1.0, 50.0, 100.0, 500.0])),
+                               [0.01**0.75, 0.5**0.75, 1.0, 1.0])
+
+
+def test_closed_form_gradients_match_autograd():
+    model = GloveModel(6, 4, generator=torch.Generator().manual_seed(0))
+    rows, cols = torch.tensor([0, 1, 1, 5]), torch.tensor([2, 3, 3, 0])
+    log_counts, weights = torch.tensor([0.1, 1.0, 1.0, -0.5]), torch.tensor([0.2, 1.0, 1.0, 0.5])
+    loss, grad_word, grad_context = model.loss_and_gradients(rows, cols, log_counts, weights)
+    model.loss(rows, cols, log_counts, weights).backward()
+    assert float(loss) == pytest.approx(model.loss(rows, cols, log_counts, weights).item())
+    summed = torch.zeros_like(model.word).index_add_(0, rows, grad_word)
+    torch.testing.assert_close(summed, model.word.grad)
+    summed = torch.zeros_like(model.context).index_add_(0, cols, grad_context)
+    torch.testing.assert_close(summed, model.context.grad)
+
+
+def test_row_adam_matches_torch_adam_on_touched_rows():
+    table = torch.randn(5, 3)
+    reference = table.clone().requires_grad_(True)
+    reference_opt = torch.optim.Adam([reference], lr=0.1)
+    optimizer = RowOptimizer([table], "adam", lr=0.1)
+    rows = torch.tensor([1, 3, 1])
+    for _ in range(3):  # every step touches rows 1 and 3 only, so lazy Adam == dense Adam on them
+        grads = torch.randn(3, 3)
+        optimizer.begin_step()
+        optimizer.step(0, rows, grads)
+        reference_opt.zero_grad()
+        reference.grad = torch.zeros(5, 3).index_add_(0, rows, grads)
+        reference_opt.step()
+    torch.testing.assert_close(table[[1, 3]], reference.detach()[[1, 3]])
+    unique, sums = sum_by_row(torch.tensor([4, 2, 4]), torch.ones(3, 2))
+    assert unique.tolist() == [2, 4] and sums.tolist() == [[1.0, 1.0], [2.0, 2.0]]
+
+
+def _toy_corpus(path, n_lines=1500, seed=0):
+    rng = random.Random(seed)
+    animals, tools = ["cat", "dog", "horse", "cow"], ["hammer", "saw", "drill", "wrench"]
+    lines = []
+    for i in range(n_lines):
+        if i % 2:
+            lines.append(f"the {rng.choice(animals)} eats grass and the {rng.choice(animals)} sleeps in the barn .")
+        else:
+            lines.append(f"a {rng.choice(tools)} cuts wood , the {rng.choice(tools)} hangs in the workshop .")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory):
+    """A tiny but real training run through the CLI entry point."""
+    from baselines.glove.train import main
+
+    base = tmp_path_factory.mktemp("glove")
+    corpus = _toy_corpus(base / "train.txt")
+    out = base / "run"
+    argv = ["--lang", "en", "--seed", "0", "--out", str(out), "--corpus", str(corpus), "--dim", "16",
+            "--epochs", "30", "--batch-size", "32", "--min-count", "1", "--lr", "0.05", "--window", "5"]
+    assert main(argv) == 0
+    return out, argv
+
+
+def test_training_loss_decreases_and_related_words_are_closer(toy_run):
+    out, _ = toy_run
+    train = json.loads((out / "train.json").read_text())
+    assert train["status"] == "completed" and train["run"]["model"] == "glove"
+    losses = [h["loss"] for h in train["history"]]
+    assert len(losses) == 30 and losses[-1] < 0.5 * losses[0]
+    encoder = load_run(out)
+    cat, dog, hammer, saw = encoder.encode_words(["cat", "dog", "hammer", "saw"])
+
+    def cos(a, b):
+        return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+    assert cos(cat, dog) > cos(cat, hammer) + 0.2
+    assert cos(hammer, saw) > cos(saw, dog) + 0.2
+
+
+def test_completed_run_is_not_retrained_and_resume_continues(toy_run, tmp_path):
+    from baselines.glove.train import main
+
+    out, argv = toy_run
+    before = (out / "vectors.bin").read_bytes()
+    assert main(argv) == 0  # already completed: nothing changes
+    assert (out / "vectors.bin").read_bytes() == before
+    # resume: a run stopped after 2 of 4 epochs, continued, equals an uninterrupted 4-epoch run
+    corpus = out.parent / "train.txt"
+    common = ["--lang", "en", "--seed", "1", "--corpus", str(corpus), "--dim", "8", "--batch-size", "64",
+              "--min-count", "1", "--window", "3"]
+    assert main(common + ["--out", str(tmp_path / "full"), "--epochs", "4"]) == 0
+    assert main(common + ["--out", str(tmp_path / "part"), "--epochs", "2"]) == 0
+    (tmp_path / "part" / "encoder.json").unlink()
+    checkpoint = torch.load(tmp_path / "part" / "checkpoint.pt", weights_only=False)
+    checkpoint["config"]["epochs"] = 4  # pretend the run was launched for 4 epochs and stopped after 2
+    torch.save(checkpoint, tmp_path / "part" / "checkpoint.pt")
+    assert main(common + ["--out", str(tmp_path / "part"), "--epochs", "4"]) == 0
+    full = load_run(tmp_path / "full").encode_words(["cat", "saw"])
+    resumed = load_run(tmp_path / "part").encode_words(["cat", "saw"])
+    np.testing.assert_allclose(full, resumed, rtol=1e-5, atol=1e-6)
+
+
+# -- encoder ------------------------------------------------------------------------------------
+class _Vectors:
+    """The slice of gensim's KeyedVectors the encoder uses."""
+
+    def __init__(self, table: dict[str, list[float]]):
+        self.table = {k: np.asarray(v, dtype=np.float32) for k, v in table.items()}
+        self.key_to_index = {k: i for i, k in enumerate(table)}
+        self.vector_size = 2
+
+    def __getitem__(self, key):
+        return self.table[key]
+
+
+def test_sentence_is_exact_mean_of_word_vectors_and_oov_is_nan():
+    vectors = _Vectors({"the": [1, 1], "cat": [2, 0], "sat": [0, 4], ".": [3, 3]})
+    encoder = GloveEncoder(vectors)
+    out = encoder.encode_sentences(["The cat sat.", "cat unknownword", "qqq zzz"])
+    np.testing.assert_allclose(out[0], [(1 + 2 + 0 + 3) / 4, (1 + 0 + 4 + 3) / 4])
+    np.testing.assert_allclose(out[1], [2, 0])  # OOV words are skipped, not zeros
+    assert np.isnan(out[2]).all()
+    words = encoder.encode_words(["Cat", "dog"])
+    np.testing.assert_allclose(words[0], [2, 0])
+    assert np.isnan(words[1]).all()
+
+
+def test_stopword_removal_uses_the_language_list():
+    stop = stopword_set("en")
+    assert {"the", "and", "of"} <= stop and "cat" not in stop
+    vectors = _Vectors({"the": [100, 100], "cat": [2, 0], "sat": [0, 4]})
+    plain = GloveEncoder(vectors, info={"setting": "words_w10_d2"})
+    removed = GloveEncoder(vectors, stopwords=stop, info={"setting": "words_w10_d2"})
+    np.testing.assert_allclose(removed.encode_sentences(["the cat sat"])[0], [1, 2])
+    assert not np.allclose(plain.encode_sentences(["the cat sat"])[0], [1, 2])
+    assert np.isnan(removed.encode_sentences(["the and of"])).all()  # nothing left -> no vector
+    assert removed.run_info()["setting"] == "words_w10_d2+stopword_rm"
+    with pytest.raises(SystemExit, match="stopwords_language"):
+        stopword_set("xx-not-a-language")
+
+
+def test_load_run_rejects_unknown_options(toy_run):
+    out, _ = toy_run
+    with pytest.raises(SystemExit, match="not a GloVe option"):
+        load_run(out, pooling="max")
+    with pytest.raises(SystemExit, match="stopwords=drop"):
+        load_run(out, stopwords="drop")
+    assert load_run(out, stopwords="remove").describe()["stopwords"] == "remove"
