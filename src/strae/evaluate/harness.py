@@ -211,7 +211,7 @@ def _parse_option(text: str) -> tuple[str, Any]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strae evaluate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", required=True, help="builtin encoder (random-token) or a run directory")
-    parser.add_argument("--lang", required=True, help="language block in the config (e.g. en)")
+    parser.add_argument("--lang", required=True, help="key of a language block under `languages:` in the config")
     parser.add_argument("--variant", required=True, choices=["paper", "official"])
     parser.add_argument("--out", required=True, help="output JSON path (written atomically)")
     parser.add_argument("--tasks", default=None, help="comma-separated task names (default: the language block's list)")
