@@ -1,0 +1,151 @@
+"""The batched engine against the naive per-sentence reference, entangled invariants, parameter counts."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import reference_strae as ref
+from strae.models.config import ModelConfig
+from strae.models.model import StraeModel
+
+VOCAB = 12
+
+
+def make_model(structure: str, functions: str, k: int = 3, u: int = 2, seed: int = 0, **extra) -> StraeModel:
+    torch.manual_seed(seed)
+    cfg = ModelConfig(model="banyan", structure=structure, functions=functions, objective="ce", k=k, u=u,
+                      vocab_size=VOCAB, **extra)
+    model = StraeModel(cfg).double().eval()
+    # Larger init than the papers' 0.1 so the diagonal/linear parameters matter visibly in the comparisons.
+    with torch.no_grad():
+        model.embedding.weight.uniform_(-1, 1)
+        for p in model.functions.parameters():
+            p.uniform_(-1, 1)
+    return model
+
+
+def padded(sentences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in sentences)
+    ids = torch.full((len(sentences), width), VOCAB, dtype=torch.long)
+    for b, s in enumerate(sentences):
+        ids[b, :len(s)] = torch.tensor(s)
+    return ids, torch.tensor([len(s) for s in sentences])
+
+
+def random_batch(seed: int) -> list[list[int]]:
+    rng = np.random.default_rng(seed)
+    sentences = [rng.integers(0, VOCAB, size=int(n)).tolist() for n in rng.integers(1, 14, size=9)]
+    # Ties: repeated pairs give exactly equal similarities; plus a length-1, a length-2 and a duplicate sentence.
+    return sentences + [[3, 4, 3, 4, 3, 4], [5, 5, 5, 5, 5], [7], [2, 9], sentences[0][:], [3, 4]]
+
+
+def node_keys(graph) -> list:
+    keys: list = []
+    n0 = graph.level_offsets[1]
+    tokens = graph.leaf_tokens.tolist()
+    for node in range(graph.n_nodes):
+        keys.append(tokens[node] if node < n0 else (keys[graph.left[node - n0]], keys[graph.right[node - n0]]))
+    return keys
+
+
+def node_spans(graph, lengths: list[int]) -> list:
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    n0 = graph.level_offsets[1]
+    spans: list = []
+    for node in range(graph.n_nodes):
+        if node < n0:
+            b = int(np.searchsorted(offsets, node, side="right") - 1)
+            spans.append((b, (node - int(offsets[b]), node - int(offsets[b]))))
+        else:
+            (b, (start, _)), (_, (_, end)) = spans[graph.left[node - n0]], spans[graph.right[node - n0]]
+            spans.append((b, (start, end)))
+    return spans
+
+
+@pytest.mark.parametrize("functions", ["linear", "diagonal"])
+@pytest.mark.parametrize("structure", ["sentential", "entangled"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_engine_matches_reference(structure, functions, seed):
+    model = make_model(structure, functions, seed=seed)
+    sentences = random_batch(seed)
+    ids, lengths = padded(sentences)
+    graph = model.graph(ids, lengths)
+    up, down = model.propagate(graph, dropout=False)
+    with torch.no_grad():
+        if structure == "sentential":
+            roots, table = ref.sentential(sentences, model)
+            keys = node_spans(graph, lengths.tolist())
+            assert sorted(keys) == sorted(table), "engine trees differ from the reference's"
+        else:
+            roots, table = ref.entangled(sentences, model)
+            keys = node_keys(graph)
+            assert len(set(keys)) == len(keys) == len(table) and set(keys) == set(table)
+            root_keys = [keys[r] for r in graph.roots.tolist()]
+            assert root_keys == [root.key for root in roots]
+        for node, key in enumerate(keys):
+            ref_up, ref_down = table[key]
+            torch.testing.assert_close(up[node], ref_up, rtol=1e-9, atol=1e-10)
+            torch.testing.assert_close(down[node], ref_down, rtol=1e-9, atol=1e-10)
+        encoded = model.encode(ids, lengths)
+        torch.testing.assert_close(encoded, torch.stack([root.up for root in roots]), rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("functions", ["linear", "diagonal"])
+def test_entangled_invariants_and_identical_trees(functions):
+    model = make_model("entangled", functions, seed=3)
+    sentences = random_batch(3) + random_batch(4)
+    ids, lengths = padded(sentences)
+    entangled = model.graph(ids, lengths, structure="entangled")
+    sentential = model.graph(ids, lengths, structure="sentential")
+    pairs = list(zip(entangled.left.tolist(), entangled.right.tolist()))
+    assert len(pairs) == len(set(pairs)), "duplicate (left, right) node in the entangled graph"
+    assert entangled.n_nodes <= sentential.n_nodes
+    assert entangled.n_nodes < sentential.n_nodes  # the batch repeats sentences, so something must merge
+    assert sorted(entangled.leaf_tokens.tolist()) == sorted(set(ids[ids < VOCAB].tolist()))
+    # Per-sentence trees identical under both structures.
+    ent_keys, sent_keys = node_keys(entangled), node_keys(sentential)
+    assert [ent_keys[r] for r in entangled.roots.tolist()] == [sent_keys[r] for r in sentential.roots.tolist()]
+    counts = model.node_counts(ids, lengths)
+    assert counts == {"sentential": sentential.n_nodes, "entangled": entangled.n_nodes}
+    assert counts["sentential"] == int((2 * lengths - 1).sum())
+
+
+def test_up_down_rows_match_and_single_piece_word_is_its_row():
+    model = make_model("entangled", "diagonal", seed=5)
+    ids, lengths = padded([[1, 2, 3], [4], [1, 2]])
+    up, down = model.up_down(ids, lengths)
+    assert up.shape == down.shape == (model.node_counts(ids, lengths)["entangled"], model.config.embedding_size)
+    encoded = model.encode(ids, lengths)
+    torch.testing.assert_close(encoded[1], model.embedding.weight[4])
+
+
+def test_padding_content_is_ignored():
+    model = make_model("sentential", "linear", seed=6)
+    ids, lengths = padded([[1, 2, 3, 4], [5, 6]])
+    wider = torch.cat((ids, torch.full((2, 3), VOCAB)), dim=1)
+    torch.testing.assert_close(model.encode(ids, lengths), model.encode(wider, lengths))
+    bad = ids.clone()
+    bad[1, 1] = VOCAB  # pad inside a sentence's length
+    with pytest.raises(ValueError, match="token ids must lie"):
+        model.encode(bad, lengths)
+
+
+@pytest.mark.parametrize("functions,u,k,expected", [("diagonal", 2, 128, 14), ("linear", 2, 128, 22),
+                                                    ("linear", 1, 256, 7), ("linear", 16, 16, 1072),
+                                                    ("linear", 32, 8, 4192)])
+def test_non_embedding_parameter_counts(functions, u, k, expected):
+    cfg = ModelConfig(structure="sentential", functions=functions, k=k, u=u, vocab_size=50)
+    assert StraeModel(cfg).non_embedding_parameter_count() == expected
+
+
+def test_config_roundtrip_presets_and_errors():
+    cfg = ModelConfig.preset("selfstrae", vocab_size=100, k=None)
+    assert (cfg.structure, cfg.functions, cfg.objective, cfg.temperature) == ("sentential", "linear", "ceco", 1.2)
+    assert ModelConfig.from_dict(cfg.to_dict()) == cfg
+    banyan = ModelConfig.preset("banyan", vocab_size=100)
+    assert banyan.setting_name() == "ce_diagonal_entangled_k128_u2" and banyan.temperature == 0.2
+    with pytest.raises(ValueError, match="objective"):
+        ModelConfig.preset("banyan", objective="mse")
+    with pytest.raises(ValueError, match="unknown key"):
+        ModelConfig.from_dict({"modle": "banyan"})
