@@ -148,3 +148,13 @@ def test_no_language_or_grid_lists_in_workflow_code():
         for lang in languages:
             assert not re.search(rf"[\"'/]{lang}[\"'/]", text), f"{path.name} names language {lang!r}"
         assert "k128" not in text and "ceco_linear" not in text, f"{path.name} hard-codes a setting"
+
+
+def test_profiles_name_real_rules_and_dry_run(workdir):
+    slurm = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
+    assert slurm["executor"] == "slurm" and slurm["set-resources"]["train"]["gpu"] == 1
+    rules_text = "\n".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
+    for rule in list(slurm["set-resources"]) + list(slurm.get("set-threads", {})):
+        assert re.search(rf"^rule {rule}:", rules_text, re.M), f"profiles/slurm names unknown rule {rule!r}"
+    result = snakemake(workdir, "-n", "--profile", "profiles/local", "results/table2.csv")
+    assert result.returncode == 0, result.stderr + result.stdout

@@ -135,3 +135,12 @@ def tokenized_dir(wildcards):
 
 def corpus_dir(wildcards):
     return f"{RES}/corpora/{wildcards.lang}"
+
+
+def corpus_settings(wildcards):
+    """The config values a language's prepared data depends on; as a param, a change re-runs preparation
+    (Snakemake's params rerun trigger) even though the CLIs read them from the effective config file."""
+    import json
+
+    data = {key: value for key, value in config["data"].items() if key not in ("registry", "tasks")}
+    return json.dumps({"data": data, "language": config["languages"][wildcards.lang]}, sort_keys=True)

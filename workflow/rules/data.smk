@@ -8,6 +8,7 @@ rule prepare_corpus:
         dev=f"{RES}/corpora/{{lang}}/dev.txt",
         meta=f"{RES}/corpora/{{lang}}/meta.json",
     params:
+        settings=corpus_settings,
         config=EFFECTIVE_CONFIG,
         out_dir=f"{RES}/corpora/{{lang}}",
     log:

@@ -7,6 +7,7 @@ rule tokenizer:
     output:
         model=f"{RES}/tokenizers/{{lang}}.model",
     params:
+        settings=corpus_settings,
         config=EFFECTIVE_CONFIG,
         corpus=tokenizer_corpus_flag,
     log:
@@ -36,6 +37,7 @@ rule tokenize_corpus:
         dev_offsets=f"{RES}/tokenized/{{lang}}/dev.offsets.npy",
         dev_meta=f"{RES}/tokenized/{{lang}}/dev.json",
     params:
+        settings=corpus_settings,
         config=EFFECTIVE_CONFIG,
         corpus_dir=corpus_dir,
         out_dir=f"{RES}/tokenized/{{lang}}",
