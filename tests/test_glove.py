@@ -151,20 +151,24 @@ def test_completed_run_is_not_retrained_and_resume_continues(toy_run, tmp_path):
     before = (out / "vectors.bin").read_bytes()
     assert main(argv) == 0  # already completed: nothing changes
     assert (out / "vectors.bin").read_bytes() == before
-    # resume: a run stopped after 2 of 4 epochs, continued, equals an uninterrupted 4-epoch run
+    # resume: a finished 2-epoch run asked for 4 epochs continues from its checkpoint and ends exactly
+    # where an uninterrupted 4-epoch run ends (shuffles depend on (seed, epoch) only)
     corpus = out.parent / "train.txt"
     common = ["--lang", "en", "--seed", "1", "--corpus", str(corpus), "--dim", "8", "--batch-size", "64",
               "--min-count", "1", "--window", "3"]
     assert main(common + ["--out", str(tmp_path / "full"), "--epochs", "4"]) == 0
     assert main(common + ["--out", str(tmp_path / "part"), "--epochs", "2"]) == 0
-    (tmp_path / "part" / "encoder.json").unlink()
-    checkpoint = torch.load(tmp_path / "part" / "checkpoint.pt", weights_only=False)
-    checkpoint["config"]["epochs"] = 4  # pretend the run was launched for 4 epochs and stopped after 2
-    torch.save(checkpoint, tmp_path / "part" / "checkpoint.pt")
+    # a mid-training snapshot is loadable and labelled as such
+    assert main(common + ["--out", str(tmp_path / "part"), "--export-checkpoint", str(tmp_path / "snap")]) == 0
+    snapshot = json.loads((tmp_path / "snap" / "train.json").read_text())
+    assert snapshot["status"] == "running" and snapshot["snapshot"]["epochs_done"] == 2
+    two_epochs = load_run(tmp_path / "snap").encode_words(["cat"])
     assert main(common + ["--out", str(tmp_path / "part"), "--epochs", "4"]) == 0
+    assert len(json.loads((tmp_path / "part" / "train.json").read_text())["history"]) == 4
     full = load_run(tmp_path / "full").encode_words(["cat", "saw"])
     resumed = load_run(tmp_path / "part").encode_words(["cat", "saw"])
     np.testing.assert_allclose(full, resumed, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(two_epochs, resumed[:1])
 
 
 # -- encoder ------------------------------------------------------------------------------------
@@ -201,7 +205,7 @@ def test_stopword_removal_uses_the_language_list():
     np.testing.assert_allclose(removed.encode_sentences(["the cat sat"])[0], [1, 2])
     assert not np.allclose(plain.encode_sentences(["the cat sat"])[0], [1, 2])
     assert np.isnan(removed.encode_sentences(["the and of"])).all()  # nothing left -> no vector
-    assert removed.run_info()["setting"] == "words_w10_d2+stopword_rm"
+    assert removed.run_info()["setting"] == "words_w10_d2@stopword_rm"
     with pytest.raises(SystemExit, match="stopwords_language"):
         stopword_set("xx-not-a-language")
 
@@ -213,3 +217,29 @@ def test_load_run_rejects_unknown_options(toy_run):
     with pytest.raises(SystemExit, match="stopwords=drop"):
         load_run(out, stopwords="drop")
     assert load_run(out, stopwords="remove").describe()["stopwords"] == "remove"
+
+
+@pytest.mark.mirror
+def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, tmp_path, repo_root):
+    """`strae evaluate --model RUN_DIR [--encoder-option stopwords=remove]` on real eval files."""
+    from strae.evaluate import harness
+
+    out_dir, _ = toy_run
+    monkeypatch.setenv("STRAE_DATA_MIRROR", str(mirror))
+    monkeypatch.chdir(repo_root)
+    docs = {}
+    for label, options in (("plain", []), ("stopword_rm", ["--encoder-option", "stopwords=remove"])):
+        out = tmp_path / f"{label}.json"
+        assert harness.main(["--model", str(out_dir), "--lang", "en", "--variant", "paper", "--out", str(out),
+                             "--tasks", "sts12,simlex", "--resources-dir", str(tmp_path / "resources"),
+                             "--quiet", *options]) == 0
+        docs[label] = json.loads(out.read_text())
+    plain, removed = docs["plain"], docs["stopword_rm"]
+    assert plain["run"]["model"] == "glove" and plain["run"]["status"] == "completed"
+    assert removed["run"]["setting"] == plain["run"]["setting"] + "@stopword_rm"
+    assert removed["encoder"]["stopwords"] == "remove" and plain["encoder"]["stopwords"] == "keep"
+    # the toy vocabulary knows "the", "and", "in", ...: most STS sentences get a vector until stop-words go
+    sts_plain, sts_removed = plain["tasks"]["sts12"], removed["tasks"]["sts12"]
+    assert sts_plain["n_pairs"] == sts_removed["n_pairs"] == 3108
+    assert sts_plain["n_oov"] < sts_removed["n_oov"] <= sts_removed["n_pairs"]
+    assert plain["tasks"]["simlex"]["n_oov"] > 900  # toy vocabulary: nearly every SimLex pair is OOV

@@ -45,7 +45,7 @@ class GloveEncoder(Encoder):
         self.stopwords = stopwords
         self.info = dict(info or {})
         base = self.info.get("encoder_id", "glove")
-        self.encoder_id = base + ("+stopword_rm" if stopwords is not None else "")
+        self.encoder_id = base + ("@stopword_rm" if stopwords is not None else "")
         self.dim = int(vectors.vector_size)
 
     # -- tokens -------------------------------------------------------------------------------
@@ -103,7 +103,7 @@ class GloveEncoder(Encoder):
     def run_info(self) -> dict[str, Any]:
         setting = self.info.get("setting")
         if self.stopwords is not None and setting:
-            setting = f"{setting}+stopword_rm"  # a distinct row in tables and scores.csv
+            setting = f"{setting}@stopword_rm"  # a distinct row: config/tables.yaml "SETTING@OPTION"
         train = self.info.get("train", {})
         return {
             "language": self.info.get("language"), "model": "glove", "setting": setting,

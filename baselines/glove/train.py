@@ -32,6 +32,8 @@ from tqdm import tqdm
 
 from baselines.glove.cooccurrence import (
     TOKENIZATIONS,
+    IdCorpus,
+    Vocabulary,
     count_cooccurrences,
     cooccurrence_triples,
     iter_lines,
@@ -55,6 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenization", choices=TOKENIZATIONS, default="words")
     p.add_argument("--tokenizer", type=Path, help="SentencePiece model for --tokenization subword "
                    "(default resources/tokenizers/LANG.model)")
+    p.add_argument("--data-dir", type=Path, help="subword mode: use this tokenized corpus "
+                   "(resources/tokenized/LANG, train split) instead of tokenizing --corpus again")
+    p.add_argument("--device", default="cpu", help="accepted for a uniform trainer CLI; GloVe's row-wise updates "
+                   "run on the CPU (numpy segment sums), any other value is recorded and ignored")
     p.add_argument("--stopwords-language", help="stop-word list language code for the `stopwords=remove` "
                    "encoder option (default: --lang)")
     p.add_argument("--window", type=int, default=10)
@@ -71,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-tokens", type=int, default=1_000_000, help="co-occurrence counting chunk (memory)")
     p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("--setting", help="run setting label (default {tokenization}_w{window}_d{dim})")
+    p.add_argument("--export-checkpoint", type=Path, metavar="DIR",
+                   help="do not train: export OUT/checkpoint.pt (the last finished epoch) as a loadable run "
+                        "directory DIR, labelled as a mid-training snapshot (train.json status 'running')")
     p.add_argument("--record-failure", action="store_true", help="exit 0 after recording a failed run")
     return p
 
@@ -84,7 +93,9 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
         "model": "glove", "tokenization": args.tokenization, "corpus": str(corpus),
         "corpus_label": args.corpus_label or str(corpus), "corpus_sha256": corpus_sha,
         "tokenizer": str(args.tokenizer) if args.tokenization == "subword" else None,
-        "tokenizer_sha256": tokenizer_sha, "window": args.window, "weighting": "1/distance, symmetric",
+        "tokenizer_sha256": tokenizer_sha,
+        "tokenized_dir": str(args.data_dir) if args.tokenization == "subword" and args.data_dir else None,
+        "window": args.window, "weighting": "1/distance, symmetric",
         "dim": args.dim, "epochs": args.epochs, "lr": args.lr, "optimizer": args.optimizer,
         "x_max": args.x_max, "alpha": args.alpha, "batch_size": args.batch_size,
         "min_count": args.min_count if args.tokenization == "words" else None,
@@ -95,8 +106,19 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
 
 def _counts_key(config: dict) -> dict:
     """The config fields the co-occurrence cache depends on (the rest may change on resume)."""
-    keys = ("tokenization", "corpus_sha256", "tokenizer_sha256", "window", "min_count", "max_vocab", "max_lines")
+    keys = ("tokenization", "corpus_sha256", "tokenizer_sha256", "tokenized_dir", "window", "min_count",
+            "max_vocab", "max_lines")
     return {k: config[k] for k in keys}
+
+
+def _differences(saved: dict, current: dict, ignore: tuple[str, ...] = ()) -> list[str]:
+    """Keys whose values differ (a key missing on one side counts as None, so adding an optional
+    field to the config does not invalidate older caches/checkpoints)."""
+    return sorted(k for k in set(saved) | set(current) if k not in ignore and saved.get(k) != current.get(k))
+
+
+# Labels only: changing them must not invalidate counts or checkpoints.
+LABEL_FIELDS = ("corpus", "corpus_label", "tokenizer")
 
 
 def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray, sp.csr_array, float]:
@@ -104,7 +126,7 @@ def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray,
     vocab_path, matrix_path = out / "vocab.json", out / "cooccurrence.npz"
     if vocab_path.exists() and matrix_path.exists():
         cached = read_json(vocab_path)
-        if cached.get("counts_key") == _counts_key(config):
+        if not _differences(cached.get("counts_key", {}), _counts_key(config)):
             print(f"reusing co-occurrence counts from {matrix_path}")
             return cached["tokens"], np.asarray(cached["counts"], dtype=np.int64), sp.load_npz(matrix_path), 0.0
         print(f"{vocab_path}: cached counts were made with other settings; recounting")
@@ -120,7 +142,17 @@ def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray,
         tokenizer = load_tokenizer(args.tokenizer)
         processor = sentencepiece.SentencePieceProcessor(model_file=str(args.tokenizer))
         names = [processor.id_to_piece(i) for i in range(int(tokenizer.vocab_size))]
-        corpus, vocab = subword_corpus(lines, tokenizer, names)
+        if args.data_dir is not None and (args.data_dir / "train.ids.npy").exists():
+            from strae.data.tokenized import TokenizedCorpus
+
+            tokenized = TokenizedCorpus(args.data_dir, "train")
+            if args.max_lines is not None:
+                raise SystemExit("--max-lines: not supported with --data-dir (pass --corpus only)")
+            corpus = IdCorpus(np.asarray(tokenized.ids, dtype=np.int32), np.asarray(tokenized.offsets, np.int64))
+            counts = np.bincount(corpus.ids, minlength=len(names)).astype(np.int64)[: len(names)]
+            vocab = Vocabulary(names, counts)
+        else:
+            corpus, vocab = subword_corpus(lines, tokenizer, names)
     if len(vocab) == 0:
         raise SystemExit(f"{config['corpus']}: no token reaches --min-count {args.min_count}; nothing to train")
     matrix = count_cooccurrences(
@@ -188,11 +220,59 @@ def train_epochs(
         on_epoch_end(epoch)
 
 
+def write_manifest(dest: Path, args, setting: str, corpus_label: str) -> None:
+    from strae.encode import write_encoder_manifest
+
+    write_encoder_manifest(
+        dest, "glove", vectors=VECTORS_FILE, tokenization=args.tokenization,
+        tokenizer="tokenizer.model" if args.tokenization == "subword" else None,
+        language=args.lang, setting=setting, seed=args.seed,
+        stopwords_language=args.stopwords_language or args.lang, corpus_label=corpus_label,
+    )
+
+
+def export_checkpoint(args) -> int:
+    """Snapshot of a run in progress (or stopped): vectors of the last finished epoch, loadable by
+    ``strae evaluate``; train.json keeps status 'running' and says which epoch it is."""
+    out, dest = args.out, args.export_checkpoint
+    checkpoint_path = out / "checkpoint.pt"
+    if not checkpoint_path.exists() or not (out / "vocab.json").exists():
+        raise SystemExit(f"{checkpoint_path}: no checkpoint to export (has the first epoch finished?)")
+    state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    config = state["config"]
+    vocab = read_json(out / "vocab.json")
+    tokens, counts = vocab["tokens"], np.asarray(vocab["counts"], dtype=np.int64)
+    model = GloveModel(len(tokens), int(config["dim"]))
+    model.load_state_dict(state["model"])
+    dest.mkdir(parents=True, exist_ok=True)
+    n_saved = save_vectors(dest / VECTORS_FILE, tokens, model.word_vectors(), counts)
+    if config["tokenization"] == "subword":
+        shutil.copyfile(out / "tokenizer.model" if (out / "tokenizer.model").exists() else config["tokenizer"],
+                        dest / "tokenizer.model")
+    args.tokenization = config["tokenization"]
+    setting = setting_name(args) if args.setting else f"{config['tokenization']}_w{config['window']}_d{config['dim']}"
+    snapshot = {"source": str(checkpoint_path.resolve()), "source_sha256": sha256_file(checkpoint_path),
+                "epochs_done": state["epoch"] + 1, "epochs_planned": config["epochs"],
+                "note": "mid-training export (strae train-glove --export-checkpoint); not a finished run"}
+    write_json(dest / "train.json", {
+        "schema_version": TRAIN_SCHEMA_VERSION, "status": "running", "failure_reason": None,
+        "run": {"language": args.lang, "model": "glove", "setting": setting, "seed": args.seed},
+        "config": config, "history": state["history"], "timings": state.get("timings", {}),
+        "data": {"vocab_size": len(tokens), "nnz": vocab.get("nnz"), "n_vectors_saved": n_saved},
+        "snapshot": snapshot, "provenance": provenance(seed=args.seed),
+    })
+    write_manifest(dest, args, setting, config.get("corpus_label", config["corpus"]))
+    print(f"exported {checkpoint_path} (after epoch {state['epoch'] + 1} of {config['epochs']}) -> {dest}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     out: Path = args.out
+    if args.export_checkpoint is not None:
+        return export_checkpoint(args)
     corpus = args.corpus or Path("resources") / "corpora" / args.lang / "train.txt"
     if not corpus.exists():
         raise SystemExit(f"--corpus {corpus}: file does not exist (run `strae prepare-corpus` or pass --corpus)")
@@ -202,9 +282,13 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--tokenizer {args.tokenizer}: file does not exist (run `strae tokenizer`)")
     out.mkdir(parents=True, exist_ok=True)
     if (out / "encoder.json").exists() and (out / "train.json").exists():
-        if read_json(out / "train.json").get("status") == "completed":
+        previous = read_json(out / "train.json")
+        if previous.get("status") == "completed" and len(previous.get("history", [])) >= args.epochs:
             print(f"{out}: already completed; nothing to do")
             return 0
+        # Asked for more epochs than the finished run had: continue from its checkpoint. The manifest goes
+        # first, so the directory is not loadable while its vectors are being replaced.
+        (out / "encoder.json").unlink()
 
     config = _train_config(
         args, corpus, sha256_file(corpus),
@@ -219,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         write_json(out / "train.json", {
             "schema_version": TRAIN_SCHEMA_VERSION, "status": status, "failure_reason": failure_reason,
             "run": run, "config": config, "history": history, "timings": timings,
-            "provenance": provenance(seed=args.seed, device="cpu", torch_threads=torch.get_num_threads()),
+            "provenance": provenance(seed=args.seed, device="cpu", requested_device=args.device,
+                                     torch_threads=torch.get_num_threads()),
             **extra,
         })
 
@@ -244,9 +329,10 @@ def main(argv: list[str] | None = None) -> int:
     checkpoint_path = out / "checkpoint.pt"
     if checkpoint_path.exists():
         state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
-        if state["config"] != config:
-            raise SystemExit(f"{checkpoint_path}: made with a different config; delete the run directory "
-                             f"or use another --out")
+        changed = _differences(state["config"], config, ignore=LABEL_FIELDS + ("epochs",))
+        if changed:
+            raise SystemExit(f"{checkpoint_path}: made with different {', '.join(changed)}; delete the run "
+                             f"directory or use another --out")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         history[:] = state["history"]
@@ -276,14 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copyfile(args.tokenizer, out / "tokenizer.model")
     timings["total_s"] = round(time.time() - began, 2)
     write_train_json("completed", data={**data_stats, "n_vectors_saved": n_saved})
-    from strae.encode import write_encoder_manifest
-
-    write_encoder_manifest(
-        out, "glove", vectors=VECTORS_FILE, tokenization=args.tokenization,
-        tokenizer="tokenizer.model" if args.tokenization == "subword" else None,
-        language=args.lang, setting=run["setting"], seed=args.seed,
-        stopwords_language=args.stopwords_language or args.lang, corpus_label=config["corpus_label"],
-    )
+    write_manifest(out, args, run["setting"], config["corpus_label"])
     print(f"GloVe run complete: {out}")
     return 0
 
