@@ -243,3 +243,28 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
     assert sts_plain["n_pairs"] == sts_removed["n_pairs"] == 3108
     assert sts_plain["n_oov"] < sts_removed["n_oov"] <= sts_removed["n_pairs"]
     assert plain["tasks"]["simlex"]["n_oov"] > 900  # toy vocabulary: nearly every SimLex pair is OOV
+
+
+@pytest.mark.mirror
+def test_subword_mode_names_vectors_by_piece_and_composes_words(mirror, tmp_path):
+    """--tokenization subword: pieces are the vocabulary; a word's vector = mean of its pieces' vectors."""
+    from baselines.glove.train import main
+    from strae.tokenize import load_tokenizer
+
+    model_file = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
+    corpus = _toy_corpus(tmp_path / "train.txt", n_lines=300)
+    out = tmp_path / "run"
+    assert main(["--lang", "en", "--seed", "0", "--out", str(out), "--corpus", str(corpus), "--tokenization",
+                 "subword", "--tokenizer", str(model_file), "--dim", "8", "--epochs", "2", "--window", "3"]) == 0
+    assert (out / "tokenizer.model").exists()
+    encoder = load_run(out)
+    tokenizer = load_tokenizer(model_file)
+    pieces = tokenizer.encode_as_pieces("workshop")
+    assert all(p in encoder.vectors.key_to_index for p in pieces)
+    expected = np.mean([encoder.vectors[p] for p in pieces], axis=0)
+    np.testing.assert_allclose(encoder.encode_words(["Workshop"])[0], expected, rtol=1e-6)
+    sentence = encoder.encode_sentences(["the workshop"])[0]
+    np.testing.assert_allclose(sentence, (encoder.encode_words(["the"])[0] + expected) / 2, rtol=1e-5)
+    # no piece of "jazz" (letters j, a, z) occurs in the toy corpus as the same piece: no vector at all
+    assert not any(p in encoder.vectors.key_to_index for p in tokenizer.encode_as_pieces("jazz"))
+    assert np.isnan(encoder.encode_words(["jazz"])).all()
