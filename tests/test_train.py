@@ -1,6 +1,6 @@
 """strae train: exact resumption, divergence/collapse guard, paper defaults, run-directory layout.
 
-Everything runs on a tiny synthetic corpus (a few hundred sentences, a 60-piece SentencePiece model trained
+Everything runs on a tiny synthetic corpus (about a hundred sentences, 6 batches per epoch, a 60-piece SentencePiece model trained
 here) with k=4, u=2, so each training run takes a second or two on CPU.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ WORDS = (
 ).split()
 
 
-def make_tiny_corpus(root: Path, n_train: int = 160, n_dev: int = 40, seed: int = 0) -> tuple[Path, Path]:
+def make_tiny_corpus(root: Path, n_train: int = 96, n_dev: int = 32, seed: int = 0) -> tuple[Path, Path]:
     """Write a SentencePiece model and a tokenized corpus in the contract layout; return (data_dir, model)."""
     import sentencepiece as spm
 
@@ -84,16 +84,17 @@ def interrupt_at(step: int):
     return callback
 
 
-@pytest.mark.parametrize("model", ["banyan", "selfstrae"])
-def test_interrupted_run_resumes_to_identical_weights(tiny, tmp_path, model):
+# banyan: killed mid-epoch 1 (2 steps after the step-3 checkpoint), then mid-epoch 2; selfstrae (slower): once.
+# Work since the last checkpoint is lost and must be redone identically.
+@pytest.mark.parametrize("model,epochs,stops", [("banyan", "2", (5, 9)), ("selfstrae", "1", (5,))])
+def test_interrupted_run_resumes_to_identical_weights(tiny, tmp_path, model, epochs, stops):
     reference = tmp_path / "reference"
-    assert trainer.train(train_args(tiny, reference, "--checkpoint-every-steps", "3", model=model)) == 0
+    options = ("--checkpoint-every-steps", "3", "--epochs", epochs)
+    assert trainer.train(train_args(tiny, reference, *options, model=model)) == 0
 
     resumed = tmp_path / "resumed"
-    args = train_args(tiny, resumed, "--checkpoint-every-steps", "3", model=model)
-    # Killed mid-epoch 1 (2 steps after the step-3 checkpoint), then mid-epoch 2: work since the last
-    # checkpoint is lost and must be redone identically.
-    for stop in (5, 14):
+    args = train_args(tiny, resumed, *options, model=model)
+    for stop in stops:
         with pytest.raises(Interrupt):
             trainer.train(args, step_callback=interrupt_at(stop))
         record = json.loads((resumed / "train.json").read_text())
@@ -110,7 +111,7 @@ def test_interrupted_run_resumes_to_identical_weights(tiny, tmp_path, model):
     res_record = json.loads((resumed / "train.json").read_text())
     assert [e["train"]["loss"] for e in ref_record["history"]] == [e["train"]["loss"] for e in res_record["history"]]
     assert [e["dev"]["loss"] for e in ref_record["history"]] == [e["dev"]["loss"] for e in res_record["history"]]
-    assert len(res_record["timings"]["sessions"]) == 3
+    assert len(res_record["timings"]["sessions"]) == len(stops) + 1
 
 
 def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
@@ -140,15 +141,13 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
     assert (out / "model.pt").stat().st_mtime_ns == before
 
 
-def test_selfstrae_defaults_and_loss_decreases(tiny, tmp_path):
+def test_selfstrae_paper_defaults(tiny, tmp_path):
     out = tmp_path / "run"
-    assert trainer.train(train_args(tiny, out, "--epochs", "4", "--lr", "1e-2", model="selfstrae")) == 0
+    assert trainer.train(train_args(tiny, out, "--max-steps", "2", model="selfstrae")) == 0
     record = json.loads((out / "train.json").read_text())
-    assert record["config"]["training"]["clip_grad_norm"] == 1.0
+    assert record["config"]["training"]["clip_grad_norm"] == 1.0 and record["config"]["training"]["lr"] == 1e-3
     assert record["config"]["model"]["temperature"] == pytest.approx(1.2)
-    assert record["run"]["setting"].startswith("ceco_linear_sentential")
-    losses = [e["train"]["loss"] for e in record["history"]]
-    assert losses[-1] < losses[0]
+    assert record["run"]["setting"] == "ceco_linear_sentential_k4_u2"
 
 
 def test_max_steps_then_extend(tiny, tmp_path):

@@ -227,8 +227,15 @@ def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict) -> 
         "batch_size": settings.batch_size,
         "clip_grad_norm": settings.clip_grad_norm,
         "optimizer": settings.optimizer,
-        "data": hashlib.sha256(json.dumps(data_meta, sort_keys=True, default=str).encode()).hexdigest(),
+        "data": hashlib.sha256(json.dumps(_stable_data_fields(data_meta), sort_keys=True).encode()).hexdigest(),
     }
+
+
+def _stable_data_fields(data_meta: dict) -> dict:
+    """The content-defining part of a tokenized split's meta (not its timestamps or timings), so a corpus
+    re-tokenised identically still matches a checkpoint while a different corpus does not."""
+    keys = ("vocab_size", "pad_id", "n_sentences", "n_tokens", "tokenizer_sha256", "text_sha256", "length_filter")
+    return {key: data_meta.get(key) for key in keys}
 
 
 # -------------------------------------------------------------------------------------------------- data
@@ -392,6 +399,19 @@ def _invalidate_outputs(out: Path) -> None:
         (out / name).unlink(missing_ok=True)
 
 
+def _lock_run_dir(out: Path):
+    """Two trainers writing one run directory would interleave checkpoints: refuse the second one."""
+    import fcntl
+
+    handle = open(out / ".train.lock", "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise SystemExit(f"{out}: another `strae train` process is training this run directory") from None
+    return handle
+
+
 # --------------------------------------------------------------------------------------------- training
 def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None] | None = None) -> int:
     """Run ``strae train``. ``step_callback(global_step)`` is called after each optimizer step (and after any
@@ -412,6 +432,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
         return _export(args, checkpoint_path, device, expected, StraeModel, config, settings, tokenizer_sha)
 
     out.mkdir(parents=True, exist_ok=True)
+    lock = _lock_run_dir(out)  # held until this process exits  # noqa: F841
     previous = read_json(out / "train.json") if (out / "train.json").exists() else None
     if args.restart:
         checkpoint_path.unlink(missing_ok=True)
