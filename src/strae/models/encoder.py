@@ -64,8 +64,6 @@ class StraeEncoder(Encoder):
 
     # ------------------------------------------------------------------------------------------ encoding
     def _encode_pieces(self, pieces: list[list[int]], batch_size: int) -> np.ndarray:
-        dim = None
-        out: np.ndarray | None = None
         # Sort by length so each batch pads little; stable sort keeps the result independent of batch size.
         order = sorted((i for i, p in enumerate(pieces) if len(p) > 0), key=lambda i: len(pieces[i]))
         results: dict[int, np.ndarray] = {}
@@ -79,10 +77,7 @@ class StraeEncoder(Encoder):
                 vectors = self.model.encode(ids.to(self.device), lengths.to(self.device)).float().cpu().numpy()
                 for row, i in enumerate(chunk):
                     results[i] = vectors[row]
-        if results:
-            dim = next(iter(results.values())).shape[0]
-        else:
-            dim = self.config.k * self.config.u
+        dim = next(iter(results.values())).shape[0] if results else self.config.k * self.config.u
         out = np.full((len(pieces), dim), np.nan, dtype=np.float32)
         for i, vector in results.items():
             out[i] = vector
