@@ -87,7 +87,7 @@ def test_baselines_enabled_add_their_rules(workdir, tmp_path):
     assert result.returncode == 0, result.stderr + result.stdout
     for rule in ("train_glove", "train_roberta", "train_simcse", "evaluate_with_options"):
         assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), rule
-    assert "results/eval/en/glove/default@stopword_rm/seed0.paper.json" in result.stdout
+    assert "results/eval/en/glove/words_w10_d256@stopword_rm/seed0.paper.json" in result.stdout
 
 
 def test_lint_is_clean(workdir):

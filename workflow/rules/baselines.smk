@@ -5,16 +5,14 @@
 
 rule train_glove:
     input:
-        train_ids=f"{RES}/tokenized/{{lang}}/train.ids.npy",
         corpus=f"{RES}/corpora/{{lang}}/train.txt",
-        tokenizer=f"{RES}/tokenizers/{{lang}}.model",
     output:
         record="results/runs/{lang}/glove/{setting}/seed{seed}/train.json",
     params:
         run_dir="results/runs/{lang}/glove/{setting}/seed{seed}",
-        data_dir=tokenized_dir,
         epochs=config["baselines"].get("glove", {}).get("epochs", 15),
         device=SCALE.get("device", "auto"),
+        stopwords=stopwords_flag,
     log:
         "logs/train/{lang}/glove/{setting}/seed{seed}.log",
     benchmark:
@@ -23,26 +21,25 @@ rule train_glove:
     conda:
         "../envs/strae.yaml"
     resources:
-        gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
         mem_mb=8000,
         runtime=12 * 60,
     shell:
-        "OMP_NUM_THREADS={threads} strae train-glove --lang {wildcards.lang} --seed {wildcards.seed} "
-        "--corpus {input.corpus} --data-dir {params.data_dir} --tokenizer {input.tokenizer} "
-        "--epochs {params.epochs} --device {params.device} --out {params.run_dir} --record-failure > {log} 2>&1"
+        "strae train-glove --lang {wildcards.lang} --seed {wildcards.seed} --setting {wildcards.setting} "
+        "--corpus {input.corpus} --epochs {params.epochs} --device {params.device} {params.stopwords} "
+        "--threads {threads} --out {params.run_dir} --record-failure > {log} 2>&1"
 
 
 rule train_roberta:
     input:
         train_ids=f"{RES}/tokenized/{{lang}}/train.ids.npy",
-        corpus=f"{RES}/corpora/{{lang}}/train.txt",
+        train_offsets=f"{RES}/tokenized/{{lang}}/train.offsets.npy",
         tokenizer=f"{RES}/tokenizers/{{lang}}.model",
     output:
         record="results/runs/{lang}/roberta/{setting}/seed{seed}/train.json",
     params:
         run_dir="results/runs/{lang}/roberta/{setting}/seed{seed}",
         data_dir=tokenized_dir,
-        max_steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
+        steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
         device=SCALE.get("device", "auto"),
     log:
         "logs/train/{lang}/roberta/{setting}/seed{seed}.log",
@@ -56,21 +53,20 @@ rule train_roberta:
         mem_mb=16000,
         runtime=48 * 60,
     shell:
-        "OMP_NUM_THREADS={threads} strae train-roberta --lang {wildcards.lang} --seed {wildcards.seed} "
-        "--corpus {input.corpus} --data-dir {params.data_dir} --tokenizer {input.tokenizer} "
-        "--max-steps {params.max_steps} --device {params.device} --out {params.run_dir} --record-failure > {log} 2>&1"
+        "strae train-roberta --lang {wildcards.lang} --seed {wildcards.seed} --setting {wildcards.setting} "
+        "--data-dir {params.data_dir} --tokenizer {input.tokenizer} --steps {params.steps} "
+        "--device {params.device} --threads {threads} --out {params.run_dir} --record-failure > {log} 2>&1"
 
 
 rule train_simcse:
     input:
         init=baseline_init_run,
-        corpus=f"{RES}/corpora/{{lang}}/train.txt",
     output:
         record="results/runs/{lang}/roberta_simcse/{setting}/seed{seed}/train.json",
     params:
         run_dir="results/runs/{lang}/roberta_simcse/{setting}/seed{seed}",
         init_dir=baseline_init_dir,
-        max_steps=config["baselines"].get("roberta_simcse", {}).get("max_steps", 0),
+        steps=simcse_steps_flag,
         device=SCALE.get("device", "auto"),
     log:
         "logs/train/{lang}/roberta_simcse/{setting}/seed{seed}.log",
@@ -84,6 +80,6 @@ rule train_simcse:
         mem_mb=16000,
         runtime=12 * 60,
     shell:
-        "OMP_NUM_THREADS={threads} strae train-simcse --lang {wildcards.lang} --seed {wildcards.seed} "
-        "--init {params.init_dir} --corpus {input.corpus} --max-steps {params.max_steps} "
-        "--device {params.device} --out {params.run_dir} --record-failure > {log} 2>&1"
+        "strae train-simcse --init {params.init_dir} --seed {wildcards.seed} --setting {wildcards.setting} "
+        "{params.steps} --device {params.device} --threads {threads} --out {params.run_dir} --record-failure "
+        "> {log} 2>&1"

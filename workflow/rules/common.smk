@@ -144,3 +144,14 @@ def corpus_settings(wildcards):
 
     data = {key: value for key, value in config["data"].items() if key not in ("registry", "tasks")}
     return json.dumps({"data": data, "language": config["languages"][wildcards.lang]}, sort_keys=True)
+
+
+def stopwords_flag(wildcards):
+    """GloVe's stop-word list language (stopwordsiso code) from the language block, when it names one."""
+    code = config["languages"][wildcards.lang].get("stopwords_language")
+    return f"--stopwords-language {code}" if code else ""
+
+
+def simcse_steps_flag(wildcards):
+    steps = config["baselines"]["roberta_simcse"].get("max_steps")
+    return f"--steps {steps}" if steps else ""

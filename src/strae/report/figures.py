@@ -65,15 +65,21 @@ def ku_curves(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figure:
                 continue
             x = np.array([ks[label] for label in sub["row"]])
             order = np.argsort(x)
-            ax.errorbar(x[order], sub["mean"].to_numpy()[order], yerr=sub["std"].to_numpy()[order], marker="o",
-                        capsize=3, label=column)
+            line = ax.errorbar(x[order], sub["mean"].to_numpy()[order], yerr=sub["std"].to_numpy()[order],
+                               marker="o", capsize=3, label=column)
+            paper = cells[cells["column"] == column]
+            px = np.array([ks[label] for label in paper["row"]])
+            porder = np.argsort(px)
+            # the paper's means, dashed in the same colour, for a visual comparison
+            ax.plot(px[porder], paper["paper_mean"].to_numpy()[porder], linestyle="--", linewidth=1,
+                    color=line.lines[0].get_color(), alpha=0.6)
             plotted = True
         ax.set_title(table.get("title", panel["table"]), fontsize=9)
         if plotted:
             ax.set_xscale("log", base=2)
             ax.set_xlabel("k (channels); u = E / k")
             ax.set_ylabel("Spearman ρ × 100 (mean ± std over seeds)")
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=7, title="solid: reproduced; dashed: paper", title_fontsize=7)
         else:
             _not_run(ax, f"{panel['table']}: not run")
     return fig

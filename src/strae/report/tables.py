@@ -283,7 +283,22 @@ def param_counts_frame(config: dict[str, Any]) -> pd.DataFrame:
         model_config = ModelConfig.preset(run.model, vocab_size=16, **parts)
         count = StraeModel(model_config).non_embedding_parameter_count()
         records.append({"model": run.model, "setting": run.setting, "non_embedding_parameters": int(count)})
+    records += _baseline_param_counts(config)
     return pd.DataFrame.from_records(records, columns=["model", "setting", "non_embedding_parameters"])
+
+
+def _baseline_param_counts(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """RoBERTa-medium (and its SimCSE continuation, same weights) counted from the baseline's own model builder:
+    the transformer encoder without embeddings and without the LM head (the Banyan paper's convention)."""
+    baselines = config.get("baselines") or {}
+    if "roberta" not in baselines:
+        return []
+    from baselines.roberta.model import RobertaShape, build_mlm_model, non_embedding_parameter_count
+
+    model = build_mlm_model(RobertaShape(n_pieces=16))
+    count = int(non_embedding_parameter_count(getattr(model, "roberta", model)))
+    return [{"model": name, "setting": baselines[name]["setting"], "non_embedding_parameters": count}
+            for name in ("roberta", "roberta_simcse") if name in baselines]
 
 
 def _write_csv(frame: pd.DataFrame, path: str | Path) -> None:
