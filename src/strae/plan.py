@@ -122,6 +122,8 @@ def train_flags(config: dict[str, Any], model: str, setting: str) -> str:
         f"--batch-size {scale['batch_size']}",
         f"--device {scale.get('device', 'auto')}",
     ]
+    if scale.get("dev_max_sentences"):
+        flags.append(f"--dev-max-sentences {scale['dev_max_sentences']}")
     if preset.get("clip_grad_norm") is not None:
         flags.append(f"--clip-grad-norm {preset['clip_grad_norm']}")
     return " ".join(flags)
