@@ -438,7 +438,8 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
         checkpoint_path.unlink(missing_ok=True)
         _invalidate_outputs(out)
         previous = None
-    if previous and previous.get("status") == "failed" and checkpoint_path.exists():
+    # A divergence is deterministic (same seed, same data): a failed run stays failed until --restart.
+    if previous and previous.get("status") == "failed":
         print_(f"{out}/train.json: run already recorded as failed: {previous.get('failure_reason')} "
                "(pass --restart to train again from scratch)")
         return 0 if args.record_failure else 1
