@@ -1,0 +1,127 @@
+"""Sentence corpora, batching and MLM masking for the RoBERTa baseline.
+
+A training example is one sentence of the language's tokenised corpus wrapped as ``<s> pieces </s>``; batches are
+padded to their longest member. (The Banyan paper does not say how it packed WikiText-103 for RoBERTa; sentence
+examples match what is evaluated — single sentences and words — and waste no CPU time on 512-token blocks.)
+
+Batches are a pure function of (seed, step): epoch ``e`` visits the sentences in ``default_rng(seed + e)``'s
+permutation, so a resumed run sees exactly the batches an uninterrupted one would.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol, Sequence
+
+import numpy as np
+import torch
+
+from baselines.roberta.model import SpecialIds
+
+
+class SentenceCorpus(Protocol):
+    """What the trainer needs from a corpus (``strae.data.tokenized.TokenizedCorpus`` satisfies it)."""
+
+    def __len__(self) -> int: ...
+
+    def __getitem__(self, index: int) -> np.ndarray: ...
+
+
+class InMemoryCorpus:
+    """Sentences already tokenised into id lists (used for ``--corpus`` text files and tests)."""
+
+    def __init__(self, sentences: Sequence[Sequence[int]], vocab_size: int):
+        self.sentences = [np.asarray(s, dtype=np.int32) for s in sentences if len(s) > 0]
+        self.vocab_size = vocab_size
+        self.pad_id = vocab_size
+        self.lengths = np.array([len(s) for s in self.sentences], dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self.sentences)
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        return self.sentences[index]
+
+
+def load_corpus(data_dir: str | Path | None, corpus_file: str | Path | None, tokenizer, split: str = "train",
+                max_sentences: int | None = None):
+    """The training sentences: a tokenised-corpus directory (contract layout) or a plain text file.
+
+    ``corpus_file`` is UTF-8 text, one sentence per line, tokenised here with ``tokenizer`` (only the first
+    ``max_sentences`` lines are read when given). Exactly one of the two sources must be given.
+    """
+    if (data_dir is None) == (corpus_file is None):
+        raise SystemExit("give exactly one of --data-dir (tokenised corpus) or --corpus (text file)")
+    if corpus_file is not None:
+        path = Path(corpus_file)
+        if not path.is_file():
+            raise SystemExit(f"--corpus {path}: file not found")
+        lines: list[str] = []
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                line = line.strip()
+                if line:
+                    lines.append(line)
+                if max_sentences is not None and len(lines) >= max_sentences:
+                    break
+        return InMemoryCorpus(tokenizer.encode_batch(lines), tokenizer.vocab_size)
+    directory = Path(data_dir)
+    if not (directory / f"{split}.ids.npy").exists():
+        raise SystemExit(
+            f"--data-dir {directory}: {split}.ids.npy not found (run `strae tokenize-corpus` for this language first)"
+        )
+    from strae.data.tokenized import TokenizedCorpus
+
+    corpus = TokenizedCorpus(directory, split)
+    if corpus.vocab_size != tokenizer.vocab_size:
+        raise SystemExit(
+            f"{directory}/{split}.json: vocab_size {corpus.vocab_size} != tokenizer's {tokenizer.vocab_size} "
+            "(the corpus was tokenised with a different tokenizer)"
+        )
+    return corpus
+
+
+def sentence_order(n_sentences: int, seed: int, epoch: int) -> np.ndarray:
+    return np.random.default_rng([seed, epoch]).permutation(n_sentences)
+
+
+def batch_indices(n_sentences: int, batch_size: int, seed: int, step: int) -> np.ndarray:
+    """Corpus indices of the sentences in batch ``step`` (0-based); epochs wrap, each with a fresh permutation."""
+    if n_sentences < batch_size:
+        raise SystemExit(f"corpus has {n_sentences} sentences, fewer than one batch ({batch_size})")
+    batches_per_epoch = n_sentences // batch_size  # the ragged tail of each epoch is dropped
+    epoch, within = divmod(step, batches_per_epoch)
+    order = sentence_order(n_sentences, seed, epoch)
+    return order[within * batch_size:(within + 1) * batch_size]
+
+
+def collate(sentences: Sequence[np.ndarray], special: SpecialIds, max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``<s> pieces </s>`` per sentence, truncated to ``max_length`` ids in all, padded with pad; (ids, attention)."""
+    max_pieces = max_length - 2
+    rows = [np.asarray(s[:max_pieces], dtype=np.int64) for s in sentences]
+    width = max(len(r) for r in rows) + 2
+    ids = torch.full((len(rows), width), special.pad, dtype=torch.long)
+    for i, row in enumerate(rows):
+        ids[i, 0] = special.bos
+        ids[i, 1:len(row) + 1] = torch.from_numpy(row)
+        ids[i, len(row) + 1] = special.eos
+    return ids, (ids != special.pad).long()
+
+
+def mask_for_mlm(ids: torch.Tensor, special: SpecialIds, generator: torch.Generator,
+                 probability: float = 0.15) -> tuple[torch.Tensor, torch.Tensor]:
+    """BERT/RoBERTa masking: choose ``probability`` of the piece positions; of those 80% -> <mask>, 10% -> a
+    random piece, 10% unchanged. Labels are -100 except at chosen positions. Specials are never chosen."""
+    is_piece = ids < special.n_pieces
+    chosen = (torch.rand(ids.shape, generator=generator) < probability) & is_piece
+    # guarantee at least one prediction per batch so a tiny batch never yields a NaN loss
+    if not chosen.any():
+        candidates = is_piece.nonzero()
+        pick = candidates[torch.randint(len(candidates), (1,), generator=generator)]
+        chosen[pick[0, 0], pick[0, 1]] = True
+    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+    action = torch.rand(ids.shape, generator=generator)
+    inputs = ids.clone()
+    inputs[chosen & (action < 0.8)] = special.mask
+    random_positions = chosen & (action >= 0.8) & (action < 0.9)
+    inputs[random_positions] = torch.randint(special.n_pieces, ids.shape, generator=generator)[random_positions]
+    return inputs, labels

@@ -1,0 +1,261 @@
+"""Encoder for RoBERTa runs (MLM and SimCSE): `strae evaluate --model RUN_DIR`.
+
+Sentences: ``<s> pieces </s>`` through the encoder; the sentence vector is the mean of the last layer over all
+non-pad positions (<s> and </s> included, as SimCSE's ``avg`` pooler).
+
+Words (lexical tasks), following Bommasani et al. (2020) as the Banyan paper does: the static vector of a word is the
+average of its contextual representations over its occurrences in the run's training corpus. One occurrence's
+representation = mean of the last-layer states of the word's pieces in that sentence. An occurrence is the word's
+piece sequence (the tokenizer's segmentation of the word alone) starting at a word boundary and followed by a word
+boundary or the sentence end. At most ``word_occurrences`` occurrences are used per word (default 100, a seeded
+uniform sample of all occurrences; the paper used all of them, which is too slow on CPU). A word that never occurs is
+encoded alone, ``<s> pieces </s>`` (mean over its pieces); ``describe()`` counts those fallbacks.
+
+Options (``strae evaluate --encoder-option key=value``): ``word_occurrences=N``, ``word_context=corpus|none``
+(``none``: every word encoded alone), ``corpus=PATH`` (tokenised-corpus directory or sentence text file overriding
+the one recorded in train.json), ``device=auto|cpu|cuda``, ``precision=fp32|bf16``, ``max_length=N``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from strae.encode import Encoder
+from strae.io import read_json, sha256_file
+
+WORD_START_MARK = "\u2581"  # SentencePiece's word-boundary prefix
+
+
+def load_weights(model_file: str | Path):
+    """(shape, RobertaForMaskedLM) from a run's ``model.pt``."""
+    from baselines.roberta.model import RobertaShape, build_mlm_model
+
+    weights = torch.load(model_file, map_location="cpu", weights_only=False)
+    shape = RobertaShape.from_dict(weights["shape"])
+    model = build_mlm_model(shape)
+    model.load_state_dict(weights["state_dict"])
+    return shape, model
+
+
+def flat_corpus(source: str | Path, tokenizer, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
+    """(ids, offsets) of a tokenised-corpus directory (memory-mapped contract files) or a sentence text file."""
+    path = Path(source)
+    if path.is_dir():
+        ids_file, offsets_file = path / f"{split}.ids.npy", path / f"{split}.offsets.npy"
+        if not ids_file.exists() or not offsets_file.exists():
+            raise SystemExit(f"{path}: {split}.ids.npy / {split}.offsets.npy not found (word-context corpus)")
+        return np.load(ids_file, mmap_mode="r"), np.load(offsets_file, mmap_mode="r")
+    if not path.is_file():
+        raise SystemExit(f"{path}: word-context corpus not found (pass --encoder-option corpus=PATH or word_context=none)")
+    with open(path, encoding="utf-8") as handle:
+        lines = [line.strip() for line in handle if line.strip()]
+    encoded = tokenizer.encode_batch(lines)
+    lengths = np.array([len(e) for e in encoded], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    ids = np.fromiter((i for e in encoded for i in e), dtype=np.int32, count=int(offsets[-1]))
+    return ids, offsets
+
+
+def find_occurrences(pieces: Sequence[int], ids: np.ndarray, offsets: np.ndarray, sorted_positions: np.ndarray,
+                     sorted_ids: np.ndarray, is_word_start: np.ndarray) -> list[tuple[int, int]]:
+    """All (sentence, start-within-sentence) where ``pieces`` occur as a whole word."""
+    first = pieces[0]
+    lo, hi = np.searchsorted(sorted_ids, first, "left"), np.searchsorted(sorted_ids, first, "right")
+    starts = np.asarray(sorted_positions[lo:hi], dtype=np.int64)
+    if len(starts) == 0:
+        return []
+    sentences = np.searchsorted(offsets, starts, "right") - 1
+    ends = starts + len(pieces)
+    keep = ends <= offsets[sentences + 1]
+    starts, sentences, ends = starts[keep], sentences[keep], ends[keep]
+    for k in range(1, len(pieces)):
+        keep = np.asarray(ids[starts + k]) == pieces[k]
+        starts, sentences, ends = starts[keep], sentences[keep], ends[keep]
+    at_sentence_end = ends == offsets[sentences + 1]
+    next_ids = np.asarray(ids[np.minimum(ends, len(ids) - 1)])
+    keep = at_sentence_end | is_word_start[next_ids]
+    starts, sentences = starts[keep], sentences[keep]
+    return list(zip(sentences.tolist(), (starts - offsets[sentences]).tolist()))
+
+
+class RobertaEncoder(Encoder):
+    def __init__(self, run_dir: str | Path, word_occurrences: int | str = 100, word_context: str = "corpus",
+                 corpus: str | None = None, device: str = "auto", precision: str = "fp32",
+                 max_length: int | str = 512, occurrence_seed: int | str = 0):
+        from strae.runtime import describe_device, resolve_device
+        from strae.tokenize import load_tokenizer
+
+        self.run_dir = Path(run_dir)
+        self.train_record = read_json(self.run_dir / "train.json")
+        self.device = resolve_device(device)
+        self.device_name = describe_device(self.device)
+        if precision not in ("fp32", "bf16"):
+            raise SystemExit(f"--encoder-option precision={precision}: expected fp32 or bf16")
+        self.precision = precision
+        self.max_length = int(max_length)
+        self.word_occurrences = int(word_occurrences)
+        self.occurrence_seed = int(occurrence_seed)
+        if word_context not in ("corpus", "none"):
+            raise SystemExit(f"--encoder-option word_context={word_context}: expected corpus or none")
+        self.word_context = word_context
+        self.tokenizer_path = self.run_dir / "tokenizer.model"
+        self.tokenizer = load_tokenizer(self.tokenizer_path)
+        self.shape, model = load_weights(self.run_dir / "model.pt")
+        self.special = self.shape.special
+        self.model = model.roberta.to(self.device).eval()
+        self.corpus_source = corpus or self._recorded_corpus()
+        self._word_cache: dict[str, np.ndarray] = {}
+        self._corpus_index: tuple | None = None
+        self.word_stats = {"from_context": 0, "fallback_alone": 0, "no_pieces": 0, "occurrences_used": 0}
+        run = self.train_record["run"]
+        self.encoder_id = f"{run['model']}/{run['setting']}/seed{run['seed']}"
+
+    def _recorded_corpus(self) -> str | None:
+        config = self.train_record["config"]
+        candidates = []
+        if config.get("data_dir"):
+            candidates += [config["data_dir"], config.get("corpus", {}).get("resolved")]
+        if config.get("corpus_file"):
+            candidates += [config["corpus_file"], config.get("corpus", {}).get("resolved")]
+        for candidate in candidates:
+            if candidate and Path(candidate).exists():
+                return candidate
+        return candidates[0] if candidates else None
+
+    # -- shared forward ---------------------------------------------------------------------------------------
+    def _forward(self, rows: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+        from baselines.roberta.data import collate
+
+        ids, attention = collate(rows, self.special, self.max_length)
+        context = (torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if self.precision == "bf16"
+                   else torch.autocast(device_type=self.device.type, enabled=False))
+        with torch.no_grad(), context:
+            hidden = self.model(input_ids=ids.to(self.device), attention_mask=attention.to(self.device)).last_hidden_state
+        return hidden.float().cpu(), attention
+
+    def _encode_text(self, texts: Sequence[str]) -> list[np.ndarray]:
+        # encode_batch applies the BPEmb normalisation (lowercase, digits -> 0)
+        return [np.asarray(ids, dtype=np.int64) for ids in self.tokenizer.encode_batch(list(texts))]
+
+    # -- sentences --------------------------------------------------------------------------------------------
+    def encode_sentences(self, sentences: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        from baselines.roberta.model import mean_pool
+
+        encoded = self._encode_text(sentences)
+        out = np.full((len(sentences), self.shape.hidden_size), np.nan, dtype=np.float32)
+        order = sorted((i for i, e in enumerate(encoded) if len(e)), key=lambda i: len(encoded[i]))
+        for start in tqdm(range(0, len(order), batch_size), desc="roberta sentences", leave=False, mininterval=5):
+            chunk = order[start:start + batch_size]
+            hidden, attention = self._forward([encoded[i] for i in chunk])
+            out[chunk] = mean_pool(hidden, attention).numpy()
+        return out
+
+    # -- words ------------------------------------------------------------------------------------------------
+    def _index(self):
+        if self._corpus_index is None:
+            if self.corpus_source is None:
+                raise SystemExit(f"{self.run_dir}/train.json: no training corpus recorded; pass "
+                                 "--encoder-option corpus=PATH or word_context=none")
+            ids, offsets = flat_corpus(self.corpus_source, self.tokenizer)
+            # specials (pad/mask/bos/eos) count as boundaries
+            is_word_start = np.array([self.tokenizer.id_to_piece(i).startswith(WORD_START_MARK)
+                                      for i in range(self.tokenizer.vocab_size)] + [True] * 8, dtype=bool)
+            order = np.argsort(np.asarray(ids), kind="stable")
+            self._corpus_index = (ids, offsets, order, np.asarray(ids)[order], is_word_start)
+        return self._corpus_index
+
+    def encode_words(self, words: Sequence[str], batch_size: int = 1024) -> np.ndarray:
+        missing = [w for w in dict.fromkeys(words) if w not in self._word_cache]
+        if missing:
+            self._encode_new_words(missing, batch_size)
+        return np.stack([self._word_cache[w] for w in words]) if words else np.zeros((0, self.shape.hidden_size),
+                                                                                         np.float32)
+
+    def _encode_new_words(self, words: list[str], batch_size: int) -> None:
+        dim = self.shape.hidden_size
+        pieces = dict(zip(words, self._encode_text(words)))
+        occurrences: dict[str, list[tuple[int, int]]] = {w: [] for w in words}
+        if self.word_context == "corpus":
+            ids, offsets, order, sorted_ids, is_word_start = self._index()
+            rng = np.random.default_rng(self.occurrence_seed)
+            for word in tqdm(words, desc="roberta word occurrences", leave=False, mininterval=5):
+                if len(pieces[word]) == 0 or len(pieces[word]) > self.max_length - 2:
+                    continue
+                found = [o for o in find_occurrences(pieces[word].tolist(), ids, offsets, order, sorted_ids,
+                                                     is_word_start)
+                         if o[1] + len(pieces[word]) <= self.max_length - 2]
+                if len(found) > self.word_occurrences:
+                    found = [found[i] for i in sorted(rng.choice(len(found), self.word_occurrences, replace=False))]
+                occurrences[word] = found
+        sums = {w: np.zeros(dim, dtype=np.float64) for w in words}
+        # encode each needed corpus sentence once, however many words it serves
+        by_sentence: dict[int, list[tuple[str, int]]] = {}
+        for word, found in occurrences.items():
+            for sentence, start in found:
+                by_sentence.setdefault(sentence, []).append((word, start))
+        if by_sentence:
+            ids, offsets = self._index()[:2]
+            sentence_ids = sorted(by_sentence, key=lambda s: offsets[s + 1] - offsets[s])
+            batch = max(1, batch_size // 8)
+            for begin in tqdm(range(0, len(sentence_ids), batch), desc="roberta word contexts", leave=False,
+                              mininterval=5):
+                chunk = sentence_ids[begin:begin + batch]
+                hidden, _ = self._forward([np.asarray(ids[offsets[s]:offsets[s + 1]]) for s in chunk])
+                for row, sentence in enumerate(chunk):
+                    for word, start in by_sentence[sentence]:
+                        span = hidden[row, 1 + start:1 + start + len(pieces[word])]  # +1: <s>
+                        sums[word] += span.mean(0).numpy()
+        alone = [w for w in words if not occurrences[w] and len(pieces[w])]
+        for begin in range(0, len(alone), batch_size):
+            chunk = alone[begin:begin + batch_size]
+            hidden, _ = self._forward([pieces[w] for w in chunk])
+            for row, word in enumerate(chunk):
+                self._word_cache[word] = hidden[row, 1:1 + len(pieces[word])].mean(0).numpy().astype(np.float32)
+        for word in words:
+            if occurrences[word]:
+                self._word_cache[word] = (sums[word] / len(occurrences[word])).astype(np.float32)
+                self.word_stats["from_context"] += 1
+                self.word_stats["occurrences_used"] += len(occurrences[word])
+            elif len(pieces[word]):
+                self.word_stats["fallback_alone"] += 1
+            else:
+                self._word_cache[word] = np.full(dim, np.nan, dtype=np.float32)
+                self.word_stats["no_pieces"] += 1
+
+    # -- provenance -------------------------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        config = self.train_record["config"]
+        return {
+            "encoder_id": self.encoder_id,
+            "kind": "roberta",
+            "run_dir": str(self.run_dir),
+            "model_sha256": sha256_file(self.run_dir / "model.pt"),
+            "objective": config.get("objective"),
+            "steps": self.train_record.get("timings", {}).get("steps_done"),
+            "shape": self.shape.to_dict(),
+            "sentence_pooling": "mean over non-pad tokens of the last layer (<s> and </s> included)",
+            "word_vectors": {
+                "method": "Bommasani et al. 2020: mean of contextual representations over corpus occurrences"
+                if self.word_context == "corpus" else "word encoded alone",
+                "max_occurrences": self.word_occurrences, "occurrence_seed": self.occurrence_seed,
+                "corpus": self.corpus_source, **self.word_stats,
+            },
+            "precision": self.precision,
+            "device": self.device_name,
+        }
+
+    def run_info(self) -> dict[str, Any]:
+        return {**self.train_record["run"], "status": self.train_record.get("status"),
+                "failure_reason": self.train_record.get("failure_reason")}
+
+
+def load_run(run_dir: str | Path, **options: Any) -> RobertaEncoder:
+    manifest = json.loads((Path(run_dir) / "encoder.json").read_text())
+    if manifest.get("kind") != "roberta":
+        raise SystemExit(f"{run_dir}/encoder.json: kind {manifest.get('kind')!r} is not a RoBERTa run")
+    return RobertaEncoder(run_dir, **options)
