@@ -143,7 +143,10 @@ def corpus_settings(wildcards):
     import json
 
     data = {key: value for key, value in config["data"].items() if key not in ("registry", "tasks")}
-    return json.dumps({"data": data, "language": config["languages"][wildcards.lang]}, sort_keys=True)
+    block = config["languages"][wildcards.lang]
+    # only what preparation/tokenisation reads (not eval task lists, which evaluation params track)
+    language = {key: block.get(key) for key in ("corpus", "dev_corpus", "segmenter", "tokenizer")}
+    return json.dumps({"data": data, "language": language}, sort_keys=True)
 
 
 def stopwords_flag(wildcards):
