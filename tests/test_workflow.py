@@ -99,21 +99,65 @@ def test_lint_is_clean(workdir):
 @pytest.mark.parametrize(
     "overlay, expected",
     [
-        ({"experiments": {"selfstrae_channels": {"model": "bert"}}}, "experiments.selfstrae_channels.model: unknown model 'bert'"),
-        ({"experiments": {"selfstrae_strcse": {"grid": {"objective": ["strcse"], "functions": ["linear"],
-                                                         "structure": ["sentential"], "ku": [[128, 4]]}}}},
-         "experiments.selfstrae_strcse: k*u = 128*4 = 512 != scale.embedding_size 256"),
-        ({"experiments": {"selfstrae_channels": {"languages": ["zz"]}}}, "experiments.selfstrae_channels.languages: 'zz'"),
-        ({"languages": {"zz": {"tokenizer": {"kind": "sentencepiece"}, "eval": {"paper": ["x"]}}}}, "'corpus' is a required property"),
-        ({"scale": {"epochs": 0}}, "epochs"),
+        ({"experiments": {"selfstrae_channels": {"model": "bert"}}},
+         "experiments.selfstrae_channels.model: unknown model 'bert'"),
+        ({"languages": {"zz": {"tokenizer": {"kind": "sentencepiece"}, "eval": {"paper": ["x"]}}}},
+         "'corpus' is a required property"),
     ],
 )
 def test_bad_config_fails_at_validation_naming_the_key(workdir, tmp_path, overlay, expected):
+    """Through snakemake itself: the schema (validate) and the cross-key checks (strae.plan) stop the run."""
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(overlay))
     result = snakemake(workdir, "-n", "--cores", "1", "results/scores.csv", "--configfile", str(path))
     assert result.returncode != 0
     assert expected in result.stdout + result.stderr
+
+
+def _schema_errors(config: dict) -> list[str]:
+    import jsonschema
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}" for e in validator.iter_errors(config)]
+
+
+def test_schema_and_cross_key_errors_name_the_key():
+    config = copy.deepcopy(paper_config())
+    assert _schema_errors(config) == [] and plan.check_config(config) == []
+    bad = copy.deepcopy(config)
+    bad["scale"]["epochs"] = 0
+    bad["experiments"]["selfstrae_channels"]["grid"]["objective"] = ["mse"]
+    bad["scale"]["typo_key"] = 1
+    errors = "\n".join(_schema_errors(bad))
+    assert "scale.epochs: 0 is less than the minimum of 1" in errors
+    assert "experiments.selfstrae_channels.grid.objective.0: 'mse' is not one of" in errors
+    assert "'typo_key' was unexpected" in errors
+    bad = copy.deepcopy(config)
+    bad["experiments"]["selfstrae_strcse"]["grid"]["ku"] = [[128, 4]]
+    bad["experiments"]["selfstrae_channels"]["languages"] = ["zz"]
+    errors = plan.check_config(bad)
+    assert "experiments.selfstrae_strcse: k*u = 128*4 = 512 != scale.embedding_size 256" in errors
+    assert any(e.startswith("experiments.selfstrae_channels.languages: 'zz'") for e in errors)
+
+
+def test_every_schema_property_is_described():
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    missing = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            for key, sub in (node.get("properties") or {}).items():
+                if isinstance(sub, dict) and "description" not in sub and "$ref" not in sub:
+                    missing.append(f"{where}.{key}")
+            for key, sub in node.items():
+                walk(sub, f"{where}.{key}")
+        elif isinstance(node, list):
+            for i, sub in enumerate(node):
+                walk(sub, f"{where}[{i}]")
+
+    walk(schema, "schema")
+    assert missing == []
 
 
 def test_plan_expands_experiments_without_duplicates():
