@@ -167,6 +167,12 @@ def test_changed_settings_refuse_to_resume(tiny, tmp_path):
         trainer.train(train_args(tiny, out, "--checkpoint-every-steps", "2"), step_callback=interrupt_at(3))
     with pytest.raises(SystemExit, match="lr"):
         trainer.train(train_args(tiny, out, "--lr", "5e-4"))
+    # weights that no longer fit the model code (the engine changed) are a clear error, not a traceback
+    state = torch.load(out / "checkpoint.pt", weights_only=False)
+    state["model"]["bogus.weight"] = torch.zeros(1)
+    torch.save(state, out / "checkpoint.pt")
+    with pytest.raises(SystemExit, match="does not fit the current model code"):
+        trainer.train(train_args(tiny, out))
     # --restart discards the old checkpoint explicitly
     assert trainer.train(train_args(tiny, out, "--lr", "5e-4", "--restart", "--epochs", "1")) == 0
 

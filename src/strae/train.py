@@ -291,6 +291,30 @@ def load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
         raise SystemExit(f"{path}: unreadable checkpoint ({error}); delete it or pass --restart") from error
 
 
+def engine_source_sha256() -> str:
+    """Hash of the model engine's source files: recorded per session, so a resumed run that picked up engine
+    edits (e.g. a faster implementation) says so in train.json instead of hiding it."""
+    import strae.models as models_package
+    import strae.objectives as objectives_module
+
+    digest = hashlib.sha256()
+    files = sorted(Path(models_package.__file__).parent.glob("*.py")) + [Path(objectives_module.__file__)]
+    for path in files:
+        if path.name != "encoder.py":
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _load_weights(module, state_dict, checkpoint_path: Path, what: str) -> None:
+    try:
+        module.load_state_dict(state_dict)
+    except (RuntimeError, ValueError, KeyError) as error:
+        raise SystemExit(
+            f"{checkpoint_path}: its {what} does not fit the current model code (the engine changed since it was "
+            f"written: {str(error).splitlines()[-1].strip()}); pass --restart to train from scratch"
+        ) from error
+
+
 def _diff_keys(a: dict, b: dict) -> list[str]:
     return [key for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
 
@@ -444,6 +468,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
                "(pass --restart to train again from scratch)")
         return 0 if args.record_failure else 1
 
+    engine_sha = engine_source_sha256()
     seed_everything(settings.seed)
     model = StraeModel(config).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
@@ -460,8 +485,11 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
                 f"{checkpoint_path}: written with different settings ({', '.join(changed)}); use another --out "
                 "or pass --restart to discard it"
             )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
+        _load_weights(model, state["model"], checkpoint_path, "model state")
+        _load_weights(optimizer, state["optimizer"], checkpoint_path, "optimizer state")
+        if state.get("engine_sha256") not in (None, engine_sha):
+            print_(f"warning: the model engine's source changed since {checkpoint_path} was written; resuming "
+                   "with the current code (recorded in train.json timings.sessions)")
         restore_rng_states(state["rng"])
         start_epoch, start_batch, global_step = state["epoch"], state["batch_in_epoch"], state["global_step"]
         history, timings, epoch_sums = state["history"], state["timings"], state["epoch_sums"]
@@ -476,7 +504,8 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     else:
         _invalidate_outputs(out)
 
-    session = {"started": time.time(), "start_step": global_step, "device": describe_device(device)}
+    session = {"started": time.time(), "start_step": global_step, "device": describe_device(device),
+               "engine_sha256": engine_sha}
     timings.setdefault("sessions", []).append(session)
     prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads())
     params = [p for p in model.parameters() if p.requires_grad]
@@ -499,7 +528,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
             "fingerprint": expected, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
             "rng": capture_rng_states(), "epoch": epoch, "batch_in_epoch": batch_in_epoch,
             "global_step": global_step, "history": history, "timings": timings, "epoch_sums": epoch_sums,
-            "model_config": config_dict,
+            "model_config": config_dict, "engine_sha256": engine_sha,
         })
 
     write_state("running")
@@ -623,7 +652,7 @@ def _export(args, checkpoint_path, device, expected, StraeModel, config, setting
         raise SystemExit(f"{checkpoint_path}: written with different settings "
                          f"({', '.join(_diff_keys(state['fingerprint'], expected))}); pass the run's own options")
     model = StraeModel(config)
-    model.load_state_dict(state["model"])
+    _load_weights(model, state["model"], checkpoint_path, "model state")
     snapshot = {"source": str(checkpoint_path.resolve()), "source_sha256": sha256_file(checkpoint_path),
                 "epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
                 "global_step": state["global_step"], "epochs_planned": settings.epochs,
