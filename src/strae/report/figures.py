@@ -148,11 +148,25 @@ def node_counts(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figur
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
     runs = _completed_runs(args.runs)
-    if not runs or not args.corpus:
-        _not_run(ax, "not run (no finished run / tokenised corpus)")
+    if not args.corpus:
+        _not_run(ax, "not run (no tokenised corpus)")
         return fig
-    model = _load_model(runs[0])
     corpus = TokenizedCorpus(Path(args.corpus[0]).parent, "train")
+    if runs:
+        model, source = _load_model(runs[0]), f"trained run {'/'.join(runs[0].parts[-4:])}"
+    else:
+        # No finished run: the node counts are still measured on the real corpus, with the declared setting's
+        # freshly initialised model (trees from untrained embeddings); the title says so.
+        from strae import plan
+        from strae.models.config import ModelConfig
+        from strae.models.model import StraeModel
+        from strae.runtime import seed_everything
+
+        selector = spec["runs"]
+        seed_everything(int(selector.get("seed", 0)))
+        config = ModelConfig.preset(selector["model"], vocab_size=corpus.vocab_size,
+                                    **plan.parse_setting(selector["setting"]))
+        model, source = StraeModel(config).eval(), f"untrained {selector['setting']} (no finished run)"
     rng = np.random.default_rng(spec.get("seed", 0))
     sizes = [b for b in args.batch_sizes if b <= len(corpus)]
     repeats = spec.get("repeats", 3)
@@ -171,7 +185,7 @@ def node_counts(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figur
         ax.errorbar(sizes, mean, yerr=std, marker=marker, capsize=3, label=f"{kind} trees")
     ax.set_xlabel("batch size (sentences)")
     ax.set_ylabel(f"total nodes (mean ± std over {repeats} batches)")
-    ax.set_title(f"Nodes vs batch size ({runs[0].parts[-4]} corpus)", fontsize=9)
+    ax.set_title(f"Total nodes vs batch size\n{Path(args.corpus[0]).parent.name} corpus; {source}", fontsize=8)
     ax.legend()
     return fig
 
