@@ -27,6 +27,7 @@ CELL_COLUMNS = [
     "status", "mean", "std", "n_seeds", "n_failed", "seeds", "best_seed", "paper_mean", "paper_std", "delta",
     "paper_note", "note",
 ]
+PARAM_COUNT = "(parameter count)"  # `tasks` value of a parameter-count cell
 # Population std (ddof=0, numpy's default) over seeds: what the reference code's np.std reports; stated in the .md.
 STD_DDOF = 0
 
@@ -191,6 +192,7 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
     if column.get("unavailable"):
         return dict(base, status="unavailable", note=column["unavailable"])
     if column.get("param_count"):
+        base["tasks"] = PARAM_COUNT
         count = param_counts.get((selector["model"], selector["setting"]))
         if count is None:
             return dict(base, status="not run", note="model not built (no parameter count)")
@@ -222,8 +224,7 @@ def format_cell(cell: pd.Series) -> str:
     """Markdown cell: reproduced (n seeds, failed) / paper / delta."""
     status = cell["status"]
     if status == "ok":
-        is_count = "parameters" in str(cell["note"])
-        if is_count:
+        if cell["tasks"] == PARAM_COUNT:
             reproduced = f"{int(cell['mean'])}"
         elif cell["aggregate"] == "best_seed":
             reproduced = f"{_fmt(cell['mean'])} (best of {cell['n_seeds']}: seed {cell['best_seed']})"
@@ -238,7 +239,7 @@ def format_cell(cell: pd.Series) -> str:
     else:
         reproduced = status
     paper_mean = cell["paper_mean"]
-    whole = not math.isnan(paper_mean) and paper_mean >= 1000 and float(paper_mean).is_integer()
+    whole = not math.isnan(paper_mean) and (cell["tasks"] == PARAM_COUNT or paper_mean >= 1000)
     paper = _fmt(paper_mean, 0 if whole else 2)
     if paper and not math.isnan(cell["paper_std"]):
         paper += f" ± {_fmt(cell['paper_std'], 3 if cell['paper_std'] < 0.01 else 2)}"
