@@ -187,6 +187,8 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
     selector = _row_selector(table, row, column)
     base = dict(selector, tasks="", status="", mean=math.nan, std=math.nan, n_seeds=0, n_failed=0, seeds="",
                 best_seed="", note="")
+    if row.get("language") and column.get("language") and row["language"] != column["language"]:
+        return dict(base, status="n/a", note="column belongs to another language's half of the table")
     if row.get("external"):
         return dict(base, status="external", note=f"published number ({row['external']}); not trained here")
     if column.get("unavailable"):
