@@ -132,10 +132,49 @@ def test_contrastive_matches_closed_form():
     torch.testing.assert_close(symmetric_contrastive(a, b, tau), expected)
 
 
-def test_leaf_cross_entropy_matches_plain():
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_leaf_cross_entropy_matches_plain(bias):
     torch.manual_seed(0)
-    layer = torch.nn.Linear(8, 30)
-    x = torch.randn(40, 8)
-    y = torch.randint(0, 30, (40,))
-    torch.testing.assert_close(leaf_cross_entropy(layer, x, y, bf16=False),
-                               torch.nn.functional.cross_entropy(layer(x), y))
+    layer = torch.nn.Linear(8, 30, bias=bias).double()
+    x = torch.randn(600, 8, dtype=torch.float64, requires_grad=True)  # more rows than one fused block
+    y = torch.randint(0, 30, (600,))
+    fused = leaf_cross_entropy(layer, x, y, bf16=False) * 3.0
+    grads = torch.autograd.grad(fused, [x] + list(layer.parameters()))
+    plain = torch.nn.functional.cross_entropy(layer(x), y) * 3.0
+    expected = torch.autograd.grad(plain, [x] + list(layer.parameters()))
+    torch.testing.assert_close(fused, plain)
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got, want)
+    with torch.no_grad():
+        torch.testing.assert_close(leaf_cross_entropy(layer, x, y, bf16=False) * 3.0, plain)
+
+
+def test_fast_dropout_statistics_and_gradient():
+    from strae.models.model import fast_dropout
+
+    torch.manual_seed(0)
+    x = torch.ones(200_000, dtype=torch.float64, requires_grad=True)
+    y = fast_dropout(x, 0.2)
+    kept = (y != 0).double().mean().item()
+    assert abs(kept - 0.8) < 0.005
+    assert torch.allclose(y[y != 0], torch.full_like(y[y != 0], 1 / 0.8), atol=1e-4)
+    assert abs(y.mean().item() - 1.0) < 0.01  # inverted dropout keeps the expectation
+    y.sum().backward()
+    assert torch.equal(x.grad, y.detach())  # d(x * mask)/dx = mask
+    assert fast_dropout(x, 0.0) is x
+
+
+def test_fused_leaf_cross_entropy_bf16_close_to_fp32(monkeypatch):
+    import strae.objectives as objectives
+
+    monkeypatch.setattr(objectives, "bf16_autocast_supported", lambda device: True)
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(16, 300, bias=False)
+    x = torch.randn(300, 16, requires_grad=True)
+    y = torch.randint(0, 300, (300,))
+    low = leaf_cross_entropy(layer, x, y, bf16=True)
+    grad_low = torch.autograd.grad(low, x)[0]
+    full = torch.nn.functional.cross_entropy(layer(x), y)
+    grad_full = torch.autograd.grad(full, x)[0]
+    assert abs(low.item() - full.item()) < 0.02 * full.item()
+    assert torch.nn.functional.cosine_similarity(grad_low.flatten(), grad_full.flatten(), dim=0) > 0.99

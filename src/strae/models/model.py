@@ -17,6 +17,22 @@ from strae.models.trees import Graph, Induction, PackedBatch, build_graph, induc
 from strae.objectives import leaf_cross_entropy, symmetric_contrastive
 
 
+def fast_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
+    """Inverted dropout drawing 16 random bits per element from 64-bit draws (4 elements per draw).
+
+    Same semantics as ``F.dropout(x, p, training=True)`` up to a keep probability quantised to 1/65536; about
+    3x cheaper on CPU, where generating one random number per element dominated the whole up/down pass.
+    """
+    if p <= 0.0:
+        return x
+    n = x.numel()
+    draws = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device).random_(-2 ** 63, 2 ** 63 - 1)
+    bits = draws.view(torch.int16)[:n].view(x.shape)
+    keep = round((1.0 - p) * 65536)
+    mask = (bits >= 32768 - keep).to(x.dtype).mul_(65536.0 / keep)
+    return x * mask
+
+
 class StraeModel(nn.Module):
     def __init__(self, config: ModelConfig) -> None:
         super().__init__()
@@ -27,9 +43,8 @@ class StraeModel(nn.Module):
         self.embedding = nn.Embedding(config.vocab_size + 1, size)
         nn.init.uniform_(self.embedding.weight, -config.embedding_init_range, config.embedding_init_range)
         self.functions = make_functions(config.functions, config.k, config.u)
-        self.dembedding = nn.Linear(size, config.vocab_size)
-        self.embedding_dropout = nn.Dropout(config.embedding_dropout)
-        self.function_dropout = nn.Dropout(config.function_dropout)
+        # Banyan Eq. 4 / Self-StrAE: Lambda(e) = e Gamma, a bias-free projection (untied from the embedding).
+        self.dembedding = nn.Linear(size, config.vocab_size, bias=False)
 
     # ----------------------------------------------------------------------------------------------- structure
     def non_embedding_parameter_count(self) -> int:
@@ -50,8 +65,15 @@ class StraeModel(nn.Module):
         """Differentiable up and down passes over ``graph``; returns (up, down), each (n_nodes, E) in node order."""
         if dropout is None:
             dropout = self.training
-        embedding_dropout = self.embedding_dropout if dropout else nn.Identity()
-        function_dropout = self.function_dropout if dropout else nn.Identity()
+        p_embedding = self.config.embedding_dropout if dropout else 0.0
+        p_function = self.config.function_dropout if dropout else 0.0
+
+        def embedding_dropout(x: torch.Tensor) -> torch.Tensor:
+            return fast_dropout(x, p_embedding)
+
+        def function_dropout(x: torch.Tensor) -> torch.Tensor:
+            return fast_dropout(x, p_function)
+
         n_levels, size = graph.n_levels, self.config.embedding_size
         functions = self.functions
         pending_up: list[list[torch.Tensor]] = [[] for _ in range(n_levels)]

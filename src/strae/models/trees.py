@@ -76,33 +76,39 @@ def _normalize(x: torch.Tensor) -> torch.Tensor:
 @torch.no_grad()
 def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
            compose: Callable[[torch.Tensor], torch.Tensor]) -> Induction:
-    """Greedy merging for all sentences in parallel. ``compose`` maps (n, 2, E) children to (n, E) parents."""
+    """Greedy merging for all sentences in parallel. ``compose`` maps (n, 2, E) children to (n, E) parents.
+
+    Frontier embeddings live in packed rows (row = sentence start + slot, one extra all-zero sentinel row), so
+    no (B, T, E) padded tensor is ever built; only the per-slot bookkeeping (similarity to the next frontier
+    element, next / previous slot, node id, height) is padded to (B, T + 1).
+    """
     device = leaf_embeddings.device
     lengths = packed.lengths
     batch, n_leaves, emb = len(lengths), leaf_embeddings.shape[0], leaf_embeddings.shape[1]
     t_max = max(lengths)
     n_internal = n_leaves - batch
     order = sorted(range(batch), key=lambda b: -lengths[b])  # stable: longest first
+    order_t = torch.as_tensor(order, device=device)
     sorted_lengths = torch.tensor([lengths[b] for b in order], device=device)
     sentinel = t_max  # an always-dead extra slot, so "no neighbour" needs no branch
 
     slots = torch.arange(t_max + 1, device=device)
     alive = slots.unsqueeze(0) < sorted_lengths.unsqueeze(1)  # (B, T+1)
-    starts = torch.as_tensor(packed.offsets[:-1][order], device=device)
-    leaf_ids = torch.where(alive, starts.unsqueeze(1) + slots, torch.zeros_like(slots))
-    frontier = torch.zeros(batch, t_max + 1, emb, dtype=leaf_embeddings.dtype, device=device)
-    frontier[alive] = leaf_embeddings[leaf_ids[alive]]
+    starts = torch.as_tensor(packed.offsets[:-1], device=device)[order_t]
+    # Packed row of (sorted sentence, slot); dead slots and the sentinel point at the zero row n_leaves.
+    row_of = torch.where(alive, starts.unsqueeze(1) + slots, torch.full_like(slots, n_leaves))
+    frontier = torch.cat((leaf_embeddings, leaf_embeddings.new_zeros(1, emb)))
     unit = _normalize(frontier)
-    node_id = torch.where(alive, leaf_ids, torch.full_like(leaf_ids, -1))
+    node_id = torch.where(alive, row_of, torch.full_like(row_of, -1))
     node_height = torch.zeros(batch, t_max + 1, dtype=torch.long, device=device)
     has_next = slots.unsqueeze(0) + 1 < sorted_lengths.unsqueeze(1)
-    nxt = torch.where(has_next, slots + 1, torch.full_like(leaf_ids, sentinel))
-    prv = torch.where(alive & (slots > 0), slots - 1, torch.full_like(leaf_ids, sentinel))
+    nxt = torch.where(has_next, slots + 1, torch.full_like(row_of, sentinel))
+    prv = torch.where(alive & (slots > 0), slots - 1, torch.full_like(row_of, sentinel))
     neg_inf = torch.tensor(float("-inf"), dtype=leaf_embeddings.dtype, device=device)
     sim = torch.full((batch, t_max + 1), float("-inf"), dtype=leaf_embeddings.dtype, device=device)
     if t_max > 1:
-        adjacent = (unit[:, :-2] * unit[:, 1:-1]).sum(-1)
-        sim[:, :-2] = torch.where(has_next[:, :-2], adjacent, neg_inf)
+        adjacent = (unit[:n_leaves - 1] * unit[1:n_leaves]).sum(-1)  # packed neighbours (across sentences too)
+        sim[has_next] = adjacent[row_of[has_next]]
 
     left = torch.empty(n_internal, dtype=torch.long, device=device)
     right = torch.empty_like(left)
@@ -117,12 +123,13 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
         if n_active == 0:
             break
         rows = rows_all[:n_active]
+        row_base = starts[:n_active]
         i = sim[:n_active].argmax(dim=1)  # first maximum = leftmost pair on ties
         j = nxt[rows, i]
-        children = torch.stack((frontier[rows, i], frontier[rows, j]), dim=1)
-        parent = compose(children)
+        pair_rows = torch.stack((row_base + i, row_base + j), dim=1)  # (A, 2) packed rows of the children
+        parent = compose(frontier[pair_rows])
         parent_unit = _normalize(parent)
-        new_height = torch.maximum(node_height[rows, i], node_height[rows, j]) + 1
+        new_height = node_height[rows, i].maximum(node_height[rows, j]) + 1
         stop = base + n_active
         left[base:stop] = node_id[rows, i]
         right[base:stop] = node_id[rows, j]
@@ -131,21 +138,22 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
         new_ids = torch.arange(n_leaves + base, n_leaves + stop, device=device)
         base = stop
         # Parent takes the left child's slot; the right child's slot dies and is unlinked.
-        frontier[rows, i] = parent
-        unit[rows, i] = parent_unit
+        frontier[pair_rows[:, 0]] = parent
+        unit[pair_rows[:, 0]] = parent_unit
         node_id[rows, i] = new_ids
         node_height[rows, i] = new_height
         sim[rows, j] = neg_inf
         after = nxt[rows, j]
         nxt[rows, i] = after
         prv[rows, after] = i  # writes into the sentinel column when there is no right neighbour: harmless
-        sim_right = (parent_unit * unit[rows, after]).sum(-1)
-        sim[rows, i] = torch.where(after != sentinel, sim_right, neg_inf)
         before = prv[rows, i]
-        sim_left = (unit[rows, before] * parent_unit).sum(-1)
-        sim[rows, before] = torch.where(before != sentinel, sim_left, neg_inf)
+        # One gather for both neighbours; the sentinel's row is zero, and its similarity is masked anyway.
+        neighbours = unit[row_of[rows.unsqueeze(1), torch.stack((before, after), dim=1)]]  # (A, 2, E)
+        sims = (neighbours * parent_unit.unsqueeze(1)).sum(-1)
+        sim[rows, i] = torch.where(after != sentinel, sims[:, 1], neg_inf)
+        sim[rows, before] = torch.where(before != sentinel, sims[:, 0], neg_inf)
     roots = torch.empty(batch, dtype=torch.long, device=device)
-    roots[torch.as_tensor(order, device=device)] = node_id[:, 0]  # slot 0 always ends up holding the root
+    roots[order_t] = node_id[:, 0]  # slot 0 always ends up holding the root
     return Induction(n_leaves=n_leaves, left=left, right=right, height=height,
                      up=torch.cat((leaf_embeddings, up_internal)), roots=roots)
 

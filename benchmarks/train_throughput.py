@@ -1,0 +1,125 @@
+"""Training throughput of the Self-StrAE / Banyan engine: prints ONE line (tokens/s, s/step, peak RSS).
+
+    python benchmarks/train_throughput.py --model banyan --batch-size 512 [--steps 10]
+
+Batches are real English batches (random sentences of resources/tokenized/en/train) when that corpus exists,
+else synthetic Zipfian batches (~31 pieces per sentence, V = 25000). Each step is a full training step
+(loss, backward, Adam update, grad clipping when the preset clips). The first ``--warmup`` steps are not timed.
+"""
+from __future__ import annotations
+
+import argparse
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from strae.models.config import ModelConfig
+from strae.models.model import StraeModel
+from strae.runtime import describe_device, resolve_device
+
+
+def synthetic_batches(batch_size: int, vocab_size: int, rng: np.random.Generator):
+    ranks = np.arange(1, vocab_size + 1)
+    probs = 1.0 / ranks
+    probs /= probs.sum()
+    while True:
+        lengths = np.clip(rng.poisson(31, size=batch_size), 4, 200)
+        yield [rng.choice(vocab_size, size=int(n), p=probs) for n in lengths]
+
+
+def corpus_batches(directory: Path, batch_size: int, rng: np.random.Generator):
+    from strae.data.tokenized import TokenizedCorpus
+
+    corpus = TokenizedCorpus(directory, "train")
+    while True:
+        yield [corpus[int(i)] for i in rng.integers(0, len(corpus), size=batch_size)]
+
+
+def to_padded(sentences, pad_id: int, device: torch.device):
+    lengths = torch.tensor([len(s) for s in sentences])
+    ids = torch.full((len(sentences), int(lengths.max())), pad_id, dtype=torch.long)
+    for b, s in enumerate(sentences):
+        ids[b, :len(s)] = torch.as_tensor(np.asarray(s, dtype=np.int64))
+    return ids.to(device), lengths.to(device)
+
+
+def peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # Linux: kilobytes
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", choices=["banyan", "selfstrae"], default="banyan")
+    parser.add_argument("--objective", default=None, help="override the preset's objective")
+    parser.add_argument("--structure", default=None)
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--data-dir", type=Path, default=Path("resources/tokenized/en"))
+    parser.add_argument("--synthetic", action="store_true", help="use synthetic Zipfian batches even if data exists")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--profile", type=Path, default=None, help="write a torch.profiler table to this file")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)
+    real = not args.synthetic and (args.data_dir / "train.json").exists()
+    if real:
+        from strae.data.tokenized import TokenizedCorpus
+        vocab_size = TokenizedCorpus(args.data_dir, "train").vocab_size
+        batches = corpus_batches(args.data_dir, args.batch_size, rng)
+    else:
+        vocab_size = 25000
+        batches = synthetic_batches(args.batch_size, vocab_size, rng)
+    config = ModelConfig.preset(args.model, vocab_size=vocab_size, objective=args.objective,
+                                structure=args.structure)
+    model = StraeModel(config).to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    prepared = [to_padded(next(batches), vocab_size, device) for _ in range(args.warmup + args.steps)]
+
+    def step(ids, lengths):
+        loss, _ = model.loss(ids, lengths)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.clip_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_grad_norm)
+        optimizer.step()
+
+    for ids, lengths in prepared[:args.warmup]:
+        step(ids, lengths)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    n_tokens = sum(int(lengths.sum()) for _, lengths in prepared[args.warmup:])
+    start = time.perf_counter()
+    cpu_start = time.process_time()
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+        with profile(activities=activities) as prof:
+            for ids, lengths in prepared[args.warmup:]:
+                step(ids, lengths)
+        args.profile.write_text(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
+    else:
+        for ids, lengths in prepared[args.warmup:]:
+            step(ids, lengths)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    # CPU seconds of this process: on a machine shared with other jobs, wall time overstates the cost.
+    cpu_per_step = (time.process_time() - cpu_start) / args.steps
+    print(f"model={args.model} setting={config.setting_name()} data={'en' if real else 'synthetic'} "
+          f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
+          f"s/step={elapsed / args.steps:.3f} cpu_s/step={cpu_per_step:.3f} peak_rss={peak_rss_gb():.2f}GB device={describe_device(device)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
