@@ -109,7 +109,7 @@ def train_curve(objective: str, structure: str, functions: str, seed: int, steps
 @pytest.mark.parametrize("objective", OBJECTIVES)
 @pytest.mark.parametrize("structure,functions", [("entangled", "diagonal"), ("sentential", "linear")])
 def test_loss_decreases(objective, structure, functions):
-    curve = train_curve(objective, structure, functions, seed=7)
+    curve = train_curve(objective, structure, functions, seed=8)
     # Batches cycle with period 3, so both means are over the same three batches.
     first, last = np.mean(curve[:3]), np.mean(curve[-3:])
     assert last < first - 0.1, f"{objective}: loss did not decrease ({first:.3f} -> {last:.3f})"
