@@ -123,13 +123,20 @@ def test_same_seed_same_loss_curve(objective, structure, functions):
     assert curve != train_curve(objective, structure, functions, seed=12, steps=6)
 
 
-def test_contrastive_matches_closed_form():
-    a = torch.randn(5, 6, dtype=torch.float64)
-    b = torch.randn(5, 6, dtype=torch.float64)
+@pytest.mark.parametrize("rows", [5, 1500])  # 1500: more than one fused block
+def test_contrastive_matches_closed_form(rows):
+    torch.manual_seed(0)
+    a = torch.randn(rows, 6, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(rows, 6, dtype=torch.float64, requires_grad=True)
     tau = 0.7
     cos = torch.nn.functional.cosine_similarity(a.unsqueeze(1), b.unsqueeze(0), dim=-1) * np.exp(tau)
     expected = -0.5 * (torch.log_softmax(cos, 1).diagonal().mean() + torch.log_softmax(cos, 0).diagonal().mean())
-    torch.testing.assert_close(symmetric_contrastive(a, b, tau), expected)
+    got = symmetric_contrastive(a, b, tau)
+    torch.testing.assert_close(got, expected)
+    for g, e in zip(torch.autograd.grad(got * 2, (a, b)), torch.autograd.grad(expected * 2, (a, b))):
+        torch.testing.assert_close(g, e)
+    with torch.no_grad():
+        torch.testing.assert_close(symmetric_contrastive(a, b, tau), expected)
 
 
 @pytest.mark.parametrize("bias", [True, False])

@@ -116,18 +116,19 @@ class StraeModel(nn.Module):
             ce = leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
             loss = ce
         elif cfg.objective == "contrastive":
-            contrastive = symmetric_contrastive(up, down, cfg.temperature)
+            contrastive = symmetric_contrastive(up, down, cfg.temperature, bf16)
             loss = contrastive
         elif cfg.objective == "ceco":
             ce = leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
-            contrastive = symmetric_contrastive(up[n_leaf_nodes:], down[n_leaf_nodes:], cfg.temperature)
+            contrastive = symmetric_contrastive(up[n_leaf_nodes:], down[n_leaf_nodes:], cfg.temperature, bf16)
             loss = 0.5 * (ce + contrastive)
         elif cfg.objective == "strcse":
             # Second pass over the same structure with fresh dropout masks (SemEval-2024 appendix A).
             _, down_second = self.propagate(graph)
             ce = 0.5 * (leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
                         + leaf_cross_entropy(self.dembedding, down_second[:n_leaf_nodes], graph.leaf_tokens, bf16))
-            contrastive = symmetric_contrastive(down[n_leaf_nodes:], down_second[n_leaf_nodes:], cfg.temperature)
+            contrastive = symmetric_contrastive(down[n_leaf_nodes:], down_second[n_leaf_nodes:], cfg.temperature,
+                                                bf16)
             loss = 0.5 * (ce + contrastive)
         else:  # pragma: no cover - validated in the config
             raise ValueError(f"model config key 'objective': {cfg.objective!r}")
