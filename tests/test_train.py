@@ -132,7 +132,7 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
     assert [e["epoch"] for e in record["history"]] == [1, 2]
     for entry in record["history"]:
         assert np.isfinite(entry["dev"]["loss"]) and entry["tokens"] > 0 and entry["tokens_per_second"] > 0
-        assert 0 <= entry["collapse"]["mean_pairwise_cosine"] <= 0.99
+        assert 0 <= entry["collapse"]["mean_pairwise_cosine"] <= 0.999 and entry["collapse"]["relative_spread"] > 0
     assert record["timings"]["train_seconds"] > 0 and record["provenance"]["torch"] == torch.__version__
 
     # rerunning a completed run is a no-op
@@ -143,7 +143,8 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
 
 def test_selfstrae_paper_defaults(tiny, tmp_path):
     out = tmp_path / "run"
-    assert trainer.train(train_args(tiny, out, "--max-steps", "2", model="selfstrae")) == 0
+    # a 2-step toy model is untrained: the collapse check would judge initialisation, so it is switched off here
+    assert trainer.train(train_args(tiny, out, "--max-steps", "2", "--collapse-cosine", "2", model="selfstrae")) == 0
     record = json.loads((out / "train.json").read_text())
     assert record["config"]["training"]["clip_grad_norm"] == 1.0 and record["config"]["training"]["lr"] == 1e-3
     assert record["config"]["model"]["temperature"] == pytest.approx(1.2)
