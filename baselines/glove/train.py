@@ -100,7 +100,7 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
         "x_max": args.x_max, "alpha": args.alpha, "batch_size": args.batch_size,
         "min_count": args.min_count if args.tokenization == "words" else None,
         "max_vocab": args.max_vocab if args.tokenization == "words" else None, "max_lines": args.max_lines,
-        "word_vector": "w + w~",
+        "word_vector": "w + w~", "batch_loss": "sum over pairs (GloVe eq. 8)",
     }
 
 
@@ -210,7 +210,7 @@ def train_epochs(
                 optimizer.begin_step()
                 optimizer.step(0, rows, grad_word, rows_sorted=True)
                 optimizer.step(1, cols, grad_context)
-                total_loss += loss_value * len(batch)
+                total_loss += loss_value  # summed over the batch; history reports the mean per pair
                 total_seen += len(batch)
                 bar.update(len(batch))
                 bar.set_postfix(loss=f"{total_loss / total_seen:.4f}", refresh=False)
