@@ -3,6 +3,8 @@
 
 
 rule evaluate:
+    # priority: score a run as soon as it is trained, so partial results exist while the grid trains
+    priority: 10
     input:
         record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
     output:
@@ -30,6 +32,7 @@ rule evaluate:
 
 rule evaluate_with_options:
     # Baseline evaluation variants (e.g. GloVe + stop-word removal): baselines.<name>.eval_options.<option>.
+    priority: 10
     input:
         record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
     output:
