@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 MODELS = ("selfstrae", "banyan")
 STRUCTURES = ("sentential", "entangled")
@@ -38,7 +38,6 @@ class ModelConfig:
     clip_grad_norm: float | None = None
     # bf16 autocast for the vocabulary projection when the device supports it (fp32 master weights).
     bf16_vocab_projection: bool = True
-    extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -82,5 +81,8 @@ class ModelConfig:
         if model not in PRESETS:
             raise ValueError(f"model {model!r}: expected one of {', '.join(PRESETS)}")
         values = dict(model=model, **PRESETS[model])
-        values.update({key: value for key, value in overrides.items() if value is not None})
+        given = {key: value for key, value in overrides.items() if value is not None}
+        if given.get("objective") == "contrastive" and "lr" not in given:
+            values["lr"] = 1e-4  # both papers: 1e-4 for the contrastive objective, 1e-3 otherwise
+        values.update(given)
         return cls.from_dict(values)
