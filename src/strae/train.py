@@ -223,7 +223,7 @@ def resolve(args: argparse.Namespace):
 def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict) -> dict[str, Any]:
     """What must not change between a checkpoint and its resumption (epochs / max-steps may grow)."""
     return {
-        "model_config": config_dict,
+        "model_config": without_empty_fields(config_dict),
         "seed": settings.seed,
         "lr": settings.lr,
         "batch_size": settings.batch_size,
@@ -231,6 +231,12 @@ def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict) -> 
         "optimizer": settings.optimizer,
         "data": hashlib.sha256(json.dumps(_stable_data_fields(data_meta), sort_keys=True).encode()).hexdigest(),
     }
+
+
+def without_empty_fields(config_dict: dict) -> dict:
+    """Config fields holding an empty container carry no setting; dropping them keeps checkpoints comparable
+    (and loadable) when the engine adds or removes such a field."""
+    return {key: value for key, value in config_dict.items() if value not in ({}, [])}
 
 
 def _stable_data_fields(data_meta: dict) -> dict:
@@ -484,6 +490,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
 
     if checkpoint_path.exists():
         state = load_checkpoint(checkpoint_path, device)
+        state["fingerprint"]["model_config"] = without_empty_fields(state["fingerprint"]["model_config"])
         if state["fingerprint"] != expected:
             changed = _diff_keys(state["fingerprint"], expected)
             raise SystemExit(
@@ -653,6 +660,7 @@ def _export(args, checkpoint_path, device, expected, StraeModel, config, setting
     if not checkpoint_path.exists():
         raise SystemExit(f"{checkpoint_path}: no checkpoint to export (has this run started?)")
     state = load_checkpoint(checkpoint_path, torch.device("cpu"))
+    state["fingerprint"]["model_config"] = without_empty_fields(state["fingerprint"]["model_config"])
     if state["fingerprint"] != expected:
         raise SystemExit(f"{checkpoint_path}: written with different settings "
                          f"({', '.join(_diff_keys(state['fingerprint'], expected))}); pass the run's own options")

@@ -40,7 +40,8 @@ class StraeEncoder(Encoder):
             raise SystemExit(f"{weights}: cannot load ({error})") from error
         if not isinstance(payload, dict) or "config" not in payload or "state_dict" not in payload:
             raise SystemExit(f"{weights}: expected a dict with 'config' and 'state_dict' (written by strae train)")
-        self.config = ModelConfig.from_dict(payload["config"])
+        # An empty field the engine has since dropped (e.g. ``extra: {}``) carries nothing: ignore it.
+        self.config = ModelConfig.from_dict({k: v for k, v in payload["config"].items() if v not in ({}, [])})
         self.device = resolve_device(device)
         self.model = StraeModel(self.config)
         self.model.load_state_dict(payload["state_dict"])
