@@ -128,7 +128,8 @@ def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray,
         cached = read_json(vocab_path)
         if not _differences(cached.get("counts_key", {}), _counts_key(config)):
             print(f"reusing co-occurrence counts from {matrix_path}")
-            return cached["tokens"], np.asarray(cached["counts"], dtype=np.int64), sp.load_npz(matrix_path), 0.0
+            return (cached["tokens"], np.asarray(cached["counts"], dtype=np.int64), sp.load_npz(matrix_path),
+                    float(cached.get("seconds", 0.0)))  # time the counting took when it was done
         print(f"{vocab_path}: cached counts were made with other settings; recounting")
     start = time.time()
     lines = iter_lines(config["corpus"], max_lines=args.max_lines)
@@ -164,7 +165,8 @@ def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray,
         sp.save_npz(handle, matrix)
     write_json(vocab_path, {
         "counts_key": _counts_key(config), "n_tokens": int(len(corpus.ids)), "n_lines": int(len(corpus.offsets) - 1),
-        "nnz": int(matrix.nnz), "tokens": vocab.tokens, "counts": vocab.counts.tolist(),
+        "nnz": int(matrix.nnz), "seconds": round(seconds, 2),
+        "tokens": vocab.tokens, "counts": vocab.counts.tolist(),
     })
     return vocab.tokens, vocab.counts, matrix, seconds
 
