@@ -24,7 +24,7 @@ test: setup
 	$(BIN)/python -m pytest -q tests
 
 demo: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores 2 --configfile config/quick.yaml results/table2.csv
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores 2 results/table2.csv --configfile config/quick.yaml
 
 lint: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
