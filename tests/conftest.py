@@ -30,4 +30,6 @@ def mirror() -> Path:
     found = _find_mirror()
     if found is None:
         pytest.skip("offline data mirror not found (set STRAE_DATA_MIRROR or place ../shared/data)")
+    # code under test resolves files through $STRAE_DATA_MIRROR, exactly as a user's run would
+    os.environ.setdefault("STRAE_DATA_MIRROR", str(found))
     return found
