@@ -1,6 +1,6 @@
 """GloVe training throughput (co-occurrence pairs per second) on synthetic Zipf-distributed pairs.
 
-    python benchmarks/glove_throughput.py [--vocab 62837] [--dim 256] [--batch-size 32768] [--batches 8]
+    python benchmarks/glove_throughput.py [--vocab 62837] [--dim 256] [--batch-size 4096] [--batches 8]
 
 Prints wall-clock and per-CPU-second rates, so numbers from a shared machine can be compared. The
 English run (10M tokens, 62,837 words, 28.3M non-zero pairs) needs 15 x 28.3M pair updates.
@@ -19,7 +19,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--vocab", type=int, default=62837)
     parser.add_argument("--dim", type=int, default=256)
-    parser.add_argument("--batch-size", type=int, default=32768)
+    parser.add_argument("--batch-size", type=int, default=4096)
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--optimizer", default="adam")
     parser.add_argument("--threads", type=int, default=1)

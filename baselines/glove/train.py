@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="adam")
     p.add_argument("--x-max", type=float, default=100.0)
     p.add_argument("--alpha", type=float, default=0.75)
-    p.add_argument("--batch-size", type=int, default=32768, help="co-occurrence entries per update")
+    p.add_argument("--batch-size", type=int, default=4096, help="co-occurrence entries per Adam step (lr 1e-3 "
+                   "needs many steps: 4096 beat 32768 after one epoch, STS avg 18.9 vs 13.5)")
     p.add_argument("--min-count", type=int, default=5, help="words mode: drop rarer words (GloVe default 5)")
     p.add_argument("--max-vocab", type=int, help="words mode: keep at most this many most frequent words")
     p.add_argument("--max-lines", type=int, help="read only the first N corpus lines (quick runs)")
