@@ -7,7 +7,6 @@ scale), evaluation, aggregation and a report table (whose English cells must rea
 from __future__ import annotations
 
 import math
-import os
 import shutil
 
 import pandas as pd

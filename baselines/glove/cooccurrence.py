@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import sys
 import unicodedata
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence

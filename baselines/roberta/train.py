@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
-import random
 import shutil
 import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
 import torch
 from tqdm import tqdm
 
 from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
-from strae.runtime import bf16_autocast_supported, describe_device, resolve_device, seed_everything
+from strae.runtime import (
+    bf16_autocast_supported, capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything,
+)
 
 TRAIN_SCHEMA_VERSION = 1
 
@@ -68,21 +67,6 @@ def mlm_loss(model, inputs: torch.Tensor, attention: torch.Tensor, labels: torch
     return torch.nn.functional.cross_entropy(logits.float(), labels[predicted])
 
 
-def _rng_state() -> dict[str, Any]:
-    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def _set_rng_state(state: dict[str, Any]) -> None:
-    torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
-    random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
 def save_checkpoint(path: Path, **state: Any) -> None:
     with atomic_path(path) as tmp:
         torch.save(state, tmp)
@@ -110,7 +94,7 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-        _set_rng_state(state["rng"])
+        restore_rng_states(state["rng"])
         step, elapsed_before = state["step"], state["elapsed_s"]
         record["history"] = state["history"]
         record["timings"]["resumed_from_step"] = step
@@ -118,7 +102,7 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
 
     def checkpoint(now_elapsed: float) -> None:
         save_checkpoint(checkpoint_path, model=model.state_dict(), optimizer=optimizer.state_dict(),
-                        scheduler=scheduler.state_dict(), rng=_rng_state(), step=step, total_steps=total_steps,
+                        scheduler=scheduler.state_dict(), rng=capture_rng_states(), step=step, total_steps=total_steps,
                         elapsed_s=now_elapsed, history=record["history"])
         record["timings"].update(steps_done=step, train_seconds=round(now_elapsed, 1))
         write_json(train_json, record)

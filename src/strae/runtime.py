@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import random
+from typing import Any
 
 import numpy as np
 import torch
@@ -42,3 +43,23 @@ def bf16_autocast_supported(device: torch.device) -> bool:
     except AttributeError:  # pragma: no cover - very old torch
         return False
     return "AMX" in capability.upper() or "AVX512" in capability.upper()
+
+
+def capture_rng_states() -> dict[str, Any]:
+    """Every RNG a training step may draw from (python, numpy, torch CPU and CUDA), for exact resume."""
+    states: dict[str, Any] = {
+        "torch": torch.get_rng_state(),
+        "numpy": np.random.get_state(),
+        "python": random.getstate(),
+    }
+    if torch.cuda.is_available():
+        states["cuda"] = torch.cuda.get_rng_state_all()
+    return states
+
+
+def restore_rng_states(states: dict[str, Any]) -> None:
+    torch.set_rng_state(states["torch"])
+    np.random.set_state(states["numpy"])
+    random.setstate(states["python"])
+    if "cuda" in states and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(states["cuda"])

@@ -24,7 +24,7 @@ from typing import Any, Iterable
 import sentencepiece as spm
 
 from strae.data.registry import DEFAULT_CONFIG, language_block, load_config, load_registry
-from strae.io import atomic_open, atomic_path, provenance, sha256_file, write_json
+from strae.io import atomic_path, provenance, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,6 @@ import argparse
 import hashlib
 import json
 import math
-import random
 import shutil
 import sys
 import time
@@ -37,7 +36,7 @@ import numpy as np
 import torch
 
 from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
-from strae.runtime import describe_device, resolve_device, seed_everything
+from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
 
 TRAIN_SCHEMA_VERSION = 1
 MODELS = ("selfstrae", "banyan")
@@ -267,25 +266,6 @@ def collate(corpus, indices: np.ndarray, pad_id: int) -> tuple[torch.Tensor, tor
 
 
 # ---------------------------------------------------------------------------------------- checkpointing
-def capture_rng_states() -> dict[str, Any]:
-    states: dict[str, Any] = {
-        "torch": torch.get_rng_state(),
-        "numpy": np.random.get_state(),
-        "python": random.getstate(),
-    }
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
-    return states
-
-
-def restore_rng_states(states: dict[str, Any]) -> None:
-    torch.set_rng_state(states["torch"])
-    np.random.set_state(states["numpy"])
-    random.setstate(states["python"])
-    if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
-
-
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     with atomic_path(path, suffix=".pt") as tmp:
         torch.save(state, tmp)

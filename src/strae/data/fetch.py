@@ -11,7 +11,6 @@ import csv
 import hashlib
 import logging
 import os
-import shutil
 import sys
 import urllib.error
 import urllib.request

@@ -81,7 +81,6 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
 
 def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_len: int, max_len: int) -> dict:
     chunks: list[np.ndarray] = []
-    lengths: list[np.ndarray] = []
     n_in = too_short = too_long = 0
     with tqdm(desc=f"tokenising {split}", unit=" sent", mininterval=2.0) as bar:
         for lines in _batches(text_file, _BATCH_LINES):
