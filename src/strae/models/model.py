@@ -76,8 +76,13 @@ class StraeModel(nn.Module):
 
         n_levels, size = graph.n_levels, self.config.embedding_size
         functions = self.functions
+        # Nodes are grouped by level (leaves = level 0, a parent's level > both children's), so one batched
+        # compose call per level computes every parent whose children are ready. Routes are precomputed index
+        # maps: each level's output is scattered ("emitted") once into the slots of the levels that consume it,
+        # which keeps autograd free of in-place writes into one big node tensor.
         pending_up: list[list[torch.Tensor]] = [[] for _ in range(n_levels)]
         pending_down: list[list[torch.Tensor]] = [[] for _ in range(n_levels)]
+        # Leaves: entangled graphs hold one leaf per unique token, sentential graphs one per occurrence.
         ups: list[torch.Tensor] = [embedding_dropout(self.embedding(graph.leaf_tokens))]
         graph.up_route.emit(0, ups[0], pending_up)
         for level in range(1, n_levels):
@@ -86,6 +91,9 @@ class StraeModel(nn.Module):
             up = function_dropout(functions.compose(children.view(-1, 2, size)))
             ups.append(up)
             graph.up_route.emit(level, up, pending_up)
+        # Down pass, top level first. A node with several parents (entangled: the same constituent in several
+        # contexts) receives one message per (parent, side); their mean is its resolved downward embedding
+        # (Banyan §3.1). A sentence root has no parent, so its own upward embedding is the message it receives.
         downs: list[torch.Tensor] = [None] * n_levels  # type: ignore[list-item]
         for level in reversed(range(n_levels)):
             start, stop = graph.level_offsets[level], graph.level_offsets[level + 1]
@@ -107,8 +115,10 @@ class StraeModel(nn.Module):
     # ----------------------------------------------------------------------------------------------- public API
     def loss(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
         cfg = self.config
+        # Structure is induced without gradients; only the message passing below is differentiated, as in the
+        # reference models (the merge order is a discrete choice with no gradient anyway).
         graph = self.graph(ids, lengths)
-        n_leaf_nodes = graph.level_offsets[1]
+        n_leaf_nodes = graph.level_offsets[1]  # node order puts all leaves first
         up, down = self.propagate(graph)
         bf16 = cfg.bf16_vocab_projection
         ce = contrastive = None
@@ -119,6 +129,7 @@ class StraeModel(nn.Module):
             contrastive = symmetric_contrastive(up, down, cfg.temperature, bf16)
             loss = contrastive
         elif cfg.objective == "ceco":
+            # CE where a vocabulary exists (leaves), contrastive where it does not (internal nodes): SemEval Eq. 3.
             ce = leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
             contrastive = symmetric_contrastive(up[n_leaf_nodes:], down[n_leaf_nodes:], cfg.temperature, bf16)
             loss = 0.5 * (ce + contrastive)
