@@ -5,6 +5,12 @@
 Batches are real English batches (random sentences of resources/tokenized/en/train) when that corpus exists,
 else synthetic Zipfian batches (~31 pieces per sentence, V = 25000). Each step is a full training step
 (loss, backward, Adam update, grad clipping when the preset clips). The first ``--warmup`` steps are not timed.
+
+The line also states the ceiling the exact objective puts on this machine: ``objective_gflop/step`` counts the
+matrix products the loss cannot avoid (vocabulary CE over the step's leaves: logits, d/dleaves, d/dW = 3 GEMMs of
+2*N*E*V; contrastive over M rows: 3 GEMMs of 2*M*M*E), ``gemm_gflop/s`` is the rate this device sustains on those
+very shapes (measured here, same dtype and threads), and ``bound_tokens/s`` is the throughput a step would reach
+if everything but those products were free.
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import torch
 
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
-from strae.runtime import describe_device, resolve_device
+from strae.runtime import bf16_autocast_supported, describe_device, resolve_device
 
 
 def synthetic_batches(batch_size: int, vocab_size: int, rng: np.random.Generator):
@@ -45,6 +51,42 @@ def to_padded(sentences, pad_id: int, device: torch.device):
     for b, s in enumerate(sentences):
         ids[b, :len(s)] = torch.as_tensor(np.asarray(s, dtype=np.int64))
     return ids.to(device), lengths.to(device)
+
+
+def objective_gemm_shapes(model: StraeModel, prepared) -> list[tuple[int, int, int]]:
+    """(m, k, n) of every matrix product the objective needs, summed over ``prepared`` steps (exact objective)."""
+    cfg = model.config
+    size, vocab = cfg.embedding_size, cfg.vocab_size
+    shapes = []
+    with torch.no_grad():
+        for ids, lengths in prepared:
+            graph = model.graph(ids, lengths)
+            leaves, internal = graph.level_offsets[1], graph.n_nodes - graph.level_offsets[1]
+            passes = 2 if cfg.objective == "strcse" else 1
+            if cfg.objective in ("ce", "ceco", "strcse"):
+                # logits = H W^T, dH = P W, dW = P^T H
+                shapes += [(leaves, size, vocab), (leaves, vocab, size), (vocab, leaves, size)] * passes
+            rows = graph.n_nodes if cfg.objective == "contrastive" else internal
+            if cfg.objective in ("contrastive", "ceco", "strcse"):
+                shapes += [(rows, size, rows), (rows, rows, size), (rows, rows, size)]
+    return shapes
+
+
+def gemm_rate(shapes: list[tuple[int, int, int]], device: torch.device, dtype: torch.dtype) -> float:
+    """FLOP/s this device sustains on ``shapes`` (one representative step's products, timed twice)."""
+    operands = [(torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype))
+                for m, k, n in shapes]
+
+    def run():
+        for a, b in operands:
+            a @ b
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    run()  # warm-up (allocator, kernels)
+    start = time.perf_counter()
+    run()
+    return sum(2.0 * m * k * n for m, k, n in shapes) / (time.perf_counter() - start)
 
 
 def peak_rss_gb() -> float:
@@ -115,9 +157,18 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     # CPU seconds of this process: on a machine shared with other jobs, wall time overstates the cost.
     cpu_per_step = (time.process_time() - cpu_start) / args.steps
+    timed = prepared[args.warmup:]
+    shapes = objective_gemm_shapes(model, timed)
+    objective_flop = sum(2.0 * m * k * n for m, k, n in shapes) / args.steps
+    low_precision = config.bf16_vocab_projection and bf16_autocast_supported(device)
+    rate = gemm_rate(objective_gemm_shapes(model, timed[:1]), device,
+                     torch.bfloat16 if low_precision else torch.float32)
+    bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
-          f"s/step={elapsed / args.steps:.3f} cpu_s/step={cpu_per_step:.3f} peak_rss={peak_rss_gb():.2f}GB device={describe_device(device)}")
+          f"s/step={elapsed / args.steps:.3f} cpu_s/step={cpu_per_step:.3f} peak_rss={peak_rss_gb():.2f}GB "
+          f"objective_gflop/step={objective_flop / 1e9:.0f} gemm_gflop/s={rate / 1e9:.0f} "
+          f"bound_tokens/s={bound:,.0f} device={describe_device(device)}")
     return 0
 
 
