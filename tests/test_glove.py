@@ -228,7 +228,7 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
     monkeypatch.setenv("STRAE_DATA_MIRROR", str(mirror))
     monkeypatch.chdir(repo_root)
     docs = {}
-    for label, options in (("plain", []), ("stopword_rm", ["--encoder-option", "stopwords=remove"])):
+    for label, options in (("plain", ["--device", "cpu"]), ("stopword_rm", ["--encoder-option", "stopwords=remove"])):
         out = tmp_path / f"{label}.json"
         assert harness.main(["--model", str(out_dir), "--lang", "en", "--variant", "paper", "--out", str(out),
                              "--tasks", "sts12,simlex", "--resources-dir", str(tmp_path / "resources"),
@@ -243,6 +243,7 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
     assert sts_plain["n_pairs"] == sts_removed["n_pairs"] == 3108
     assert sts_plain["n_oov"] < sts_removed["n_oov"] <= sts_removed["n_pairs"]
     assert plain["tasks"]["simlex"]["n_oov"] > 900  # toy vocabulary: nearly every SimLex pair is OOV
+    assert plain["encoder"]["device"] == "cpu (numpy)"  # --device is accepted; static vectors stay on the CPU
 
 
 @pytest.mark.mirror

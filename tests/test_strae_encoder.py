@@ -101,9 +101,11 @@ def test_round_trip_through_strae_evaluate(run_dir, mirror, tmp_path, repo_root,
     monkeypatch.chdir(repo_root)
     out = tmp_path / "eval.json"
     code = harness.main(["--model", str(run_dir), "--lang", "en", "--variant", "paper", "--tasks", "simlex,sts12",
-                         "--out", str(out), "--resources-dir", str(tmp_path / "resources"), "--quiet"])
+                         "--out", str(out), "--resources-dir", str(tmp_path / "resources"), "--quiet",
+                         "--device", "cpu"])
     assert code == 0
     document = json.loads(out.read_text())
+    assert document["encoder"]["device"].startswith("cpu")
     assert document["run"]["model"] == "banyan" and document["run"]["seed"] == 1
     assert document["run"]["status"] == "completed"
     assert document["encoder"]["kind"] == "strae"

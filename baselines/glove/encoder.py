@@ -97,6 +97,7 @@ class GloveEncoder(Encoder):
             "stopwords": "remove" if self.stopwords is not None else "keep",
             "stopword_list": f"stopwordsiso:{self.info.get('stopwords_language')}" if self.stopwords else None,
             "n_stopwords": len(self.stopwords) if self.stopwords is not None else 0,
+            "device": "cpu (numpy)",
             **{k: v for k, v in self.info.items() if k not in {"encoder_id"}},
         }
 
@@ -113,8 +114,11 @@ class GloveEncoder(Encoder):
 
 
 def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,
-             **unknown: Any) -> GloveEncoder:
-    """Loader registered in ``strae.encode.ENCODER_LOADERS`` under kind ``glove``."""
+             device: str = "cpu", **unknown: Any) -> GloveEncoder:
+    """Loader registered in ``strae.encode.ENCODER_LOADERS`` under kind ``glove``.
+
+    ``device`` is accepted so that ``strae evaluate --device`` (and the workflow, which passes the scale's device)
+    works for every encoder; static vectors are averaged with numpy, which the result's provenance says."""
     from gensim.models import KeyedVectors
 
     run_dir = Path(run_dir)

@@ -27,7 +27,7 @@ rule evaluate:
     shell:
         "OMP_NUM_THREADS={threads} strae evaluate --model {params.run_dir} --lang {wildcards.lang} "
         "--variant {wildcards.variant} --tasks {params.tasks} --config {params.config} "
-        "--out {output.scores} > {log} 2>&1"
+        "--device {params.device} --out {output.scores} > {log} 2>&1"
 
 
 rule evaluate_with_options:
@@ -44,6 +44,7 @@ rule evaluate_with_options:
         tasks=eval_tasks,
         options=encoder_options,
         config=EFFECTIVE_CONFIG,
+        device=SCALE.get("device", "auto"),
     log:
         "logs/evaluate/{lang}/{model}/{setting}@{option}/seed{seed}.{variant}.log",
     benchmark:
@@ -57,7 +58,7 @@ rule evaluate_with_options:
     shell:
         "OMP_NUM_THREADS={threads} strae evaluate --model {params.run_dir} --lang {wildcards.lang} "
         "--variant {wildcards.variant} --tasks {params.tasks} {params.options} --config {params.config} "
-        "--out {output.scores} > {log} 2>&1"
+        "--device {params.device} --out {output.scores} > {log} 2>&1"
 
 
 rule aggregate:

@@ -221,6 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tasks-file", default=None, help="default: data.tasks of the config")
     parser.add_argument("--resources-dir", default=None, help="default: data.resources_dir of the config")
     parser.add_argument("--batch-size", type=int, default=None, help="inference batch size (never changes scores)")
+    parser.add_argument("--device", default=None,
+                        help="auto | cpu | cuda[:N] for encoders that run a network (same as --encoder-option device=); "
+                             "static-vector encoders (GloVe, random-token) always average on the CPU")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -235,6 +238,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     options = dict(_parse_option(o) for o in args.encoder_option)
+    if args.device is not None:
+        if options.get("device", args.device) != args.device:
+            raise SystemExit(f"--device {args.device} contradicts --encoder-option device={options['device']}")
+        options["device"] = args.device
     document = evaluate(args.model, args.lang, args.variant, config_path=args.config, tasks_path=args.tasks_file,
                         only=only, encoder_options=options, batch_size=args.batch_size,
                         resources_dir=args.resources_dir, progress=not args.quiet)
