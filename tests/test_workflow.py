@@ -166,9 +166,16 @@ def test_plan_expands_experiments_without_duplicates():
     keys = [(r.language, r.model, r.setting, r.seed) for r in runs]
     assert len(keys) == len(set(keys))
     assert plan.check_config(config) == []
-    # Table 1's contrastive k=u=16 run is shared with Banyan Table 1's Self-StrAE row: one run directory
-    shared = [r for r in runs if r.setting == "contrastive_linear_sentential_k16_u16"]
-    assert len(shared) == len(config["scale"]["seeds"])
+    # SemEval Table 1's contrastive k=u=16 run and Banyan Table 1's Self-StrAE row share the architecture but not
+    # the recipe (Banyan App. A: tau 0.2, lr 1e-4, no clipping): two run directories, one per preset
+    same_setting = [r for r in runs if r.setting == "contrastive_linear_sentential_k16_u16"]
+    assert sorted({r.model for r in same_setting}) == ["banyan", "selfstrae"]
+    assert len(same_setting) == 2 * len(config["scale"]["seeds"])
+    semeval = plan.train_flags(config, "selfstrae", "contrastive_linear_sentential_k16_u16")
+    banyan_recipe = plan.train_flags(config, "banyan", "contrastive_linear_sentential_k16_u16")
+    assert "--lr 0.001" in semeval and "--temperature 1.2" in semeval and "--clip-grad-norm 1.0" in semeval
+    assert "--lr 0.0001" in banyan_recipe and "--temperature 0.2" in banyan_recipe
+    assert "--structure sentential" in banyan_recipe
     flags = plan.train_flags(config, "banyan", "contrastive_diagonal_entangled_k128_u2")
     assert "--lr 0.0001" in flags and "--temperature 0.2" in flags and "--k 128 --u 2" in flags
 
