@@ -53,27 +53,30 @@ def to_padded(sentences, pad_id: int, device: torch.device):
     return ids.to(device), lengths.to(device)
 
 
-def objective_gemm_shapes(model: StraeModel, prepared) -> list[tuple[int, int, int]]:
-    """(m, k, n) of every matrix product the objective needs, summed over ``prepared`` steps (exact objective)."""
+def objective_gemm_shapes(model: StraeModel, ids: torch.Tensor, lengths: torch.Tensor) -> list[tuple[int, int, int]]:
+    """(m, k, n) of every matrix product one step's exact objective needs (mirrors StraeModel.loss)."""
     cfg = model.config
     size, vocab = cfg.embedding_size, cfg.vocab_size
-    shapes = []
     with torch.no_grad():
-        for ids, lengths in prepared:
-            graph = model.graph(ids, lengths)
-            leaves, internal = graph.level_offsets[1], graph.n_nodes - graph.level_offsets[1]
-            passes = 2 if cfg.objective == "strcse" else 1
-            if cfg.objective in ("ce", "ceco", "strcse"):
-                # logits = H W^T, dH = P W, dW = P^T H
-                shapes += [(leaves, size, vocab), (leaves, vocab, size), (vocab, leaves, size)] * passes
-            rows = graph.n_nodes if cfg.objective == "contrastive" else internal
-            if cfg.objective in ("contrastive", "ceco", "strcse"):
-                shapes += [(rows, size, rows), (rows, rows, size), (rows, rows, size)]
+        graph = model.graph(ids, lengths)
+    leaves = graph.level_offsets[1]
+    shapes = []
+    if cfg.objective in ("ce", "ceco", "strcse"):
+        # logits = H W^T, dH = P W, dW = P^T H; strcse reconstructs from two dropout passes
+        shapes += [(leaves, size, vocab), (leaves, vocab, size), (vocab, leaves, size)] * (
+            2 if cfg.objective == "strcse" else 1)
+    if cfg.objective in ("contrastive", "ceco", "strcse"):
+        rows = graph.n_nodes if cfg.objective == "contrastive" else graph.n_nodes - leaves  # ceco/strcse: internal
+        shapes += [(rows, size, rows), (rows, rows, size), (rows, rows, size)]
     return shapes
 
 
+def gemm_flop(shapes: list[tuple[int, int, int]]) -> float:
+    return sum(2.0 * m * k * n for m, k, n in shapes)
+
+
 def gemm_rate(shapes: list[tuple[int, int, int]], device: torch.device, dtype: torch.dtype) -> float:
-    """FLOP/s this device sustains on ``shapes`` (one representative step's products, timed twice)."""
+    """FLOP/s this device sustains on ``shapes`` (one representative step's products, timed once after a warm-up)."""
     operands = [(torch.randn(m, k, device=device).to(dtype), torch.randn(k, n, device=device).to(dtype))
                 for m, k, n in shapes]
 
@@ -86,7 +89,7 @@ def gemm_rate(shapes: list[tuple[int, int, int]], device: torch.device, dtype: t
     run()  # warm-up (allocator, kernels)
     start = time.perf_counter()
     run()
-    return sum(2.0 * m * k * n for m, k, n in shapes) / (time.perf_counter() - start)
+    return gemm_flop(shapes) / (time.perf_counter() - start)
 
 
 def peak_rss_gb() -> float:
@@ -157,12 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     # CPU seconds of this process: on a machine shared with other jobs, wall time overstates the cost.
     cpu_per_step = (time.process_time() - cpu_start) / args.steps
-    timed = prepared[args.warmup:]
-    shapes = objective_gemm_shapes(model, timed)
-    objective_flop = sum(2.0 * m * k * n for m, k, n in shapes) / args.steps
+    step_shapes = [objective_gemm_shapes(model, ids, lengths) for ids, lengths in prepared[args.warmup:]]
+    objective_flop = sum(gemm_flop(shapes) for shapes in step_shapes) / args.steps
     low_precision = config.bf16_vocab_projection and bf16_autocast_supported(device)
-    rate = gemm_rate(objective_gemm_shapes(model, timed[:1]), device,
-                     torch.bfloat16 if low_precision else torch.float32)
+    rate = gemm_rate(step_shapes[0], device, torch.bfloat16 if low_precision else torch.float32)
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "

@@ -36,13 +36,10 @@ import numpy as np
 import torch
 
 from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
+from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
 
 TRAIN_SCHEMA_VERSION = 1
-MODELS = ("selfstrae", "banyan")
-STRUCTURES = ("sentential", "entangled")
-FUNCTIONS = ("linear", "diagonal")
-OBJECTIVES = ("ce", "contrastive", "ceco", "strcse")
 
 # Paper defaults that belong to the optimisation, not to the model (the model's own defaults, e.g. the
 # temperature, come from ModelConfig.preset). Both papers: Adam, batch 512, 15 epochs, lr 1e-3 for the

@@ -11,7 +11,7 @@ rule train_glove:
     params:
         run_dir="results/runs/{lang}/glove/{setting}/seed{seed}",
         epochs=config["baselines"].get("glove", {}).get("epochs", 15),
-        device=SCALE.get("device", "auto"),
+        device=DEVICE,
         stopwords=stopwords_flag,
     log:
         "logs/train/{lang}/glove/{setting}/seed{seed}.log",
@@ -40,7 +40,7 @@ rule train_roberta:
         run_dir="results/runs/{lang}/roberta/{setting}/seed{seed}",
         data_dir=tokenized_dir,
         steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
-        device=SCALE.get("device", "auto"),
+        device=DEVICE,
     log:
         "logs/train/{lang}/roberta/{setting}/seed{seed}.log",
     benchmark:
@@ -49,7 +49,7 @@ rule train_roberta:
     conda:
         "../envs/strae.yaml"
     resources:
-        gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
+        gpu=GPUS_PER_JOB,
         mem_mb=16000,
         runtime=48 * 60,
     shell:
@@ -67,7 +67,7 @@ rule train_simcse:
         run_dir="results/runs/{lang}/roberta_simcse/{setting}/seed{seed}",
         init_dir=baseline_init_dir,
         steps=simcse_steps_flag,
-        device=SCALE.get("device", "auto"),
+        device=DEVICE,
     log:
         "logs/train/{lang}/roberta_simcse/{setting}/seed{seed}.log",
     benchmark:
@@ -76,7 +76,7 @@ rule train_simcse:
     conda:
         "../envs/strae.yaml"
     resources:
-        gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
+        gpu=GPUS_PER_JOB,
         mem_mb=16000,
         runtime=12 * 60,
     shell:

@@ -11,6 +11,9 @@ if _config_errors:
 
 RES = config["data"]["resources_dir"]
 SCALE = config["scale"]
+# one device for every job (strae.runtime.resolve_device); a cpu-only scale asks the scheduler for no GPU
+DEVICE = SCALE.get("device", "auto")
+GPUS_PER_JOB = 0 if DEVICE == "cpu" else 1
 TABLES_FILE = config["report"]["tables"]
 with open(TABLES_FILE, encoding="utf-8") as _handle:
     TABLES = yaml.safe_load(_handle)

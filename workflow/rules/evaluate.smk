@@ -13,7 +13,7 @@ rule evaluate:
         run_dir=run_dir,
         tasks=eval_tasks,
         config=EFFECTIVE_CONFIG,
-        device=SCALE.get("device", "auto"),
+        device=DEVICE,
     log:
         "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.log",
     benchmark:
@@ -44,7 +44,7 @@ rule evaluate_with_options:
         tasks=eval_tasks,
         options=encoder_options,
         config=EFFECTIVE_CONFIG,
-        device=SCALE.get("device", "auto"),
+        device=DEVICE,
     log:
         "logs/evaluate/{lang}/{model}/{setting}@{option}/seed{seed}.{variant}.log",
     benchmark:

@@ -27,7 +27,7 @@ rule train:
     conda:
         "../envs/strae.yaml"
     resources:
-        gpu=0 if SCALE.get("device", "auto") == "cpu" else 1,
+        gpu=GPUS_PER_JOB,
         mem_mb=8000,
         runtime=24 * 60,
     shell:
