@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from strae import recipes
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
 from strae.runtime import bf16_autocast_supported, describe_device, resolve_device
@@ -110,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--profile", type=Path, default=None, help="write a torch.profiler table to this file")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--recipe", default=None, help="recipe (strae/recipes.yaml); default: the model's own")
+    parser.add_argument("--set", dest="recipe_set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one recipe value, as `strae train --set` (e.g. loss_precision=bf16)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -126,16 +130,21 @@ def main(argv: list[str] | None = None) -> int:
         batches = synthetic_batches(args.batch_size, vocab_size, rng)
     config = ModelConfig.preset(args.model, vocab_size=vocab_size, objective=args.objective,
                                 structure=args.structure)
-    model = StraeModel(config).to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    overrides = []
+    for item in args.recipe_set:
+        key, _, text = item.partition("=")
+        overrides.append((key, recipes.parse_value(key, text), f"--set {item}"))
+    recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
+    model = StraeModel(config, recipe).to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr_for(config.objective))
     prepared = [to_padded(next(batches), vocab_size, device) for _ in range(args.warmup + args.steps)]
 
     def step(ids, lengths):
         loss, _ = model.loss(ids, lengths)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if config.clip_grad_norm:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_grad_norm)
+        if recipe.clip_grad_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip_grad_norm)
         optimizer.step()
 
     for ids, lengths in prepared[:args.warmup]:
@@ -162,10 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     cpu_per_step = (time.process_time() - cpu_start) / args.steps
     step_shapes = [objective_gemm_shapes(model, ids, lengths) for ids, lengths in prepared[args.warmup:]]
     objective_flop = sum(gemm_flop(shapes) for shapes in step_shapes) / args.steps
-    low_precision = config.bf16_vocab_projection and bf16_autocast_supported(device)
+    low_precision = recipe.loss_precision == "bf16" and bf16_autocast_supported(device)
     rate = gemm_rate(step_shapes[0], device, torch.bfloat16 if low_precision else torch.float32)
     bound = n_tokens / args.steps / (objective_flop / rate)
-    print(f"model={args.model} setting={config.setting_name()} data={'en' if real else 'synthetic'} "
+    print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
+          f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
+          f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
           f"s/step={elapsed / args.steps:.3f} cpu_s/step={cpu_per_step:.3f} peak_rss={peak_rss_gb():.2f}GB "
           f"objective_gflop/step={objective_flop / 1e9:.0f} gemm_gflop/s={rate / 1e9:.0f} "

@@ -50,19 +50,53 @@ class Node:
     up: torch.Tensor
     children: tuple["Node", "Node"] | None = None
     down: torch.Tensor | None = None
+    mask_key: torch.Tensor | None = None  # the node's dropout key (induction dropout only)
 
 
-def greedy_tree(tokens: list[int], model) -> Node:
+def greedy_tree(tokens: list[int], model, dropout=None, offset: int = 0) -> Node:
+    """Greedy merging of one sentence. ``dropout`` (an engine ``InductionDropout``): leaves and parents carry the
+    keyed masks the engine uses while inducing - a leaf is named by its token (entangled) or by its position in
+    the packed batch, ``offset`` + i (sentential), a parent by its children - so the trees can be compared."""
     cfg = model.config
-    frontier = [Node(key=t, span=(i, i), up=model.embedding.weight[t]) for i, t in enumerate(tokens)]
+    masks = _Masks(model, dropout) if dropout is not None else None
+    frontier = []
+    for i, t in enumerate(tokens):
+        node = Node(key=t, span=(i, i), up=model.embedding.weight[t])
+        if masks is not None:
+            node.mask_key, node.up = masks.leaf(t if masks.by_token else offset + i, node.up)
+        frontier.append(node)
     while len(frontier) > 1:
         sims = [cosine(frontier[i].up, frontier[i + 1].up) for i in range(len(frontier) - 1)]
         best = sims.index(max(sims))  # first maximum: leftmost pair on ties
         a, b = frontier[best], frontier[best + 1]
         parent = Node(key=(a.key, b.key), span=(a.span[0], b.span[1]),
                       up=compose(model.functions, cfg.functions, cfg.k, cfg.u, a.up, b.up), children=(a, b))
+        if masks is not None:
+            parent.mask_key, parent.up = masks.parent(a.mask_key, b.mask_key, parent.up)
         frontier[best:best + 2] = [parent]
     return frontier[0]
+
+
+class _Masks:
+    """The engine's keyed dropout, one node at a time (strae.models.dropout names the masks)."""
+
+    def __init__(self, model, dropout) -> None:
+        self.dropout, self.size = dropout, model.config.embedding_size
+        self.by_token = model.config.structure == "entangled"
+
+    def leaf(self, ident: int, up: torch.Tensor):
+        from strae.models.dropout import apply_keep, keyed_keep, leaf_keys
+
+        key = leaf_keys(torch.tensor([ident]))
+        keep = keyed_keep(key, self.dropout.leaf_p, self.dropout.seed, self.size)[0]
+        return key, apply_keep(up, keep, self.dropout.leaf_p)
+
+    def parent(self, left_key, right_key, up: torch.Tensor):
+        from strae.models.dropout import apply_keep, keyed_keep, pair_keys
+
+        key = pair_keys(left_key, right_key)
+        keep = keyed_keep(key, self.dropout.function_p, self.dropout.function_seed, self.size)[0]
+        return key, apply_keep(up, keep, self.dropout.function_p)
 
 
 def walk(node: Node):

@@ -60,7 +60,7 @@ def test_gradients_reach_every_parameter(objective, structure, functions):
 def test_gradcheck_float64(objective, structure, functions):
     """Finite differences vs autograd through induction-fixed structure, up/down passes and objective."""
     torch.manual_seed(1)
-    cfg = config(objective, structure, functions, k=2, u=2, bf16_vocab_projection=False)
+    cfg = config(objective, structure, functions, k=2, u=2)
     model = StraeModel(cfg).double().eval()  # eval: no dropout, so the function is deterministic
     ids, lengths = padded([[1, 2, 3, 1, 2], [4, 5], [6], [1, 2, 7]])
     names = ["embedding.weight"] + [f"functions.{n}" for n, _ in model.functions.named_parameters()]
@@ -89,7 +89,7 @@ def _loss(model, overrides, ids, lengths):
 
 def train_curve(objective: str, structure: str, functions: str, seed: int, steps: int = 25) -> list[float]:
     torch.manual_seed(seed)
-    model = StraeModel(config(objective, structure, functions, bf16_vocab_projection=False))
+    model = StraeModel(config(objective, structure, functions))
     lr = 3e-2
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     corpus = tiny_corpus(48)

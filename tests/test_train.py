@@ -128,7 +128,10 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
                              "setting": "contrastive_diagonal_entangled_k4_u2", "seed": 3}
     training = record["config"]["training"]
     assert training["lr"] == 1e-4 and training["clip_grad_norm"] == 0.0 and training["optimizer"] == "adam"
-    assert record["config"]["model"]["temperature"] == pytest.approx(0.2)
+    assert training["recipe"] == "banyan" and record["recipe"]["values"]["temperature"] == pytest.approx(0.2)
+    # --batch-size / --epochs of train_args are recipe overrides, recorded with the recipe's own value
+    assert record["recipe"]["overrides"]["batch_size"] == {"value": 16, "recipe_value": 512,
+                                                           "source": "strae train --batch-size 16"}
     assert [e["epoch"] for e in record["history"]] == [1, 2]
     for entry in record["history"]:
         assert np.isfinite(entry["dev"]["loss"]) and entry["tokens"] > 0 and entry["tokens_per_second"] > 0
@@ -147,7 +150,9 @@ def test_selfstrae_paper_defaults(tiny, tmp_path):
     assert trainer.train(train_args(tiny, out, "--max-steps", "2", "--collapse-cosine", "2", model="selfstrae")) == 0
     record = json.loads((out / "train.json").read_text())
     assert record["config"]["training"]["clip_grad_norm"] == 1.0 and record["config"]["training"]["lr"] == 1e-3
-    assert record["config"]["model"]["temperature"] == pytest.approx(1.2)
+    # the Self-StrAE code's tau: logits = cos * exp(0.2) (the SemEval text's "1.2" is exp(0.2) = 1.22)
+    assert record["recipe"]["values"]["temperature"] == pytest.approx(0.2)
+    assert record["recipe"]["values"]["decoder_child_order"] == "node_id"
     assert record["run"]["setting"] == "ceco_linear_sentential_k4_u2"
 
 

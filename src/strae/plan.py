@@ -104,28 +104,72 @@ def eval_targets(config: dict[str, Any]) -> list[str]:
     return targets
 
 
-def train_flags(config: dict[str, Any], model: str, setting: str) -> str:
-    """The `strae train` flags of a run, every hyper-parameter explicit (no hidden defaults)."""
+def _flatten_overrides(overrides: dict[str, Any] | None) -> dict[str, Any]:
+    """{lr: {ce: 1e-3}, epochs: 8} -> {"lr.ce": 1e-3, "epochs": 8} (the `strae train --set` keys)."""
+    flat: dict[str, Any] = {}
+    for key, value in (overrides or {}).items():
+        if key == "lr" and isinstance(value, dict):
+            flat.update({f"lr.{objective}": rate for objective, rate in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def recipe_overrides(config: dict[str, Any], language: str, model: str, setting: str) -> dict[str, Any]:
+    """The recipe overrides of one run: the model's, then its experiments', then `scale.recipe_overrides`.
+
+    Experiments that share a run must agree on their overrides (``check_config`` says which do not); the
+    first experiment listing the run supplies them.
+    """
+    merged = _flatten_overrides(config["models"][model].get("recipe_overrides"))
+    for experiment in _experiments_with_run(config, language, model, setting)[:1]:
+        merged.update(_flatten_overrides(experiment.get("recipe_overrides")))
+    merged.update(_flatten_overrides(config["scale"].get("recipe_overrides")))
+    return merged
+
+
+def _experiments_with_run(config: dict[str, Any], language: str, model: str, setting: str) -> list[dict[str, Any]]:
+    found = []
+    for experiment in (config.get("experiments") or {}).values():
+        if not experiment.get("enabled", True) or experiment["model"] != model:
+            continue
+        if language in experiment["languages"] and any(
+                setting_name(**s) == setting for s in experiment_settings(experiment)):
+            found.append(experiment)
+    return found
+
+
+def _yaml_scalar(value: Any) -> str:
+    """A value as `--set` reads it back (YAML flow syntax), quoted for the shell."""
+    text = yaml.safe_dump(value, default_flow_style=True).strip()
+    if text.endswith("\n..."):
+        text = text[: -len("\n...")]
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def train_flags(config: dict[str, Any], model: str, setting: str, language: str | None = None) -> str:
+    """The `strae train` flags of a run: architecture from the setting name, the model's recipe by name (its values
+    come from src/strae/recipes.yaml, exactly as a hand-typed `strae train --model M` gets them) and any recipe
+    overrides the config asks for, each as an explicit `--set KEY=VALUE` (recorded in train.json)."""
     parts = parse_setting(setting)
     preset = config["models"][model]
     scale = config["scale"]
     flags = [
         f"--model {model}",
+        f"--recipe {preset['recipe']}",
         f"--structure {parts['structure']}",
         f"--functions {parts['functions']}",
         f"--objective {parts['objective']}",
         f"--k {parts['k']}",
         f"--u {parts['u']}",
-        f"--temperature {preset['temperature']}",
-        f"--lr {preset['lr'][parts['objective']]}",
-        f"--epochs {scale['epochs']}",
-        f"--batch-size {scale['batch_size']}",
         f"--device {scale.get('device', 'auto')}",
     ]
+    overrides = (recipe_overrides(config, language, model, setting) if language is not None else
+                 {**_flatten_overrides(preset.get("recipe_overrides")),
+                  **_flatten_overrides(scale.get("recipe_overrides"))})
+    flags += [f"--set {key}={_yaml_scalar(value)}" for key, value in overrides.items()]
     if scale.get("dev_max_sentences"):
         flags.append(f"--dev-max-sentences {scale['dev_max_sentences']}")
-    if preset.get("clip_grad_norm") is not None:
-        flags.append(f"--clip-grad-norm {preset['clip_grad_norm']}")
     return " ".join(flags)
 
 
@@ -162,7 +206,27 @@ def check_config(config: dict[str, Any]) -> list[str]:
         tokenizer = block.get("tokenizer") or {}
         if tokenizer.get("kind") == "bpemb" and not (tokenizer.get("registry") or tokenizer.get("path")):
             errors.append(f"languages.{lang}.tokenizer: kind bpemb needs `registry` or `path` of the model file")
+    for name, model in models.items():
+        recipe = model.get("recipe")
+        try:
+            from strae import recipes
+
+            recipes.resolve(recipe, [(k, v, f"models.{name}.recipe_overrides")
+                                     for k, v in _flatten_overrides(model.get("recipe_overrides")).items()])
+        except ValueError as error:
+            errors.append(f"models.{name}.recipe: {error}")
+    shared: dict[tuple, tuple[str, dict]] = {}
     for name, experiment in (config.get("experiments") or {}).items():
+        if experiment.get("enabled", True) and experiment["model"] in models:
+            own = _flatten_overrides(experiment.get("recipe_overrides"))
+            for lang in experiment["languages"]:
+                for setting in experiment_settings(experiment):
+                    key = (lang, experiment["model"], setting_name(**setting))
+                    other = shared.setdefault(key, (name, own))
+                    if other[1] != own:
+                        errors.append(f"experiments.{name}.recipe_overrides: {own} differs from experiments."
+                                      f"{other[0]}'s {other[1]} for the shared run {'/'.join(key)}; give one of "
+                                      "them another model key or the same overrides")
         if experiment["model"] not in models:
             errors.append(
                 f"experiments.{name}.model: unknown model {experiment['model']!r}; known: {sorted(models)}"

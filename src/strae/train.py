@@ -35,22 +35,18 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from strae import recipes
 from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
 
-TRAIN_SCHEMA_VERSION = 1
+# 2: the run's recipe (strae/recipes.yaml + overrides) is recorded under "recipe"; the model config is the
+# architecture only.
+TRAIN_SCHEMA_VERSION = 2
 
-# Paper defaults that belong to the optimisation, not to the model (the model's own defaults, e.g. the
-# temperature, come from ModelConfig.preset). Both papers: Adam, batch 512, 15 epochs, lr 1e-3 for the
-# reconstruction-based objectives and 1e-4 for pure contrastive; Self-StrAE clips gradients at norm 1.0.
-DEFAULT_EPOCHS = 15
-DEFAULT_BATCH_SIZE = 512
-DEFAULT_CLIP_GRAD_NORM = {"selfstrae": 1.0, "banyan": 0.0}  # 0 = no clipping
-
-
-def default_lr(objective: str) -> float:
-    return 1e-4 if objective == "contrastive" else 1e-3
+# Flags that override one recipe value each (also reachable as --set KEY=VALUE).
+RECIPE_FLAGS = {"lr": "lr", "temperature": "temperature", "epochs": "epochs", "batch_size": "batch_size",
+                "clip_grad_norm": "clip_grad_norm"}
 
 
 class TrainingFailed(Exception):
@@ -69,13 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=OBJECTIVES, help="default: the model's paper preset")
     p.add_argument("--k", type=int, help="number of channels (default: preset)")
     p.add_argument("--u", type=int, help="channel size (default: preset)")
-    p.add_argument("--temperature", type=float, help="contrastive tau; logits = cos * exp(tau) (default: preset)")
-    p.add_argument("--lr", type=float, help="Adam learning rate (default 1e-3; 1e-4 for --objective contrastive)")
-    p.add_argument("--epochs", type=int, default=DEFAULT_EPOCHS)
-    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE)
-    p.add_argument(
-        "--clip-grad-norm", type=float, help="max gradient norm, 0 = off (default: 1.0 selfstrae, off banyan)"
-    )
+    p.add_argument("--recipe", choices=recipes.names(),
+                   help="training recipe from strae/recipes.yaml (default: --model's own, i.e. its reference code)")
+    p.add_argument("--set", dest="recipe_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one recipe value (YAML syntax; lr.<objective>=..., gate_init=[0.6,0.9]); "
+                   "repeatable; recorded in train.json")
+    p.add_argument("--temperature", type=float, help="override the recipe's contrastive tau (logits = cos * exp(tau))")
+    p.add_argument("--lr", type=float, help="override the recipe's Adam learning rate for this run's objective")
+    p.add_argument("--epochs", type=int, help="override the recipe's epochs")
+    p.add_argument("--batch-size", type=int, help="override the recipe's batch size")
+    p.add_argument("--clip-grad-norm", type=float, help="override the recipe's max gradient norm (0 = off)")
     p.add_argument("--lang", required=True, help="language key of config/config.yaml (only used for paths/labels)")
     p.add_argument("--seed", type=int, required=True, help="model seed (init, dropout, batch order)")
     p.add_argument("--out", required=True, type=Path, help="run directory")
@@ -115,6 +114,7 @@ class TrainSettings:
     language: str
     seed: int
     setting: str
+    recipe: str
     lr: float
     epochs: int
     batch_size: int
@@ -175,51 +175,74 @@ def _check_tokenizer(tokenizer_path: Path, data_dir: Path, vocab_size: int) -> s
     return digest
 
 
+def resolve_recipe(args: argparse.Namespace, objective: str) -> recipes.ResolvedRecipe:
+    """--recipe (default: the model's own) + --set / single-value flags, each override recorded with its flag."""
+    overrides: list[tuple[str, object, str]] = []
+    for item in args.recipe_set:
+        key, sep, text = item.partition("=")
+        if not sep:
+            raise SystemExit(f"strae train --set {item!r}: expected KEY=VALUE")
+        try:
+            overrides.append((key.strip(), recipes.parse_value(key.strip(), text), f"strae train --set {item}"))
+        except ValueError as error:
+            raise SystemExit(f"strae train: {error}") from error
+    for attribute, key in RECIPE_FLAGS.items():
+        value = getattr(args, attribute)
+        if value is not None:
+            flag = "--" + attribute.replace("_", "-")
+            overrides.append((f"lr.{objective}" if key == "lr" else key, value, f"strae train {flag} {value}"))
+    try:
+        return recipes.resolve(args.recipe or args.model, overrides)
+    except ValueError as error:
+        raise SystemExit(f"strae train: {error}") from error
+
+
 def resolve(args: argparse.Namespace):
-    """CLI -> (ModelConfig, TrainSettings, corpora, tokenizer sha)."""
+    """CLI -> (ModelConfig, ResolvedRecipe, TrainSettings, corpora, tokenizer sha)."""
     ModelConfig, _ = _import_model_classes()
     data_dir = args.data_dir or Path("resources/tokenized") / args.lang
     tokenizer_path = args.tokenizer or Path("resources/tokenizers") / f"{args.lang}.model"
     train, dev = _load_corpora(data_dir)
     tokenizer_sha = _check_tokenizer(tokenizer_path, data_dir, train.vocab_size)
-    overrides = {
-        key: getattr(args, key)
-        for key in ("structure", "functions", "objective", "k", "u", "temperature")
+    architecture = {
+        key: getattr(args, key) for key in ("structure", "functions", "objective", "k", "u")
         if getattr(args, key) is not None
     }
     try:
-        config = ModelConfig.preset(args.model, vocab_size=train.vocab_size, **overrides)
+        config = ModelConfig.preset(args.model, vocab_size=train.vocab_size, **architecture)
     except ValueError as error:
         raise SystemExit(f"strae train: {error}") from error
-    if args.batch_size < 1 or args.epochs < 1:
-        raise SystemExit("--batch-size and --epochs must be >= 1")
-    clip = DEFAULT_CLIP_GRAD_NORM[args.model] if args.clip_grad_norm is None else args.clip_grad_norm
-    lr = args.lr if args.lr is not None else default_lr(config.objective)
-    # The model config also records the optimisation settings: keep it equal to what is actually used.
-    for key, value in (("lr", lr), ("clip_grad_norm", float(clip) if clip > 0 else None)):
-        if hasattr(config, key):
-            setattr(config, key, value)
+    resolved = resolve_recipe(args, config.objective)
+    recipe = resolved.recipe
+    if recipe.decoder_child_order == "node_id" and config.structure != "sentential":
+        raise SystemExit(f"strae train: recipe {recipe.name!r} has decoder_child_order node_id (the Self-StrAE "
+                         f"reference decoder, sentential trees only); with --structure {config.structure} pass "
+                         "--set decoder_child_order=position")
     settings = TrainSettings(
         model=args.model,
         language=args.lang,
         seed=args.seed,
         setting=args.setting or config.setting_name(),
-        lr=lr,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        clip_grad_norm=float(clip),
+        recipe=recipe.name,
+        lr=recipe.lr_for(config.objective),
+        epochs=recipe.epochs,
+        batch_size=recipe.batch_size,
+        clip_grad_norm=recipe.clip_grad_norm,
         max_steps=args.max_steps,
         checkpoint_every_steps=args.checkpoint_every_steps,
         data_dir=str(data_dir),
         tokenizer=str(tokenizer_path),
     )
-    return config, settings, (train, dev), tokenizer_sha
+    return config, resolved, settings, (train, dev), tokenizer_sha
 
 
-def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict) -> dict[str, Any]:
+def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
+                recipe: recipes.Recipe | None = None) -> dict[str, Any]:
     """What must not change between a checkpoint and its resumption (epochs / max-steps may grow)."""
+    recipe_values = {} if recipe is None else {k: v for k, v in recipe.values().items() if k != "epochs"}
     return {
         "model_config": without_empty_fields(config_dict),
+        "recipe": recipe_values,
         "seed": settings.seed,
         "lr": settings.lr,
         "batch_size": settings.batch_size,
@@ -268,10 +291,14 @@ def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
         torch.save(state, tmp)
 
 
-def load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
+def load_checkpoint(path: Path, device: torch.device | None = None) -> dict[str, Any]:
+    """A checkpoint, loaded to the CPU whatever device wrote it: the RNG states inside must stay CPU ByteTensors
+    (torch.set_rng_state refuses CUDA tensors), and load_state_dict moves weights and optimizer state to the
+    model's device anyway. ``device`` is accepted for callers' symmetry and ignored."""
+    del device
     # Our own file with numpy/python RNG states inside: a full (trusted) unpickle is needed.
     try:
-        return torch.load(path, map_location=device, weights_only=False)
+        return torch.load(path, map_location="cpu", weights_only=False)
     except Exception as error:  # noqa: BLE001 - any unreadable file is the same user-facing problem
         raise SystemExit(f"{path}: unreadable checkpoint ({error}); delete it or pass --restart") from error
 
@@ -380,13 +407,14 @@ def _train_json(status, reason, settings, config_dict, history, timings, extra=N
     return record
 
 
-def _write_final(out: Path, model, config_dict, tokenizer_path: Path, tokenizer_sha: str, record, settings) -> None:
+def _write_final(out: Path, model, config_dict, tokenizer_path: Path, tokenizer_sha: str, record, settings,
+                 recipe_record: dict[str, Any]) -> None:
     """model.pt, tokenizer copy, train.json (completed), then encoder.json last (the 'run is usable' mark)."""
     from strae.encode import write_encoder_manifest
 
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     with atomic_path(out / "model.pt", suffix=".pt") as tmp:
-        torch.save({"config": config_dict, "state_dict": state}, tmp)
+        torch.save({"config": config_dict, "recipe": recipe_record, "state_dict": state}, tmp)
     if not (out / "tokenizer.model").exists() or sha256_file(out / "tokenizer.model") != tokenizer_sha:
         with atomic_path(out / "tokenizer.model") as tmp:
             shutil.copyfile(tokenizer_path, tmp)
@@ -430,7 +458,8 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     checkpoint of that step); tests use it to interrupt a run the way a kill would."""
     args = build_parser().parse_args(argv)
     _, StraeModel = _import_model_classes()
-    config, settings, (train_corpus, dev_corpus), tokenizer_sha = resolve(args)
+    config, resolved, settings, (train_corpus, dev_corpus), tokenizer_sha = resolve(args)
+    recipe = resolved.recipe
     config_dict = config.to_dict()
     data_meta = read_json(Path(settings.data_dir) / "train.json")
     print_ = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
@@ -438,10 +467,11 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     out: Path = args.out
     checkpoint_path = out / "checkpoint.pt"
     device = resolve_device(args.device)
-    expected = fingerprint(config_dict, settings, data_meta)
+    expected = fingerprint(config_dict, settings, data_meta, recipe)
 
     if args.export_checkpoint is not None:
-        return _export(args, checkpoint_path, device, expected, StraeModel, config, settings, tokenizer_sha)
+        return _export(args, checkpoint_path, device, expected, StraeModel, config, resolved, settings,
+                       tokenizer_sha)
 
     out.mkdir(parents=True, exist_ok=True)
     lock = _lock_run_dir(out)  # held until this process exits  # noqa: F841
@@ -458,7 +488,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
 
     engine_sha = engine_source_sha256()
     seed_everything(settings.seed)
-    model = StraeModel(config).to(device)
+    model = StraeModel(config, recipe).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
     history: list[dict[str, Any]] = []
     timings: dict[str, Any] = {"train_seconds": 0.0, "dev_seconds": 0.0, "sessions": []}
@@ -466,8 +496,9 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     epoch_sums: dict[str, float] = {}
 
     if checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path, device)
+        state = load_checkpoint(checkpoint_path)
         state["fingerprint"]["model_config"] = without_empty_fields(state["fingerprint"]["model_config"])
+        state["fingerprint"].setdefault("recipe", {})
         if state["fingerprint"] != expected:
             changed = _diff_keys(state["fingerprint"], expected)
             raise SystemExit(
@@ -499,6 +530,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads())
     params = [p for p in model.parameters() if p.requires_grad]
     extra = {
+        "recipe": resolved.record(),
         "provenance": prov,
         "data": {"dir": settings.data_dir, "train_sentences": len(train_corpus), "train_tokens":
                  int(train_corpus.n_tokens), "dev_sentences": len(dev_corpus), "tokenizer_sha256": tokenizer_sha},
@@ -627,31 +659,34 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     session["end_step"] = global_step
     timings["total_steps"] = global_step
     record = _train_json("completed", None, settings, config_dict, history, timings, extra)
-    _write_final(out, model, config_dict, Path(settings.tokenizer), tokenizer_sha, record, settings)
+    _write_final(out, model, config_dict, Path(settings.tokenizer), tokenizer_sha, record, settings,
+                 resolved.record())
     print_(f"{out}: completed ({global_step} steps, {timings['train_seconds']:.0f} s training)")
     return 0
 
 
-def _export(args, checkpoint_path, device, expected, StraeModel, config, settings, tokenizer_sha) -> int:
+def _export(args, checkpoint_path, device, expected, StraeModel, config, resolved, settings, tokenizer_sha) -> int:
     """Write a loadable run directory from a mid-training checkpoint, labelled as such (status 'running')."""
     if not checkpoint_path.exists():
         raise SystemExit(f"{checkpoint_path}: no checkpoint to export (has this run started?)")
-    state = load_checkpoint(checkpoint_path, torch.device("cpu"))
+    state = load_checkpoint(checkpoint_path)
     state["fingerprint"]["model_config"] = without_empty_fields(state["fingerprint"]["model_config"])
+    state["fingerprint"].setdefault("recipe", {})
     if state["fingerprint"] != expected:
         raise SystemExit(f"{checkpoint_path}: written with different settings "
                          f"({', '.join(_diff_keys(state['fingerprint'], expected))}); pass the run's own options")
-    model = StraeModel(config)
+    model = StraeModel(config, resolved.recipe)
     _load_weights(model, state["model"], checkpoint_path, "model state")
     snapshot = {"source": str(checkpoint_path.resolve()), "source_sha256": sha256_file(checkpoint_path),
                 "epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
                 "global_step": state["global_step"], "epochs_planned": settings.epochs,
                 "note": "mid-training export (strae train --export-checkpoint); not a finished run"}
     record = _train_json("running", None, settings, config.to_dict(), state["history"], state["timings"],
-                         {"snapshot": snapshot, "provenance": provenance()})
+                         {"snapshot": snapshot, "recipe": resolved.record(), "provenance": provenance()})
     dest: Path = args.export_checkpoint
     dest.mkdir(parents=True, exist_ok=True)
-    _write_final(dest, model, config.to_dict(), Path(settings.tokenizer), tokenizer_sha, record, settings)
+    _write_final(dest, model, config.to_dict(), Path(settings.tokenizer), tokenizer_sha, record, settings,
+                 resolved.record())
     print(f"exported {checkpoint_path} (epoch {state['epoch']}, batch {state['batch_in_epoch']}, step "
           f"{state['global_step']}) -> {dest}", file=sys.stderr)
     return 0

@@ -57,7 +57,7 @@ def run_dir(wildcards):
 
 
 def train_flags(wildcards):
-    return plan.train_flags(config, wildcards.model, wildcards.setting)
+    return plan.train_flags(config, wildcards.model, wildcards.setting, wildcards.lang)
 
 
 def eval_tasks(wildcards):

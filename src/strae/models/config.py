@@ -1,4 +1,9 @@
-"""Model configuration shared by Self-StrAE and Banyan (one engine, switches)."""
+"""Model architecture shared by Self-StrAE and Banyan (one engine, switches).
+
+Only the architecture lives here: structure, functions, objective, channels (k x u) and the vocabulary. How a
+model is *trained* (learning rates, temperature, clipping, dropouts, init ranges, dembedding bias, loss precision,
+tree-induction dropout, decoder child order, epochs) is its recipe: ``strae/recipes.yaml`` (``strae.recipes``).
+"""
 from __future__ import annotations
 
 import dataclasses
@@ -9,14 +14,17 @@ STRUCTURES = ("sentential", "entangled")
 FUNCTIONS = ("linear", "diagonal")
 OBJECTIVES = ("ce", "contrastive", "ceco", "strcse")
 
-# The papers' defaults. Self-StrAE: SemEval-2024 paper §3.1 (CECO, tau 1.2, grad clip 1.0, k=u=16 for E=256);
-# Banyan: Banyan paper §3 + appendix A (entangled, diagonal, CE, tau 0.2, k=128 u=2).
+# Each paper's architecture. Self-StrAE: SemEval-2024 §3.1 (sentential, linear, CECO, k = u = 16 for E = 256);
+# Banyan: Banyan §3 + App. A (entangled, diagonal, CE, k = 128, u = 2).
 PRESETS: dict[str, dict] = {
-    "selfstrae": dict(structure="sentential", functions="linear", objective="ceco", k=16, u=16, temperature=1.2,
-                      lr=1e-3, clip_grad_norm=1.0),
-    "banyan": dict(structure="entangled", functions="diagonal", objective="ce", k=128, u=2, temperature=0.2,
-                   lr=1e-3, clip_grad_norm=None),
+    "selfstrae": dict(structure="sentential", functions="linear", objective="ceco", k=16, u=16),
+    "banyan": dict(structure="entangled", functions="diagonal", objective="ce", k=128, u=2),
 }
+
+# Keys that model configs written before recipes existed (strae 0.1) carried; they now belong to the recipe
+# (``strae.recipes.legacy`` reads them) and are dropped when such a config is loaded.
+LEGACY_RECIPE_KEYS = ("embedding_init_range", "embedding_dropout", "function_dropout", "temperature", "lr",
+                      "clip_grad_norm", "bf16_vocab_projection")
 
 
 @dataclass
@@ -28,16 +36,6 @@ class ModelConfig:
     k: int = 128
     u: int = 2
     vocab_size: int = 25000
-    embedding_init_range: float = 0.1
-    embedding_dropout: float = 0.2
-    function_dropout: float = 0.1
-    # Contrastive logits are cosine * exp(temperature) (the reference code's convention).
-    temperature: float = 0.2
-    # Optimisation defaults travel with the config so a run directory records them; the trainer may override.
-    lr: float = 1e-3
-    clip_grad_norm: float | None = None
-    # bf16 autocast for the vocabulary projection when the device supports it (fp32 master weights).
-    bf16_vocab_projection: bool = True
 
     def __post_init__(self) -> None:
         self.validate()
@@ -56,10 +54,6 @@ class ModelConfig:
             value = getattr(self, key)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"model config key {key!r}: must be a positive integer, got {value!r}")
-        for key in ("embedding_dropout", "function_dropout"):
-            value = getattr(self, key)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"model config key {key!r}: must be in [0, 1), got {value!r}")
 
     def setting_name(self) -> str:
         return f"{self.objective}_{self.functions}_{self.structure}_k{self.k}_u{self.u}"
@@ -69,6 +63,7 @@ class ModelConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "ModelConfig":
+        data = {key: value for key, value in data.items() if key not in LEGACY_RECIPE_KEYS}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -77,12 +72,9 @@ class ModelConfig:
 
     @classmethod
     def preset(cls, model: str, **overrides) -> "ModelConfig":
-        """The papers' defaults for ``model``; ``overrides`` with value None are ignored (argparse defaults)."""
+        """The paper's architecture for ``model``; ``overrides`` with value None are ignored (argparse defaults)."""
         if model not in PRESETS:
             raise ValueError(f"model {model!r}: expected one of {', '.join(PRESETS)}")
         values = dict(model=model, **PRESETS[model])
-        given = {key: value for key, value in overrides.items() if value is not None}
-        if given.get("objective") == "contrastive" and "lr" not in given:
-            values["lr"] = 1e-4  # both papers: 1e-4 for the contrastive objective, 1e-3 otherwise
-        values.update(given)
+        values.update({key: value for key, value in overrides.items() if value is not None})
         return cls.from_dict(values)

@@ -43,7 +43,8 @@ class StraeEncoder(Encoder):
         # An empty field the engine has since dropped (e.g. ``extra: {}``) carries nothing: ignore it.
         self.config = ModelConfig.from_dict({k: v for k, v in payload["config"].items() if v not in ({}, [])})
         self.device = resolve_device(device)
-        self.model = StraeModel(self.config)
+        self.recipe = load_recipe(payload)
+        self.model = StraeModel(self.config, self.recipe)
         self.model.load_state_dict(payload["state_dict"])
         self.model.to(self.device).eval()
         self.tokenizer = load_tokenizer(tokenizer_file)
@@ -133,3 +134,12 @@ def load_run(run_dir: str | Path, **options: Any) -> StraeEncoder:
     if unknown:
         raise SystemExit(f"--encoder-option {', '.join(sorted(unknown))}: unknown for strae runs; known: {sorted(known)}")
     return StraeEncoder(run_dir, **options)
+
+
+def load_recipe(payload: dict[str, Any]):
+    """The recipe a model.pt was trained with (``recipe`` block), or the pre-recipe one its config implies."""
+    from strae import recipes
+
+    if "recipe" in payload:
+        return recipes.from_record(payload["recipe"])
+    return recipes.legacy(payload["config"])

@@ -45,16 +45,18 @@ class LinearFunctions(nn.Module):
 
 
 class DiagonalFunctions(nn.Module):
-    def __init__(self, k: int, u: int) -> None:
+    def __init__(self, k: int, u: int, gate_init: tuple[float, float] = (0.6, 0.9)) -> None:
         super().__init__()
         self.k, self.u = k, u
-        # The paper leaves the init unspecified: gates start near sigmoid(0) = 0.5 (composition ~ averaging the
-        # children) with a small random spread so left and right are distinguishable; biases start at 0.
-        self.compose_gate_left = nn.Parameter(torch.empty(u).uniform_(-0.1, 0.1))
-        self.compose_gate_right = nn.Parameter(torch.empty(u).uniform_(-0.1, 0.1))
+        # The paper leaves the init unspecified; the reference code draws the gate parameters from U(0.6, 0.9)
+        # (B:src/funcs.py:13-14,38-39), i.e. sigmoid gates of ~0.65-0.71: a parent keeps ~2/3 of each child and
+        # the root->leaf signal decays slower with depth than from gates at sigmoid(0) = 0.5. Biases start at 0.
+        low, high = gate_init
+        self.compose_gate_left = nn.Parameter(torch.empty(u).uniform_(low, high))
+        self.compose_gate_right = nn.Parameter(torch.empty(u).uniform_(low, high))
         self.compose_bias = nn.Parameter(torch.zeros(u))
-        self.decompose_gate_left = nn.Parameter(torch.empty(u).uniform_(-0.1, 0.1))
-        self.decompose_gate_right = nn.Parameter(torch.empty(u).uniform_(-0.1, 0.1))
+        self.decompose_gate_left = nn.Parameter(torch.empty(u).uniform_(low, high))
+        self.decompose_gate_right = nn.Parameter(torch.empty(u).uniform_(low, high))
         self.decompose_bias_left = nn.Parameter(torch.zeros(u))
         self.decompose_bias_right = nn.Parameter(torch.zeros(u))
 
@@ -73,9 +75,11 @@ class DiagonalFunctions(nn.Module):
         return parent.unsqueeze(1) * gates + biases  # (n, 2, E)
 
 
-def make_functions(kind: str, k: int, u: int) -> nn.Module:
+def make_functions(kind: str, k: int, u: int, gate_init: tuple[float, float] = (0.6, 0.9)) -> nn.Module:
+    """``gate_init`` (the recipe's) applies to diagonal gates; linear functions use nn.Linear's init as both
+    references do (S:src/models.py:206,224)."""
     if kind == "linear":
         return LinearFunctions(k, u)
     if kind == "diagonal":
-        return DiagonalFunctions(k, u)
+        return DiagonalFunctions(k, u, gate_init)
     raise ValueError(f"model config key 'functions': {kind!r} is not one of linear, diagonal")

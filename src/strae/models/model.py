@@ -1,75 +1,107 @@
 """StraeModel: Self-StrAE and Banyan as one engine (structure x functions x objective switches).
 
-Forward for a padded batch: pack the tokens -> greedy structure induction under no_grad on dropout-free
-embeddings (``trees.induce``) -> the sentential or entangled graph (``trees.build_graph``) -> a differentiable
-up pass (composition, level by level) and down pass (decomposition, level by level; a node's downward
-embedding is the mean of its parents' messages, plus its own upward embedding as the context of a sentence it
-is the root of) with dropout -> objective.
+Forward for a padded batch: pack the tokens -> greedy structure induction under no_grad (``trees.induce``; in
+training, on dropped-out embeddings when the recipe says so, as both references do) -> the sentential or
+entangled graph (``trees.build_graph``) -> a differentiable up pass (composition, level by level, re-applying
+the induction's own dropout masks) and down pass (decomposition, level by level, fresh dropout; a node's
+downward embedding is the mean of its parents' messages, plus its own upward embedding as the context of a
+sentence it is the root of) -> objective.
+
+The model takes its architecture from ``ModelConfig`` and its training behaviour (init ranges, dropouts, bias,
+loss precision, induction dropout, decoder child order, temperature) from a ``Recipe`` (``strae/recipes.yaml``).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+import numpy as np
+
+from strae import recipes
 from strae.models.config import ModelConfig
+from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
-from strae.models.trees import Graph, Induction, PackedBatch, build_graph, induce, pack_batch
+from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
 from strae.objectives import leaf_cross_entropy, symmetric_contrastive
 
-
-def fast_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
-    """Inverted dropout drawing 16 random bits per element from 64-bit draws (4 elements per draw).
-
-    Same semantics as ``F.dropout(x, p, training=True)`` up to a keep probability quantised to 1/65536; about
-    3x cheaper on CPU, where generating one random number per element dominated the whole up/down pass.
-    """
-    if p <= 0.0:
-        return x
-    n = x.numel()
-    draws = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device).random_(-2 ** 63, 2 ** 63 - 1)
-    bits = draws.view(torch.int16)[:n].view(x.shape)
-    keep = round((1.0 - p) * 65536)
-    mask = (bits >= 32768 - keep).to(x.dtype).mul_(65536.0 / keep)
-    return x * mask
+__all__ = ["StraeModel", "fast_dropout"]
 
 
 class StraeModel(nn.Module):
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelConfig, recipe: recipes.Recipe | None = None) -> None:
         super().__init__()
         config.validate()
         self.config = config
+        # No recipe given: the model family's reference-code recipe (the one `strae train --model` uses).
+        self.recipe = recipe if recipe is not None else recipes.load(config.model)
+        if self.recipe.decoder_child_order == "node_id" and config.structure != "sentential":
+            raise ValueError(f"recipe {self.recipe.name!r}: decoder_child_order node_id reproduces the Self-StrAE "
+                             "reference decoder (sentential trees only); use position for entangled structures")
         size = config.embedding_size
         # V + 1 rows: the pad id (== vocab_size) has a row so padded id tensors index safely; it is never read.
         self.embedding = nn.Embedding(config.vocab_size + 1, size)
-        nn.init.uniform_(self.embedding.weight, -config.embedding_init_range, config.embedding_init_range)
-        self.functions = make_functions(config.functions, config.k, config.u)
-        # Banyan Eq. 4 / Self-StrAE: Lambda(e) = e Gamma, a bias-free projection (untied from the embedding).
-        self.dembedding = nn.Linear(size, config.vocab_size, bias=False)
+        r = self.recipe.embedding_init_range
+        nn.init.uniform_(self.embedding.weight, -r, r)
+        self.functions = make_functions(config.functions, config.k, config.u, gate_init=self.recipe.gate_init)
+        # Lambda(e) = e Gamma (+ b): untied from the embedding. Both reference codes use nn.Linear's default bias;
+        # both papers' equations have none (the `*_paper` recipes).
+        self.dembedding = nn.Linear(size, config.vocab_size, bias=self.recipe.dembedding_bias)
 
     # ----------------------------------------------------------------------------------------------- structure
     def non_embedding_parameter_count(self) -> int:
         """Composition + decomposition parameters (the papers' count; excludes embedding and dembedding)."""
         return sum(p.numel() for p in self.functions.parameters())
 
-    def induce(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[PackedBatch, Induction]:
+    def induction_dropout(self, packed: PackedBatch, structure: str,
+                          active: bool | None = None) -> InductionDropout | None:
+        """The keyed dropout of this step's induction (training with ``recipe.induction_dropout`` only).
+
+        The step seed is one draw from torch's generator, so runs stay seeded and resumable (RNG state is
+        checkpointed); leaves are named by token (entangled) or by occurrence (sentential).
+        """
+        recipe = self.recipe
+        if not ((self.training if active is None else active) and recipe.induction_dropout):
+            return None
+        seed = int(torch.randint(0, 2 ** 31 - 1, (1,)))
+        ids = packed.tokens if structure == "entangled" else torch.arange(packed.tokens.numel(),
+                                                                          device=packed.tokens.device)
+        return InductionDropout(seed=seed, leaf_p=recipe.embedding_dropout, function_p=recipe.function_dropout,
+                                leaf_ids=ids)
+
+    def induce(self, ids: torch.Tensor, lengths: torch.Tensor, structure: str | None = None,
+               dropout: bool | None = None) -> tuple[PackedBatch, Induction]:
+        """Greedy trees of a padded batch; ``dropout`` None = as in training mode (model.training)."""
         packed = pack_batch(ids, lengths, self.config.vocab_size)
         leaves = self.embedding.weight.detach()[packed.tokens]
-        return packed, induce(leaves, packed, self.functions.compose)
+        dropout = self.induction_dropout(packed, structure or self.config.structure, dropout)
+        return packed, induce(leaves, packed, self.functions.compose, dropout)
 
     def graph(self, ids: torch.Tensor, lengths: torch.Tensor, structure: str | None = None) -> Graph:
-        packed, induction = self.induce(ids, lengths)
-        return build_graph(induction, packed.tokens, structure or self.config.structure)
+        structure = structure or self.config.structure
+        packed, induction = self.induce(ids, lengths, structure)
+        return self.build(induction, packed, structure)
+
+    def build(self, induction: Induction, packed: PackedBatch, structure: str | None = None) -> Graph:
+        structure = structure or self.config.structure
+        # The decoder child order only matters where a decoder runs; evaluation graphs keep it too.
+        return build_graph(induction, packed.tokens, structure, self.recipe.decoder_child_order)
 
     # ------------------------------------------------------------------------------------------ message passing
     def propagate(self, graph: Graph, dropout: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Differentiable up and down passes over ``graph``; returns (up, down), each (n_nodes, E) in node order."""
         if dropout is None:
             dropout = self.training
-        p_embedding = self.config.embedding_dropout if dropout else 0.0
-        p_function = self.config.function_dropout if dropout else 0.0
+        p_embedding = self.recipe.embedding_dropout if dropout else 0.0
+        p_function = self.recipe.function_dropout if dropout else 0.0
+        # Upward masks: the ones the induction used (keyed per node), so the graph trained is the graph induced;
+        # fresh ones when the structure was induced without dropout. Downward messages always get fresh masks.
+        up_keep = graph.up_keep if dropout else None
+        offsets = graph.level_offsets
 
-        def embedding_dropout(x: torch.Tensor) -> torch.Tensor:
-            return fast_dropout(x, p_embedding)
+        def up_dropout(x: torch.Tensor, level: int, p: float) -> torch.Tensor:
+            if up_keep is None:
+                return fast_dropout(x, p)
+            return apply_keep(x, up_keep[offsets[level]:offsets[level + 1]], p)
 
         def function_dropout(x: torch.Tensor) -> torch.Tensor:
             return fast_dropout(x, p_function)
@@ -83,12 +115,12 @@ class StraeModel(nn.Module):
         pending_up: list[list[torch.Tensor]] = [[] for _ in range(n_levels)]
         pending_down: list[list[torch.Tensor]] = [[] for _ in range(n_levels)]
         # Leaves: entangled graphs hold one leaf per unique token, sentential graphs one per occurrence.
-        ups: list[torch.Tensor] = [embedding_dropout(self.embedding(graph.leaf_tokens))]
+        ups: list[torch.Tensor] = [up_dropout(self.embedding(graph.leaf_tokens), 0, p_embedding)]
         graph.up_route.emit(0, ups[0], pending_up)
         for level in range(1, n_levels):
             children = graph.up_route.in_slot_order(level, pending_up)
             pending_up[level] = []
-            up = function_dropout(functions.compose(children.view(-1, 2, size)))
+            up = up_dropout(functions.compose(children.view(-1, 2, size)), level, p_function)
             ups.append(up)
             graph.up_route.emit(level, up, pending_up)
         # Down pass, top level first. A node with several parents (entangled: the same constituent in several
@@ -114,37 +146,56 @@ class StraeModel(nn.Module):
 
     # ----------------------------------------------------------------------------------------------- public API
     def loss(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
-        cfg = self.config
+        cfg, recipe = self.config, self.recipe
         # Structure is induced without gradients; only the message passing below is differentiated, as in the
         # reference models (the merge order is a discrete choice with no gradient anyway).
-        graph = self.graph(ids, lengths)
+        structure = cfg.structure
+        packed, induction = self.induce(ids, lengths, structure)
+        graph = self.build(induction, packed, structure)
         n_leaf_nodes = graph.level_offsets[1]  # node order puts all leaves first
         up, down = self.propagate(graph)
-        bf16 = cfg.bf16_vocab_projection
+        bf16 = recipe.loss_precision == "bf16"
+        tau = recipe.temperature
         ce = contrastive = None
+        extra: dict[str, float] = {}
         if cfg.objective == "ce":
             ce = leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
             loss = ce
         elif cfg.objective == "contrastive":
-            contrastive = symmetric_contrastive(up, down, cfg.temperature, bf16)
+            contrastive = symmetric_contrastive(up, down, tau, bf16)
             loss = contrastive
         elif cfg.objective == "ceco":
             # CE where a vocabulary exists (leaves), contrastive where it does not (internal nodes): SemEval Eq. 3.
             ce = leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
-            contrastive = symmetric_contrastive(up[n_leaf_nodes:], down[n_leaf_nodes:], cfg.temperature, bf16)
+            contrastive = symmetric_contrastive(up[n_leaf_nodes:], down[n_leaf_nodes:], tau, bf16)
             loss = 0.5 * (ce + contrastive)
         elif cfg.objective == "strcse":
-            # Second pass over the same structure with fresh dropout masks (SemEval-2024 appendix A).
-            _, down_second = self.propagate(graph)
+            # Second pass with fresh dropout masks (SemEval-2024 appendix A). With induction dropout the second
+            # pass induces its own trees, which may differ; its non-terminals are paired with the first pass's
+            # by the token span they cover (same sentence, same first and last leaf), and non-terminals whose
+            # span the other pass did not build are left out of the contrastive term (`strcse_paired`).
+            if graph.induction_dropout is None:
+                graph_second, pairs = graph, None
+            else:
+                _, induction_second = self.induce(ids, lengths, structure)
+                graph_second = self.build(induction_second, packed, structure)
+                pairs = span_pairs(induction, graph, induction_second, graph_second)
+            _, down_second = self.propagate(graph_second)
             ce = 0.5 * (leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
-                        + leaf_cross_entropy(self.dembedding, down_second[:n_leaf_nodes], graph.leaf_tokens, bf16))
-            contrastive = symmetric_contrastive(down[n_leaf_nodes:], down_second[n_leaf_nodes:], cfg.temperature,
-                                                bf16)
+                        + leaf_cross_entropy(self.dembedding, down_second[:n_leaf_nodes], graph_second.leaf_tokens,
+                                             bf16))
+            if pairs is None:
+                first, second = down[n_leaf_nodes:], down_second[n_leaf_nodes:]
+            else:
+                first, second = down.index_select(0, pairs[0]), down_second.index_select(0, pairs[1])
+                extra["strcse_paired"] = pairs[0].numel() / max(graph.n_nodes - n_leaf_nodes, 1)
+            contrastive = symmetric_contrastive(first, second, tau, bf16)
             loss = 0.5 * (ce + contrastive)
         else:  # pragma: no cover - validated in the config
             raise ValueError(f"model config key 'objective': {cfg.objective!r}")
         metrics = {"loss": float(loss.detach()), "n_nodes": float(graph.n_nodes),
-                   "n_tokens": float(sum(int(x) for x in lengths.tolist())), "n_sentences": float(ids.shape[0])}
+                   "n_tokens": float(sum(int(x) for x in lengths.tolist())), "n_sentences": float(ids.shape[0]),
+                   **extra}
         if ce is not None:
             metrics["ce"] = float(ce.detach())
         if contrastive is not None:
@@ -154,17 +205,41 @@ class StraeModel(nn.Module):
     @torch.no_grad()
     def encode(self, ids: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """(B, E) root upward embeddings (dropout-free; the induction already computed them)."""
-        _, induction = self.induce(ids, lengths)
+        _, induction = self.induce(ids, lengths, dropout=False)
         return induction.up[induction.roots]
 
     @torch.no_grad()
     def node_counts(self, ids: torch.Tensor, lengths: torch.Tensor) -> dict[str, int]:
         """Total nodes (leaves included) of the batch's trees as sentential trees and as one entangled graph."""
-        packed, induction = self.induce(ids, lengths)
+        packed, induction = self.induce(ids, lengths, dropout=False)
         entangled = build_graph(induction, packed.tokens, "entangled")
         return {"sentential": int(induction.up.shape[0]), "entangled": int(entangled.n_nodes)}
 
     @torch.no_grad()
     def up_down(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Dropout-free (up, down) embeddings of every node of the configured structure; row i of both is node i."""
-        return self.propagate(self.graph(ids, lengths), dropout=False)
+        packed, induction = self.induce(ids, lengths, dropout=False)
+        return self.propagate(self.build(induction, packed), dropout=False)
+
+
+def span_pairs(first: Induction, first_graph: Graph, second: Induction,
+               second_graph: Graph) -> tuple[torch.Tensor, torch.Tensor]:
+    """Node ids (in each graph) of the non-terminals the two inductions built over the same token span.
+
+    Spans are packed leaf rows, so (first leaf, last leaf) names one sentence's span uniquely; an entangled node
+    that several matched spans map to is paired once per distinct (first node, second node) pair.
+    """
+    def internal_span_keys(induction: Induction) -> np.ndarray:
+        n = induction.n_leaves
+        start = induction.span_start[n:].cpu().numpy()
+        end = induction.span_end[n:].cpu().numpy()
+        return start * n + end
+
+    keys_a, keys_b = internal_span_keys(first), internal_span_keys(second)
+    _, index_a, index_b = np.intersect1d(keys_a, keys_b, assume_unique=True, return_indices=True)
+    n = first.n_leaves
+    nodes_a = first_graph.occurrence_node[n + index_a]
+    nodes_b = second_graph.occurrence_node[n + index_b]
+    pairs = np.unique(np.stack((nodes_a, nodes_b)), axis=1) if len(nodes_a) else np.zeros((2, 0), np.int64)
+    device = first_graph.device
+    return torch.from_numpy(pairs[0]).to(device), torch.from_numpy(pairs[1]).to(device)

@@ -3,7 +3,9 @@
 Pipeline (see DESIGN.md "Performance stance"):
 
 1. ``induce`` runs greedy merging (most cosine-similar adjacent pair, leftmost on ties, until one node remains)
-   for every sentence at once, under no_grad on dropout-free embeddings. Sentences are sorted by length so the
+   for every sentence at once, under no_grad. In training, with the recipe's ``induction_dropout`` (both
+   references), leaves and parents carry their dropout while merging; the masks are *keyed* by node
+   (``models/dropout.py``) and returned, so the differentiable recompute applies the very same ones. Sentences are sorted by length so the
    sentences still merging at step s are a prefix of the batch; each frontier is a linked list over fixed slots
    (slot = position of the node's leftmost leaf), so a merge is O(1) batched index writes, not a shift.
    Result: one node per *occurrence* (leaves = token positions, internal nodes = merges) with children and heights.
@@ -16,9 +18,9 @@ Pipeline (see DESIGN.md "Performance stance"):
    (children -> parent for the up pass; parent messages -> children for the down pass) so that the
    differentiable passes touch every routed row exactly once (no growing table, no in-place writes).
 
-Because the structure is a deterministic function of (parameters, tokens) - induced without dropout - the
-per-sentence trees are identical under both structures and a pair (left, right) has one well-defined
-embedding, which is what makes entangling well defined. Dropout is applied in the differentiable recompute.
+The structure is a deterministic function of (parameters, tokens, the step's dropout seed). Keyed masks give
+every occurrence of one (left, right) pair the same mask, so a pair has one well-defined embedding - which is
+what makes entangling well defined - and the per-sentence trees are identical under both structures.
 """
 from __future__ import annotations
 
@@ -28,6 +30,8 @@ from typing import Callable
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from strae.models.dropout import apply_keep, keyed_keep, leaf_keys, pair_keys
 
 
 @dataclass
@@ -65,8 +69,30 @@ class Induction:
     left: torch.Tensor  # (N_I,) occurrence id of the left child of each merge
     right: torch.Tensor  # (N_I,)
     height: torch.Tensor  # (N_I,) 1 + max(child heights); leaves have height 0
-    up: torch.Tensor  # (N_L + N_I, E) dropout-free upward embeddings (no grad)
+    up: torch.Tensor  # (N_L + N_I, E) upward embeddings (no grad; with the induction dropout when given)
     roots: torch.Tensor  # (B,) occurrence id of each sentence's root, batch order
+    span_start: torch.Tensor  # (N_L + N_I,) packed row of each occurrence's leftmost leaf
+    span_end: torch.Tensor  # (N_L + N_I,) packed row of its rightmost leaf
+    keep: torch.Tensor | None = None  # (N_L + N_I, E) bool upward dropout masks used while inducing, if any
+    dropout: "InductionDropout | None" = None
+
+
+@dataclass
+class InductionDropout:
+    """Dropout applied while inducing (the references' behaviour); masks are keyed by node (models/dropout.py).
+
+    ``leaf_ids`` names each leaf occurrence for its mask: its token id (entangled: one mask per unique token) or
+    its occurrence index (sentential: one mask per leaf). A parent's key hashes its children's keys.
+    """
+
+    seed: int
+    leaf_p: float
+    function_p: float
+    leaf_ids: torch.Tensor  # (N_L,)
+
+    @property
+    def function_seed(self) -> int:
+        return (self.seed * 0x9E3779B1 + 0x7F4A7C15) & 0xFFFFFFFF
 
 
 def _normalize(x: torch.Tensor) -> torch.Tensor:
@@ -75,8 +101,11 @@ def _normalize(x: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
-           compose: Callable[[torch.Tensor], torch.Tensor]) -> Induction:
+           compose: Callable[[torch.Tensor], torch.Tensor], dropout: InductionDropout | None = None) -> Induction:
     """Greedy merging for all sentences in parallel. ``compose`` maps (n, 2, E) children to (n, E) parents.
+
+    With ``dropout``, leaves carry their keyed embedding-dropout mask and every parent its keyed
+    function-dropout mask before any similarity is taken from it (B:src/models.py:95,100; S:src/models.py:180).
 
     Frontier embeddings live in packed rows (row = sentence start + slot, one extra all-zero sentinel row), so
     no (B, T, E) padded tensor is ever built; only the per-slot bookkeeping (similarity to the next frontier
@@ -91,6 +120,17 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
     order_t = torch.as_tensor(order, device=device)
     sorted_lengths = torch.tensor([lengths[b] for b in order], device=device)
     sentinel = t_max  # an always-dead extra slot, so "no neighbour" needs no branch
+    n_occ = n_leaves + n_internal
+    keep = keys = None
+    if dropout is not None:
+        keys = torch.empty(n_occ, dtype=torch.int32, device=device)
+        keys[:n_leaves] = leaf_keys(dropout.leaf_ids)
+        keep = torch.empty(n_occ, emb, dtype=torch.bool, device=device)
+        keep[:n_leaves] = keyed_keep(keys[:n_leaves], dropout.leaf_p, dropout.seed, emb)
+        leaf_embeddings = apply_keep(leaf_embeddings, keep[:n_leaves], dropout.leaf_p)
+    leaf_rows = torch.arange(n_leaves, device=device)
+    span_start = torch.cat((leaf_rows, leaf_rows.new_empty(n_internal)))
+    span_end = span_start.clone()
 
     slots = torch.arange(t_max + 1, device=device)
     alive = slots.unsqueeze(0) < sorted_lengths.unsqueeze(1)  # (B, T+1)
@@ -128,11 +168,20 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
         j = nxt[rows, i]
         pair_rows = torch.stack((row_base + i, row_base + j), dim=1)  # (A, 2) packed rows of the children
         parent = compose(frontier[pair_rows])
+        stop = base + n_active
+        left_ids, right_ids = node_id[rows, i], node_id[rows, j]
+        if dropout is not None:
+            parent_keys = pair_keys(keys[left_ids], keys[right_ids])
+            keys[n_leaves + base:n_leaves + stop] = parent_keys
+            parent_keep = keyed_keep(parent_keys, dropout.function_p, dropout.function_seed, emb)
+            keep[n_leaves + base:n_leaves + stop] = parent_keep
+            parent = apply_keep(parent, parent_keep, dropout.function_p)
         parent_unit = _normalize(parent)
         new_height = node_height[rows, i].maximum(node_height[rows, j]) + 1
-        stop = base + n_active
-        left[base:stop] = node_id[rows, i]
-        right[base:stop] = node_id[rows, j]
+        left[base:stop] = left_ids
+        right[base:stop] = right_ids
+        span_start[n_leaves + base:n_leaves + stop] = span_start[left_ids]
+        span_end[n_leaves + base:n_leaves + stop] = span_end[right_ids]
         height[base:stop] = new_height
         up_internal[base:stop] = parent
         new_ids = torch.arange(n_leaves + base, n_leaves + stop, device=device)
@@ -155,7 +204,8 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
     roots = torch.empty(batch, dtype=torch.long, device=device)
     roots[order_t] = node_id[:, 0]  # slot 0 always ends up holding the root
     return Induction(n_leaves=n_leaves, left=left, right=right, height=height,
-                     up=torch.cat((leaf_embeddings, up_internal)), roots=roots)
+                     up=torch.cat((leaf_embeddings, up_internal)), roots=roots, span_start=span_start,
+                     span_end=span_end, keep=keep, dropout=dropout)
 
 
 @dataclass
@@ -244,6 +294,10 @@ class Graph:
     down_route: Route
     root_local: dict[int, torch.Tensor]  # level -> local indices of nodes that are some sentence's root
     down_count: torch.Tensor  # (n_nodes,) number of down messages each node averages (parents + root context)
+    node_occurrence: np.ndarray  # (n_nodes,) one occurrence of each node (entangled: the first one)
+    # (n_nodes, E) bool upward dropout masks the induction used, in node order (None: induced without dropout)
+    up_keep: torch.Tensor | None = None
+    induction_dropout: "InductionDropout | None" = None
     device: torch.device = field(default=torch.device("cpu"))
 
     @property
@@ -258,8 +312,23 @@ class Graph:
         return self.level_offsets[level + 1] - self.level_offsets[level]
 
 
-def build_graph(induction: Induction, tokens: torch.Tensor, structure: str) -> Graph:
+def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
+                decoder_child_order: str = "position") -> Graph:
+    """The graph of ``induction`` under ``structure``.
+
+    ``decoder_child_order`` says which child receives the decomposition's first ("left") output: ``position``
+    the positional left child; ``node_id`` the child with the lower node id, as the Self-StrAE reference's DGL
+    edge order does (S:src/models.py:112,227-232: leaves are numbered by position, parents by creation, so a
+    parent whose left child is a merge and right child a leaf sends its "left" message to the right child).
+    Composition is positional either way. ``node_id`` is defined for sentential structures only.
+    """
     device = induction.up.device
+    if decoder_child_order not in ("position", "node_id"):
+        raise ValueError(f"recipe key 'decoder_child_order': {decoder_child_order!r} is not one of position, node_id")
+    if decoder_child_order == "node_id" and structure != "sentential":
+        raise ValueError("recipe key 'decoder_child_order': node_id reproduces the Self-StrAE reference decoder, "
+                         "which has sentential trees only; use position for entangled structures "
+                         "(strae train --set decoder_child_order=position)")
     n_leaves = induction.n_leaves
     left = induction.left.cpu().numpy()
     right = induction.right.cpu().numpy()
@@ -271,10 +340,10 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str) -> G
     level_bounds = np.searchsorted(height[by_height], np.arange(1, n_levels + 1), side="left")
     node_of = np.empty(n_occ, dtype=np.int64)
     if structure == "entangled":
-        leaf_tokens, inverse = np.unique(tokens_np, return_inverse=True)
+        leaf_tokens, first_leaf, inverse = np.unique(tokens_np, return_index=True, return_inverse=True)
         node_of[:n_leaves] = inverse
         offsets = [0, len(leaf_tokens)]
-        lefts, rights = [], []
+        lefts, rights, representatives = [], [], [first_leaf]
         for level in range(1, n_levels):
             occ = by_height[level_bounds[level - 1]:level_bounds[level]]
             lc, rc = node_of[left[occ]], node_of[right[occ]]
@@ -283,9 +352,13 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str) -> G
             node_of[n_leaves + occ] = offsets[-1] + inverse
             lefts.append(lc[first])
             rights.append(rc[first])
+            representatives.append(n_leaves + occ[first])
             offsets.append(offsets[-1] + len(unique_keys))
         node_left = np.concatenate(lefts) if lefts else np.zeros(0, np.int64)
         node_right = np.concatenate(rights) if rights else np.zeros(0, np.int64)
+        node_occurrence = np.concatenate(representatives)
+        # (the entangled graph's decoder is positional: node_id was refused above)
+        down_left, down_right = node_left, node_right
     elif structure == "sentential":
         leaf_tokens = tokens_np
         node_of[:n_leaves] = np.arange(n_leaves)
@@ -293,6 +366,14 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str) -> G
         node_left = node_of[left[by_height]]
         node_right = node_of[right[by_height]]
         offsets = [0, n_leaves] + (n_leaves + level_bounds[1:]).tolist()
+        node_occurrence = np.concatenate((np.arange(n_leaves), n_leaves + by_height))
+        down_left, down_right = node_left, node_right
+        if decoder_child_order == "node_id":
+            # Occurrence ids order a sentence's nodes like the reference's: leaves by position first, then
+            # parents in creation order. Swap where the positional left child has the higher id.
+            swap = left[by_height] > right[by_height]
+            down_left = np.where(swap, node_right, node_left)
+            down_right = np.where(swap, node_left, node_right)
     else:
         raise ValueError(f"model config key 'structure': {structure!r} is not one of sentential, entangled")
 
@@ -304,14 +385,16 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str) -> G
     parents = np.arange(n_level0, n_nodes)
     parent_level = node_level[parents]
     parent_local = node_local[parents]
-    # Items of both passes: side 0 = left child, side 1 = right child.
+    # Items of both passes: side 0 = left child, side 1 = right child (the decoder's sides per its child order).
     child = np.concatenate((node_left, node_right))
+    down_child = np.concatenate((down_left, down_right))
     p_level = np.concatenate((parent_level, parent_level))
     p_slot = np.concatenate((2 * parent_local, 2 * parent_local + 1))
     n_lv = len(offsets_np) - 1
     ascending = np.arange(n_lv)
     up_route = Route.build(node_level[child], node_local[child], p_level, p_slot, ascending, device)
-    down_route = Route.build(p_level, p_slot, node_level[child], node_local[child], n_lv - 1 - ascending, device)
+    down_route = Route.build(p_level, p_slot, node_level[down_child], node_local[down_child], n_lv - 1 - ascending,
+                             device)
     root_nodes = np.unique(node_of[induction.roots.cpu().numpy()])
     root_local: dict[int, torch.Tensor] = {}
     root_levels = node_level[root_nodes]
@@ -325,4 +408,7 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str) -> G
                  left=node_left, right=node_right,
                  roots=torch.from_numpy(node_of[induction.roots.cpu().numpy()]).to(device),
                  occurrence_node=node_of, up_route=up_route, down_route=down_route, root_local=root_local,
-                 down_count=torch.from_numpy(count).to(device), device=device)
+                 down_count=torch.from_numpy(count).to(device), node_occurrence=node_occurrence,
+                 up_keep=None if induction.keep is None else
+                 induction.keep[torch.from_numpy(node_occurrence).to(device)],
+                 induction_dropout=induction.dropout, device=device)
