@@ -153,12 +153,13 @@ def _language_settings(wildcards, keys):
 
 
 def corpus_settings(wildcards):
-    return _language_settings(wildcards, ("corpus", "dev_corpus", "segmenter", "tokenizer", "pretokenize"))
+    return _language_settings(wildcards, ("corpus", "dev_corpus", "paper_source", "segmenter", "tokenizer",
+                                          "pretokenize"))
 
 
 def preparation_settings(wildcards):
     """corpus_settings without pretokenize: the prepared text is raw, shared by every pretokenisation."""
-    return _language_settings(wildcards, ("corpus", "dev_corpus", "segmenter", "tokenizer"))
+    return _language_settings(wildcards, ("corpus", "dev_corpus", "paper_source", "segmenter", "tokenizer"))
 
 
 def stopwords_flag(wildcards):

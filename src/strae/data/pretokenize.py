@@ -8,13 +8,13 @@ sentence than the papers report (~31), so the setting is part of reproducing the
 Kinds (one name per recipe; every prepared corpus and trained run records the name it used):
 
 - ``none``: the text is left as it is.
-- ``treebank``: nltk's ``TreebankWordTokenizer`` with ``convert_parentheses=True`` (``(`` -> ``-LRB-``, ``)`` -> ``-RRB-``); its
-  LaTeX quotes (`````` / ``''``) mapped back to ``"`` and its square/curly bracket escapes back to the brackets, as
-  in the reference corpus; then hyphens between word
-  characters split as `` - `` except in the hyphenated words CoreNLP's PTBLexer keeps whole (its
-  ``HTHINGEXCEPTION*`` rules: prefixes such as ``non-``, ``multi-``, ``pre-``, ``e-``, suffixes such as ``-less``,
-  and a few whole words such as ``uh-huh``; the reference corpus shows exactly those kept: ``non-profit``,
-  ``pan-Arab``, ``X-Files``, but ``self - made``, ``all - state``). Tokens are joined with single spaces.
+- ``treebank``: nltk's ``TreebankWordTokenizer`` with ``convert_parentheses=True`` (``(`` -> ``-LRB-``, ``)`` ->
+  ``-RRB-``); its LaTeX quotes (`````` / ``''``) mapped back to ``"`` and its square/curly bracket escapes back to
+  the brackets, as in the reference corpus; then hyphens between word characters split as `` - `` except in the
+  hyphenated words CoreNLP's PTBLexer keeps whole (its ``HTHINGEXCEPTION*`` rules: prefixes such as ``non-``,
+  ``multi-``, ``pre-``, ``e-``, suffixes such as ``-less``, and a few whole words such as ``uh-huh``; the
+  reference corpus shows exactly those kept: ``non-profit``, ``pan-Arab``, ``X-Files``, but ``self - made``,
+  ``all - state``). Tokens are joined with single spaces.
 
 ``treebank`` is meant to be idempotent on text it produced (applying it twice changes nothing), so text that is
 already tokenised this way (the reference corpus, the papers' evaluation files) is largely left alone; where it is

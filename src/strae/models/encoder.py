@@ -8,10 +8,11 @@ Inputs are tokenised with the run's own copy of the tokenizer (``tokenizer.model
 pretokenisation its training corpus had (``languages.<lang>.pretokenize``), so raw evaluation text is treated like
 the training text. The kind is read from the run: ``encoder.json`` ``pretokenize``, else ``train.json``
 ``data.pretokenize``; a run recording neither predates the setting, and its corpus' own meta
-(``<data.dir>/train.json``) decides if it is still there, else ``none`` (the only kind before the setting existed).
-The ``pretokenize`` encoder option overrides all of these (recorded in ``describe()``). Texts with no pieces get a NaN row (the harness counts them as
-OOV). Batches are formed from texts of similar length (fewer pad positions) and results are put back in the
-input order; batch size is an inference knob only and never changes a vector.
+(``<data.dir>/train.json``) decides if it is still there, else ``none`` (the only kind before the setting
+existed). The ``pretokenize`` encoder option overrides all of these (recorded in ``describe()``). Texts with no
+pieces get a NaN row (the harness counts them as OOV). Batches are formed from texts of similar length (fewer pad
+positions) and results are put back in the input order; batch size is an inference knob only and never changes a
+vector.
 """
 from __future__ import annotations
 
