@@ -112,3 +112,50 @@ def test_round_trip_through_strae_evaluate(run_dir, mirror, tmp_path, repo_root,
     for name in ("simlex", "sts12"):
         task = document["tasks"][name]
         assert task["n_pairs"] > 0 and -100 <= task["score"] <= 100
+
+
+def _copy_run(run_dir, dest, manifest=None, data=None):
+    """A copy of the run whose encoder.json / train.json `data` block carry extra fields."""
+    import shutil
+
+    shutil.copytree(run_dir, dest)
+    for name, fields in (("encoder.json", manifest), ("train.json", None)):
+        document = json.loads((dest / name).read_text())
+        if name == "encoder.json":
+            document.update(fields or {})
+        else:
+            document.setdefault("data", {}).update(data or {})
+        (dest / name).write_text(json.dumps(document))
+    return dest
+
+
+def test_encoder_applies_the_runs_pretokenisation(run_dir, tmp_path):
+    from strae.data.pretokenize import treebank
+
+    raw = ["the cat's (big) mat-house.", "old man-child ate bread."]
+    plain = load_encoder(str(run_dir), device="cpu")
+    assert plain.pretokenize == "none"  # the fixture's corpus meta records no pretokenisation
+    ptb = load_encoder(str(_copy_run(run_dir, tmp_path / "ptb", manifest={"pretokenize": "treebank"})), device="cpu")
+    assert (ptb.pretokenize, ptb.describe()["pretokenize"]) == ("treebank", "treebank")
+    # sentences and words: raw text through the treebank run == pretokenised text through the plain one
+    np.testing.assert_allclose(ptb.encode_sentences(raw), plain.encode_sentences([treebank(s) for s in raw]),
+                               rtol=1e-5, atol=1e-6)
+    assert not np.allclose(ptb.encode_sentences(raw), plain.encode_sentences(raw))
+    np.testing.assert_allclose(ptb.encode_words(["man-child"]), plain.encode_words(["man - child"]),
+                               rtol=1e-5, atol=1e-6)
+    # the option overrides the run's record, and says so
+    forced = load_encoder(str(tmp_path / "ptb"), device="cpu", pretokenize="none")
+    assert (forced.pretokenize, forced.describe()["pretokenize_source"]) == ("none", "encoder option")
+    with pytest.raises(ValueError, match="pretokenize"):
+        load_encoder(str(tmp_path / "ptb"), device="cpu", pretokenize="moses")
+
+
+def test_pretokenisation_read_from_train_json_then_corpus_meta(run_dir, tmp_path):
+    via_train = _copy_run(run_dir, tmp_path / "a", data={"pretokenize": "treebank"})
+    assert load_encoder(str(via_train), device="cpu").describe()["pretokenize_source"] == "train.json"
+    corpus = tmp_path / "tokenized"
+    corpus.mkdir()
+    (corpus / "train.json").write_text(json.dumps({"pretokenize": "treebank"}))
+    via_corpus = load_encoder(str(_copy_run(run_dir, tmp_path / "b", data={"dir": str(corpus)})), device="cpu")
+    assert via_corpus.pretokenize == "treebank"
+    assert via_corpus.describe()["pretokenize_source"] == str(corpus / "train.json")

@@ -5,7 +5,9 @@ Id layout (the one place it is defined): ids ``0..V-1`` are the model's pieces (
 tables as ``V + 1`` rows or mask the pad id.
 
 Preprocessing (BPEmb's, applied to BPEmb and trained models alike, before encoding and before training):
-lowercase, then every Unicode digit -> ``0``.
+lowercase, then every Unicode digit -> ``0``. Before that, a language's word-level pretokenisation
+(``languages.<lang>.pretokenize``, :mod:`strae.data.pretokenize`) when the tokenizer is loaded with one: corpus
+tokenisation, SentencePiece training and a trained model's encoder all apply the same kind.
 
 ``strae tokenizer --lang L --config config/config.yaml --out resources/tokenizers/L.model`` writes the model and
 ``L.json`` beside it (kind, vocab size and how it was chosen, sha256s).
@@ -23,6 +25,7 @@ from typing import Any, Iterable
 
 import sentencepiece as spm
 
+from strae.data.pretokenize import check_kind, get_pretokenizer
 from strae.data.registry import DEFAULT_CONFIG, language_block, load_config, load_registry
 from strae.io import atomic_path, provenance, sha256_file, write_json
 
@@ -61,9 +64,11 @@ def normalize(text: str) -> str:
 
 
 class Tokenizer:
-    """A SentencePiece model with BPEmb preprocessing and a pad id one past the last piece."""
+    """A SentencePiece model with BPEmb preprocessing and a pad id one past the last piece.
 
-    def __init__(self, model_file: str | Path):
+    ``pretokenize`` (a :data:`strae.data.pretokenize.PRETOKENIZERS` kind) is applied to every text first."""
+
+    def __init__(self, model_file: str | Path, pretokenize: str | None = None):
         self.model_file = Path(model_file)
         if not self.model_file.exists():
             raise SystemExit(f"{self.model_file}: tokenizer model not found; run `strae tokenizer --lang L` first")
@@ -71,19 +76,21 @@ class Tokenizer:
         self.vocab_size: int = self._sp.get_piece_size()
         self.pad_id: int = self.vocab_size
         self.unk_id: int = self._sp.unk_id()
+        self.pretokenize: str = check_kind(pretokenize)
+        self._pretokenizer = get_pretokenizer(self.pretokenize)
 
-    @staticmethod
-    def normalize(text: str) -> str:
-        return normalize(text)
+    def normalize(self, text: str) -> str:
+        """The exact string SentencePiece sees: pretokenised, then BPEmb-normalised."""
+        return normalize(self._pretokenizer(text))
 
     def encode(self, text: str) -> list[int]:
-        return self._sp.encode(normalize(text), out_type=int)
+        return self._sp.encode(self.normalize(text), out_type=int)
 
     def encode_batch(self, texts: Iterable[str], num_threads: int = -1) -> list[list[int]]:
-        return self._sp.encode([normalize(t) for t in texts], out_type=int, num_threads=num_threads)
+        return self._sp.encode([self.normalize(t) for t in texts], out_type=int, num_threads=num_threads)
 
     def encode_as_pieces(self, text: str) -> list[str]:
-        return self._sp.encode(normalize(text), out_type=str)
+        return self._sp.encode(self.normalize(text), out_type=str)
 
     def decode(self, ids: Iterable[int]) -> str:
         return self._sp.decode([i for i in ids if i != self.pad_id])
@@ -95,8 +102,8 @@ class Tokenizer:
         return sha256_file(self.model_file)
 
 
-def load_tokenizer(model_file: str | Path) -> Tokenizer:
-    return Tokenizer(model_file)
+def load_tokenizer(model_file: str | Path, pretokenize: str | None = None) -> Tokenizer:
+    return Tokenizer(model_file, pretokenize=pretokenize)
 
 
 def choose_vocab_size(requested: int, word_types: int, alphabet: int) -> tuple[int, str]:
@@ -110,9 +117,12 @@ def choose_vocab_size(requested: int, word_types: int, alphabet: int) -> tuple[i
 
 
 def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: int = 25000,
-                        threads: int = 2) -> dict[str, Any]:
-    """Train a BPEmb-like SentencePiece BPE model on ``corpus`` (one sentence per line); returns its record."""
+                        threads: int = 2, pretokenize: str | None = None) -> dict[str, Any]:
+    """Train a BPEmb-like SentencePiece BPE model on ``corpus`` (one sentence per line, pretokenised with
+    ``pretokenize`` first, as the corpus will be when it is encoded); returns its record."""
     corpus, out = Path(corpus), Path(out)
+    pretokenize = check_kind(pretokenize)
+    pretokenizer = get_pretokenizer(pretokenize)
     if not corpus.exists():
         raise SystemExit(f"{corpus}: prepared corpus not found; run `strae prepare-corpus` first")
     types: set[str] = set()
@@ -122,7 +132,7 @@ def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: in
         normalized = Path(tmpdir) / "train.normalized.txt"
         with open(corpus, encoding="utf-8") as src, open(normalized, "w", encoding="utf-8") as dst:
             for line in src:
-                line = normalize(line.strip())
+                line = normalize(pretokenizer(line.strip()))
                 if not line:
                     continue
                 dst.write(line + "\n")
@@ -146,7 +156,13 @@ def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: in
     return {"kind": "sentencepiece", "vocab_size": actual, "rule_vocab_size": vocab,
             "requested_vocab_size": requested_vocab,
             "vocab_rule": reason, "word_types": len(types), "alphabet_size": len(chars), "training_lines": n_lines,
+            "pretokenize": pretokenize,
             "trainer_settings": TRAINER_SETTINGS, "corpus": str(corpus), "corpus_sha256": sha256_file(corpus)}
+
+
+def language_pretokenize(block: dict[str, Any], lang: str, config_path: str | Path = DEFAULT_CONFIG) -> str:
+    """A language block's ``pretokenize`` kind (absent -> ``none``), checked."""
+    return check_kind(block.get("pretokenize"), f"{config_path}: languages.{lang}.pretokenize")
 
 
 def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: str | Path | None = None,
@@ -171,7 +187,8 @@ def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: st
         record = {"kind": "bpemb", "registry": spec["registry"], "source_file": str(source)}
     elif kind == "sentencepiece":
         corpus = Path(corpus) if corpus is not None else resources / "corpora" / lang / "train.txt"
-        record = train_sentencepiece(corpus, out, requested_vocab=int(spec.get("vocab_size", 25000)))
+        record = train_sentencepiece(corpus, out, requested_vocab=int(spec.get("vocab_size", 25000)),
+                                     pretokenize=language_pretokenize(block, lang, config_path))
     else:
         raise SystemExit(f"{config_path}: languages.{lang}.tokenizer.kind is {kind!r}; use bpemb or sentencepiece")
     tokenizer = load_tokenizer(out)

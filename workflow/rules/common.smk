@@ -140,7 +140,7 @@ def corpus_dir(wildcards):
     return f"{RES}/corpora/{wildcards.lang}"
 
 
-def corpus_settings(wildcards):
+def _language_settings(wildcards, keys):
     """The config values a language's prepared data depends on; as a param, a change re-runs preparation
     (Snakemake's params rerun trigger) even though the CLIs read them from the effective config file."""
     import json
@@ -148,8 +148,18 @@ def corpus_settings(wildcards):
     data = {key: value for key, value in config["data"].items() if key not in ("registry", "tasks")}
     block = config["languages"][wildcards.lang]
     # only what preparation/tokenisation reads (not eval task lists, which evaluation params track)
-    language = {key: block.get(key) for key in ("corpus", "dev_corpus", "segmenter", "tokenizer")}
+    language = {key: block.get(key) for key in keys}
     return json.dumps({"data": data, "language": language}, sort_keys=True)
+
+
+def corpus_settings(wildcards):
+    return _language_settings(wildcards, ("corpus", "dev_corpus", "paper_source", "segmenter", "tokenizer",
+                                          "pretokenize"))
+
+
+def preparation_settings(wildcards):
+    """corpus_settings without pretokenize: the prepared text is raw, shared by every pretokenisation."""
+    return _language_settings(wildcards, ("corpus", "dev_corpus", "paper_source", "segmenter", "tokenizer"))
 
 
 def stopwords_flag(wildcards):

@@ -8,7 +8,7 @@ rule prepare_corpus:
         dev=f"{RES}/corpora/{{lang}}/dev.txt",
         meta=f"{RES}/corpora/{{lang}}/meta.json",
     params:
-        settings=corpus_settings,
+        settings=preparation_settings,
         config=EFFECTIVE_CONFIG,
         out_dir=f"{RES}/corpora/{{lang}}",
     log:

@@ -196,7 +196,16 @@ def fetch_source(
         field_name = spec.get("text_field", "text")
         safe = "-".join(str(spec.get(k) or "default") for k in ("config", "split", "revision"))
         dest = Path(resources_dir) / "data" / "hf" / spec["hf_dataset"].replace("/", "__") / f"{safe}.txt"
-        if dest.exists() and (not expected or sha256_file(dest) == expected.lower()):
+        # Trust on first use when the block gives no sha256: the first fetch's checksum is kept beside the text,
+        # and a later use of a changed file is an error (delete both files to fetch again).
+        first_use = dest.with_name(dest.name + ".sha256")
+        if dest.exists():
+            got = sha256_file(dest)
+            want = expected.lower() if expected else (first_use.read_text().strip() if first_use.exists() else got)
+            if got != want:
+                against = "the language block's sha256" if expected else first_use
+                raise ChecksumError(f"{dest}: sha256 {got} differs from {against} ({want}); the fetched text "
+                                    f"changed. Delete {dest} and {first_use} to fetch it again")
             return dest
         try:
             ds = datasets.load_dataset(spec["hf_dataset"], spec.get("config"), split=spec.get("split") or "train",
@@ -208,10 +217,27 @@ def fetch_source(
             with open(tmp, "w", encoding="utf-8") as out:
                 for row in ds:
                     out.write(str(row[field_name]).replace("\n", " ") + "\n")
-            if expected and sha256_file(tmp) != expected.lower():
+            got = sha256_file(tmp)
+            if expected and got != expected.lower():
                 raise ChecksumError(f"HF dataset {spec['hf_dataset']}: text differs from the language block's sha256")
+            with atomic_path(first_use) as tmp_sha:
+                tmp_sha.write_text(got + "\n")
         return dest
     raise FetchError(f"corpus entry {spec!r}: needs one of registry, path, url or hf_dataset")
+
+
+def fetch_paper_corpus(lang: str, config_path: str | Path, resources_dir: str | Path = "resources",
+                       mirror: str | Path | None = None,
+                       registry: dict[str, RegistryEntry] | None = None) -> list[Path]:
+    """Place every source of ``languages.<lang>.paper_source`` (train and dev) under resources/; return the files."""
+    from strae.data.registry import language_block, load_config
+
+    block = language_block(load_config(config_path), lang, config_path)
+    paper = block.get("paper_source")
+    if not paper:
+        raise FetchError(f"{config_path}: languages.{lang}.paper_source is not defined; nothing to fetch")
+    specs = [*(paper.get("corpus") or []), *(paper.get("dev_corpus") or [])]
+    return [fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) for spec in specs]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -222,14 +248,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resources-dir", default="resources")
     parser.add_argument("--mirror", default=None, help=f"mirror directory (default: ${MIRROR_ENV})")
     parser.add_argument("--registry", default=DEFAULT_REGISTRY)
+    parser.add_argument("--paper-corpus", metavar="LANG", action="append", default=[],
+                        help="fetch the language block's paper_source (the authors' corpus; needs a network and "
+                             "HF_DATASETS_OFFLINE=0) into resources/ so that `strae prepare-corpus` uses it offline")
+    parser.add_argument("--config", default="config/config.yaml", help="config holding the language blocks")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     registry = load_registry(args.registry)
+    for lang in args.paper_corpus:
+        for path in fetch_paper_corpus(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
+                                       registry=registry):
+            print(f"{path}  sha256 {sha256_file(path)} (trust on first use)")
     names: Iterable[str] = args.names
     if args.all or args.kind:
         names = [n for n, e in registry.items() if args.all or e.kind == args.kind]
+    if not names and args.paper_corpus:
+        return 0
     if not names:
-        parser.error("name at least one registry NAME, or use --all / --kind")
+        parser.error("name at least one registry NAME, or use --all / --kind / --paper-corpus")
     for name in names:
         path = fetch(name, resources_dir=args.resources_dir, mirror=args.mirror, registry=registry)
         print(path)

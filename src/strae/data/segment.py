@@ -48,8 +48,14 @@ def split_sentences(paragraph: str, language: str) -> list[str]:
     return out
 
 
-def iter_sentences(paths: list[Path], language: str) -> Iterator[str]:
-    """Sentences of several files in order. Deterministic: the same files give the same sequence."""
+def iter_sentences(paths: list[Path], language: str | None) -> Iterator[str]:
+    """Sentences of several files in order. Deterministic: the same files give the same sequence.
+
+    ``language`` None: the files already hold one sentence per line (e.g. the authors' own corpora, which the
+    reference trains on line by line), so lines are taken as they are (whitespace-normalised, empty ones dropped)."""
     for path in paths:
         for paragraph in iter_paragraphs(path):
-            yield from split_sentences(paragraph, language)
+            if language is None:
+                yield paragraph
+            else:
+                yield from split_sentences(paragraph, language)

@@ -4,6 +4,9 @@
 
 The papers' length filter is applied here: a sentence is kept when ``min_subword_tokens <= pieces <=
 max_subword_tokens`` (config ``data.min_subword_tokens`` = 4 and ``max_subword_tokens`` = 200, i.e. 3 < n <= 200).
+The language's pretokenisation (``languages.<lang>.pretokenize``) is applied here, before encoding, so the prepared
+``corpora/<lang>/*.txt`` stay raw and serve every setting; pieces are counted after it. The kind is recorded in the
+meta (``pretokenize``), as is the prepared corpus's ``corpus_source`` (which source it came from).
 """
 from __future__ import annotations
 
@@ -110,16 +113,21 @@ def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_le
         "input_sentences": n_in, "dropped": {"too_short": too_short, "too_long": too_long},
         "text_file": str(text_file), "text_sha256": sha256_file(text_file),
         "tokenizer": str(tokenizer.model_file), "tokenizer_sha256": tokenizer.sha256(),
+        "pretokenize": tokenizer.pretokenize,
     }
     return meta
 
 
 def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir: str | Path,
-                    min_len: int = 4, max_len: int = 200, splits=SPLITS) -> dict[str, dict]:
+                    min_len: int = 4, max_len: int = 200, splits=SPLITS,
+                    pretokenize: str | None = None) -> dict[str, dict]:
     from strae.tokenize import load_tokenizer
 
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
-    tokenizer = load_tokenizer(tokenizer_file)
+    tokenizer = load_tokenizer(tokenizer_file, pretokenize=pretokenize)
+    corpus_meta = corpus_dir / "meta.json"
+    # which source the prepared corpus came from (paper or fallback), so a run's data says it without a detour
+    corpus_source = read_json(corpus_meta).get("corpus_source") if corpus_meta.exists() else None
     metas = {}
     for split in splits:
         text_file = corpus_dir / f"{split}.txt"
@@ -127,6 +135,8 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
             raise SystemExit(f"{text_file}: prepared corpus split not found; run `strae prepare-corpus` first")
         started = time.time()
         meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len)
+        if corpus_source is not None:
+            meta["corpus_source"] = corpus_source
         meta["seconds"] = round(time.time() - started, 1)
         meta["provenance"] = provenance()
         write_json(out_dir / f"{split}.json", meta)
@@ -137,7 +147,9 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from strae.data.registry import DEFAULT_CONFIG, load_config
+    from strae.data.pretokenize import PRETOKENIZERS
+    from strae.data.registry import DEFAULT_CONFIG, language_block, load_config
+    from strae.tokenize import language_pretokenize
 
     parser = argparse.ArgumentParser(prog="strae tokenize-corpus", description=__doc__.splitlines()[0])
     parser.add_argument("--lang", required=True)
@@ -147,9 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default=None, help="default: <resources>/tokenized/<lang>")
     parser.add_argument("--min-pieces", type=int, default=None, help="default: data.min_subword_tokens")
     parser.add_argument("--max-pieces", type=int, default=None, help="default: data.max_subword_tokens")
+    parser.add_argument("--pretokenize", choices=PRETOKENIZERS, default=None,
+                        help="word-level pretokenisation before encoding (default: languages.<lang>.pretokenize)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    data = load_config(args.config).get("data") or {}
+    config = load_config(args.config)
+    data = config.get("data") or {}
+    pretokenize = args.pretokenize or language_pretokenize(language_block(config, args.lang, args.config), args.lang,
+                                                           args.config)
     resources = Path(data.get("resources_dir", "resources"))
     min_len = args.min_pieces if args.min_pieces is not None else int(data.get("min_subword_tokens", 4))
     max_len = args.max_pieces if args.max_pieces is not None else int(data.get("max_subword_tokens", 200))
@@ -157,11 +174,12 @@ def main(argv: list[str] | None = None) -> int:
         args.corpus_dir or resources / "corpora" / args.lang,
         args.tokenizer or resources / "tokenizers" / f"{args.lang}.model",
         args.out_dir or resources / "tokenized" / args.lang,
-        min_len=min_len, max_len=max_len,
+        min_len=min_len, max_len=max_len, pretokenize=pretokenize,
     )
     for split, meta in metas.items():
         print(f"{split}: {meta['n_sentences']} sentences, {meta['n_tokens']} pieces, "
-              f"{meta['mean_pieces_per_sentence']} pieces/sentence, dropped {meta['dropped']}")
+              f"{meta['mean_pieces_per_sentence']} pieces/sentence, dropped {meta['dropped']}, "
+              f"pretokenize {meta['pretokenize']}")
     return 0
 
 

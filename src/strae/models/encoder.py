@@ -4,10 +4,15 @@
 - word -> the same, over the word's pieces: the model composes a multi-piece word with its own
   composition function, and a one-piece word is that piece's embedding row.
 
-Inputs are tokenised with the run's own copy of the tokenizer (``tokenizer.model``), so an encoder never
-depends on files outside its run directory. Texts with no pieces get a NaN row (the harness counts them as
-OOV). Batches are formed from texts of similar length (fewer pad positions) and results are put back in the
-input order; batch size is an inference knob only and never changes a vector.
+Inputs are tokenised with the run's own copy of the tokenizer (``tokenizer.model``), after the word-level
+pretokenisation its training corpus had (``languages.<lang>.pretokenize``), so raw evaluation text is treated like
+the training text. The kind is read from the run: ``encoder.json`` ``pretokenize``, else ``train.json``
+``data.pretokenize``; a run recording neither predates the setting, and its corpus' own meta
+(``<data.dir>/train.json``) decides if it is still there, else ``none`` (the only kind before the setting
+existed). The ``pretokenize`` encoder option overrides all of these (recorded in ``describe()``). Texts with no
+pieces get a NaN row (the harness counts them as OOV). Batches are formed from texts of similar length (fewer pad
+positions) and results are put back in the input order; batch size is an inference knob only and never changes a
+vector.
 """
 from __future__ import annotations
 
@@ -23,7 +28,8 @@ from strae.runtime import describe_device, resolve_device
 
 
 class StraeEncoder(Encoder):
-    def __init__(self, run_dir: str | Path, device: str = "auto", max_pieces: int | None = None) -> None:
+    def __init__(self, run_dir: str | Path, device: str = "auto", max_pieces: int | None = None,
+                 pretokenize: str | None = None) -> None:
         from strae.models.config import ModelConfig
         from strae.models.model import StraeModel
         from strae.tokenize import load_tokenizer
@@ -47,7 +53,10 @@ class StraeEncoder(Encoder):
         self.model = StraeModel(self.config, self.recipe)
         self.model.load_state_dict(payload["state_dict"])
         self.model.to(self.device).eval()
-        self.tokenizer = load_tokenizer(tokenizer_file)
+        train_json = self.run_dir / "train.json"
+        self.train_record: dict[str, Any] = read_json(train_json) if train_json.exists() else {}
+        self.pretokenize, self.pretokenize_source = self._pretokenize_kind(pretokenize)
+        self.tokenizer = load_tokenizer(tokenizer_file, pretokenize=self.pretokenize)
         if self.tokenizer.vocab_size != self.config.vocab_size:
             raise SystemExit(
                 f"{tokenizer_file}: vocab_size {self.tokenizer.vocab_size} != model vocab_size "
@@ -56,13 +65,31 @@ class StraeEncoder(Encoder):
         self.pad_id = self.config.vocab_size
         # Optional cap on pieces per text (None = keep all; training used at most 200 pieces per sentence).
         self.max_pieces = int(max_pieces) if max_pieces not in (None, "", "none") else None
-        train_json = self.run_dir / "train.json"
-        self.train_record: dict[str, Any] = read_json(train_json) if train_json.exists() else {}
         run = self.train_record.get("run", {})
         setting = run.get("setting") or self.config.setting_name()
         self.encoder_id = f"{run.get('model', self.config.model)}/{setting}/seed{run.get('seed', '?')}"
         self._weights_sha = sha256_file(weights)
         self._tokenizer_sha = sha256_file(tokenizer_file)
+
+    def _pretokenize_kind(self, option: str | None) -> tuple[str, str]:
+        """(kind, where it came from): the option, then the run's records, then its corpus' meta, then none."""
+        from strae.data.pretokenize import check_kind
+
+        if option not in (None, ""):
+            return check_kind(option, "--encoder-option pretokenize"), "encoder option"
+        manifest = self.run_dir / "encoder.json"
+        recorded = read_json(manifest).get("pretokenize") if manifest.exists() else None
+        if recorded is not None:
+            return check_kind(recorded, f"{manifest}: pretokenize"), "encoder.json"
+        data = self.train_record.get("data") or {}
+        if data.get("pretokenize") is not None:
+            return check_kind(data["pretokenize"], f"{self.run_dir / 'train.json'}: data.pretokenize"), "train.json"
+        corpus_meta = Path(data["dir"]) / "train.json" if data.get("dir") else None
+        if corpus_meta is not None and corpus_meta.exists():
+            recorded = read_json(corpus_meta).get("pretokenize")
+            if recorded is not None:
+                return check_kind(recorded, f"{corpus_meta}: pretokenize"), str(corpus_meta)
+        return "none", "not recorded (run predates the setting)"
 
     # ------------------------------------------------------------------------------------------ encoding
     def _encode_pieces(self, pieces: list[list[int]], batch_size: int) -> np.ndarray:
@@ -106,6 +133,8 @@ class StraeEncoder(Encoder):
             "run_dir": str(self.run_dir),
             "model_sha256": self._weights_sha,
             "tokenizer_sha256": self._tokenizer_sha,
+            "pretokenize": self.pretokenize,
+            "pretokenize_source": self.pretokenize_source,
             "config": self.config.to_dict(),
             "training": (record.get("config") or {}).get("training"),
             "epochs_completed": len(record.get("history") or []),
@@ -128,8 +157,8 @@ class StraeEncoder(Encoder):
 
 
 def load_run(run_dir: str | Path, **options: Any) -> StraeEncoder:
-    """``strae.encode.ENCODER_LOADERS['strae']``: options are ``device`` and ``max_pieces``."""
-    known = {"device", "max_pieces"}
+    """``strae.encode.ENCODER_LOADERS['strae']``: options are ``device``, ``max_pieces`` and ``pretokenize``."""
+    known = {"device", "max_pieces", "pretokenize"}
     unknown = set(options) - known
     if unknown:
         raise SystemExit(f"--encoder-option {', '.join(sorted(unknown))}: unknown for strae runs; known: {sorted(known)}")

@@ -1,0 +1,113 @@
+"""The authors' own corpus as a language's paper_source: used when it loads, else the block's corpus (the mirror's
+substitute); the choice and the fetched text's sha256 (trust on first use) are recorded.
+
+The paper source here is a small local dataset in the shape of m0pper/Small-Multilingual-Corpora (one config per
+language, splits train/dev, column `text`, one sentence per line), loaded with HF `datasets` offline."""
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+import yaml
+
+from strae.data.corpus import prepare_corpus
+from strae.data.fetch import ChecksumError, FetchError, main as fetch_main
+from strae.data.tokenized import tokenize_corpus
+from strae.tokenize import train_sentencepiece
+
+TRAIN = [f"Paper sentence {i} has words. It stays one line {i}." for i in range(60)]
+DEV = [f"Paper dev line {i} here." for i in range(8)]
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    import datasets
+
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True, raising=False)
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True, raising=False)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", tmp_path / "hf-cache", raising=False)
+    hub = tmp_path / "Small-Multilingual-Corpora"
+    (hub / "xx").mkdir(parents=True)
+    for split, lines in (("train", TRAIN), ("dev", DEV)):
+        with open(hub / "xx" / f"{split}.jsonl", "w", encoding="utf-8") as handle:
+            for line in lines:
+                handle.write(json.dumps({"text": line}) + "\n")
+    (hub / "README.md").write_text(
+        "---\nconfigs:\n- config_name: xx\n  data_files:\n  - split: train\n    path: xx/train.jsonl\n"
+        "  - split: dev\n    path: xx/dev.jsonl\n---\n", encoding="utf-8")
+    fallback = tmp_path / "mirror_substitute.txt"
+    fallback.write_text("\n".join(f"Mirror paragraph {i} first part. Then a second sentence {i}." for i in range(80))
+                        + "\n", encoding="utf-8")
+
+    def write_config(dataset: str):
+        paper = {"corpus": [{"hf_dataset": dataset, "config": "xx", "split": "train"}],
+                 "dev_corpus": [{"hf_dataset": dataset, "config": "xx", "split": "dev"}],
+                 "segmented": True, "subsample": False}
+        config = {"data": {"resources_dir": str(tmp_path / "resources"), "registry": "config/registry.yaml",
+                           "subsample_seed": 3, "tokens_per_language": 100, "dev_sentences": 10},
+                  "languages": {"xx": {"segmenter": "en", "paper_source": paper,
+                                       "corpus": [{"path": str(fallback)}]}}}
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        return path
+
+    return tmp_path, hub, write_config
+
+
+def _lines(path):
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def test_paper_source_used_when_available_and_recorded(setup, repo_root, monkeypatch):
+    tmp_path, hub, write_config = setup
+    monkeypatch.chdir(repo_root)
+    meta = prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "out")
+    assert meta["corpus_source"] == "paper_source" and meta["paper_source_skipped"] is None
+    # every line, in order, unsplit (segmented: true) and not subsampled (subsample: false; budget was 100 tokens)
+    assert _lines(tmp_path / "out" / "train.txt") == TRAIN
+    assert _lines(tmp_path / "out" / "dev.txt") == DEV
+    assert meta["subsampled"] is False and meta["segmenter"]["package"] is None
+    source = meta["sources"][0]
+    fetched = source["file"]  # under the (absolute) resources_dir
+    assert source["sha256"] == hashlib.sha256(open(fetched, "rb").read()).hexdigest()
+    assert "trust on first use" in source["checksum"]
+    assert open(f"{fetched}.sha256").read().strip() == source["sha256"]
+    # the tokenised corpus says which source its text came from
+    train_sentencepiece(tmp_path / "out" / "train.txt", tmp_path / "tok.model", requested_vocab=200)
+    metas = tokenize_corpus(tmp_path / "out", tmp_path / "tok.model", tmp_path / "tok", min_len=1)
+    assert metas["train"]["corpus_source"] == metas["dev"]["corpus_source"] == "paper_source"
+    # trust on first use: a changed copy of the fetched text is an error, never silently used or replaced
+    with open(fetched, "a", encoding="utf-8") as handle:
+        handle.write("tampered\n")
+    with pytest.raises(ChecksumError, match="trust|changed"):
+        prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "again")
+
+
+def test_falls_back_to_the_mirror_corpus_when_the_paper_source_cannot_load(setup, repo_root, monkeypatch):
+    tmp_path, hub, write_config = setup
+    monkeypatch.chdir(repo_root)
+    config = write_config(str(tmp_path / "not-fetched-dataset"))
+    meta = prepare_corpus("xx", config, out_dir=tmp_path / "out")
+    assert meta["corpus_source"] == "corpus" and "not-fetched-dataset" in meta["paper_source_skipped"]
+    train = _lines(tmp_path / "out" / "train.txt")
+    assert train and all(line.startswith(("Mirror", "Then")) for line in train)  # segmented by sentencex
+    assert meta["subsampled"] is True and meta["segmenter"]["package"] == "sentencex"
+    # forcing the paper source fails loudly instead
+    with pytest.raises(FetchError, match="not-fetched-dataset"):
+        prepare_corpus("xx", config, out_dir=tmp_path / "forced", corpus_source="paper_source")
+    assert not (tmp_path / "forced" / "train.txt").exists()
+
+
+def test_corpus_source_flag_and_fetch_paper_corpus(setup, repo_root, monkeypatch, capsys):
+    tmp_path, hub, write_config = setup
+    monkeypatch.chdir(repo_root)
+    config = write_config(str(hub))
+    meta = prepare_corpus("xx", config, out_dir=tmp_path / "out", corpus_source="corpus")
+    assert meta["corpus_source"] == "corpus" and meta["paper_source_skipped"] == "--corpus-source corpus"
+    assert fetch_main(["--paper-corpus", "xx", "--config", str(config),
+                       "--resources-dir", str(tmp_path / "resources")]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) == 2 and all("trust on first use" in line for line in printed)
