@@ -121,10 +121,13 @@ def _copy_run(run_dir, dest, manifest=None, data=None):
     shutil.copytree(run_dir, dest)
     for name, fields in (("encoder.json", manifest), ("train.json", None)):
         document = json.loads((dest / name).read_text())
+        # strae train records the corpus' pretokenisation in both files; drop it so each test says where it is
         if name == "encoder.json":
+            document.pop("pretokenize", None)
             document.update(fields or {})
         else:
-            document.setdefault("data", {}).update(data or {})
+            document.setdefault("data", {}).pop("pretokenize", None)
+            document["data"].update(data or {})
         (dest / name).write_text(json.dumps(document))
     return dest
 
@@ -135,6 +138,7 @@ def test_encoder_applies_the_runs_pretokenisation(run_dir, tmp_path):
     raw = ["the cat's (big) mat-house.", "old man-child ate bread."]
     plain = load_encoder(str(run_dir), device="cpu")
     assert plain.pretokenize == "none"  # the fixture's corpus meta records no pretokenisation
+    assert json.loads((run_dir / "encoder.json").read_text())["pretokenize"] == "none"  # strae train wrote it
     ptb = load_encoder(str(_copy_run(run_dir, tmp_path / "ptb", manifest={"pretokenize": "treebank"})), device="cpu")
     assert (ptb.pretokenize, ptb.describe()["pretokenize"]) == ("treebank", "treebank")
     # sentences and words: raw text through the treebank run == pretokenised text through the plain one

@@ -261,7 +261,8 @@ def without_empty_fields(config_dict: dict) -> dict:
 def _stable_data_fields(data_meta: dict) -> dict:
     """The content-defining part of a tokenized split's meta (not its timestamps or timings), so a corpus
     re-tokenised identically still matches a checkpoint while a different corpus does not."""
-    keys = ("vocab_size", "pad_id", "n_sentences", "n_tokens", "tokenizer_sha256", "text_sha256", "length_filter")
+    keys = ("vocab_size", "pad_id", "n_sentences", "n_tokens", "tokenizer_sha256", "text_sha256", "length_filter",
+            "pretokenize", "corpus_source")
     return {key: data_meta.get(key) for key in keys}
 
 
@@ -408,7 +409,7 @@ def _train_json(status, reason, settings, config_dict, history, timings, extra=N
 
 
 def _write_final(out: Path, model, config_dict, tokenizer_path: Path, tokenizer_sha: str, record, settings,
-                 recipe_record: dict[str, Any]) -> None:
+                 recipe_record: dict[str, Any], pretokenize: str | None = None) -> None:
     """model.pt, tokenizer copy, train.json (completed), then encoder.json last (the 'run is usable' mark)."""
     from strae.encode import write_encoder_manifest
 
@@ -430,6 +431,7 @@ def _write_final(out: Path, model, config_dict, tokenizer_path: Path, tokenizer_
         tokenizer="tokenizer.model",
         model_sha256=sha256_file(out / "model.pt"),
         tokenizer_sha256=tokenizer_sha,
+        **({"pretokenize": pretokenize} if pretokenize else {}),
     )
 
 
@@ -532,8 +534,12 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     extra = {
         "recipe": resolved.record(),
         "provenance": prov,
+        # pretokenize: what the encoder must apply to text it embeds (the corpus' own; "none" for corpora
+        # tokenised before the setting existed); corpus_source: which source the prepared corpus came from.
         "data": {"dir": settings.data_dir, "train_sentences": len(train_corpus), "train_tokens":
-                 int(train_corpus.n_tokens), "dev_sentences": len(dev_corpus), "tokenizer_sha256": tokenizer_sha},
+                 int(train_corpus.n_tokens), "dev_sentences": len(dev_corpus), "tokenizer_sha256": tokenizer_sha,
+                 "pretokenize": data_meta.get("pretokenize", "none"), "corpus_source": data_meta.get("corpus_source"),
+                 "text_sha256": data_meta.get("text_sha256")},
         "parameters": {
             "total": sum(p.numel() for p in params),
             "non_embedding": int(model.non_embedding_parameter_count()),
@@ -660,7 +666,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     timings["total_steps"] = global_step
     record = _train_json("completed", None, settings, config_dict, history, timings, extra)
     _write_final(out, model, config_dict, Path(settings.tokenizer), tokenizer_sha, record, settings,
-                 resolved.record())
+                 resolved.record(), pretokenize=data_meta.get("pretokenize", "none"))
     print_(f"{out}: completed ({global_step} steps, {timings['train_seconds']:.0f} s training)")
     return 0
 
@@ -685,8 +691,9 @@ def _export(args, checkpoint_path, device, expected, StraeModel, config, resolve
                          {"snapshot": snapshot, "recipe": resolved.record(), "provenance": provenance()})
     dest: Path = args.export_checkpoint
     dest.mkdir(parents=True, exist_ok=True)
+    pretokenize = read_json(Path(settings.data_dir) / "train.json").get("pretokenize", "none")
     _write_final(dest, model, config.to_dict(), Path(settings.tokenizer), tokenizer_sha, record, settings,
-                 resolved.record())
+                 resolved.record(), pretokenize=pretokenize)
     print(f"exported {checkpoint_path} (epoch {state['epoch']}, batch {state['batch_in_epoch']}, step "
           f"{state['global_step']}) -> {dest}", file=sys.stderr)
     return 0
