@@ -13,7 +13,7 @@ import yaml
 from strae.encode import Encoder
 from strae.evaluate import aggregate, harness, metrics
 from strae.evaluate.tasks import load_tasks, read_pairs
-from strae.io import write_json
+from strae.io import SCHEMA_VERSION, write_json
 
 ENGLISH_PAPER_COUNTS = {"simlex": 995, "wordsim_sim": 203, "wordsim_rel": 252, "sts12": 3108, "sts13": 1500,
                         "sts14": 3750, "sts15": 3000, "sts16": 1186, "stsb": 1379, "sickr": 4927, "semrel": 5500}
@@ -105,7 +105,7 @@ def test_gold_derived_encoder_scores_100_with_subsets_and_oov(synthetic):
 
 def test_json_has_contract_fields(synthetic):
     doc = run_synthetic(synthetic)
-    assert doc["schema_version"] == 1 and doc["variant"] == "paper" and doc["language"] == "xx"
+    assert doc["schema_version"] == SCHEMA_VERSION == 2 and doc["variant"] == "paper" and doc["language"] == "xx"
     assert {"language", "model", "setting", "seed", "status", "failure_reason"} <= set(doc["run"])
     assert doc["run"]["seed"] == 11 and doc["run"]["status"] == "completed" and doc["run"]["language"] == "xx"
     assert doc["encoder"]["encoder_id"] == "table"
