@@ -13,7 +13,7 @@ import yaml
 from strae.encode import Encoder
 from strae.evaluate import aggregate, harness, metrics
 from strae.evaluate.tasks import load_tasks, read_pairs
-from strae.io import write_json
+from strae.io import SCHEMA_VERSION, write_json
 
 ENGLISH_PAPER_COUNTS = {"simlex": 995, "wordsim_sim": 203, "wordsim_rel": 252, "sts12": 3108, "sts13": 1500,
                         "sts14": 3750, "sts15": 3000, "sts16": 1186, "stsb": 1379, "sickr": 4927, "semrel": 5500}
@@ -105,7 +105,7 @@ def test_gold_derived_encoder_scores_100_with_subsets_and_oov(synthetic):
 
 def test_json_has_contract_fields(synthetic):
     doc = run_synthetic(synthetic)
-    assert doc["schema_version"] == 1 and doc["variant"] == "paper" and doc["language"] == "xx"
+    assert doc["schema_version"] == SCHEMA_VERSION == 2 and doc["variant"] == "paper" and doc["language"] == "xx"
     assert {"language", "model", "setting", "seed", "status", "failure_reason"} <= set(doc["run"])
     assert doc["run"]["seed"] == 11 and doc["run"]["status"] == "completed" and doc["run"]["language"] == "xx"
     assert doc["encoder"]["encoder_id"] == "table"
@@ -117,6 +117,53 @@ def test_json_has_contract_fields(synthetic):
     assert {"strae_version", "git_sha", "seed", "device", "data_files", "tasks_file_sha256"} <= set(prov)
     assert set(prov["data_files"]) == {"sts_all", "sts/sub_a", "sts/sub_b", "words"}
     json.dumps(doc)  # serialisable as is
+
+
+def test_word_tasks_carry_both_protocols_and_sts_the_subset_mean(synthetic, tmp_path):
+    # the word file's gold strings as the reference reads them; "10.00" sorts between "1.0" and "5.0" as a string
+    write_pairs(synthetic["dir"] / "data" / "words.csv", ["word1", "word2", "score"],
+                [("w0", "v0", "1.0"), ("w1", "v1", "9.0"), ("w2", "v2", "5.0"), ("w3", "v3", "10.00"),
+                 ("w9", "unknownword", "3.0")])
+    synthetic["table"]["v3"] = np.array([1.0, 0.0])  # cosine 1.0: numerically a perfect predictor
+    doc = run_synthetic(synthetic)
+    words = doc["tasks"]["toy_words"]
+    assert words["score"] == pytest.approx(100.0) and words["scores"]["spearman"] == words["score"]
+    # predictions rank [1, 3, 2, 4]; gold strings '1.0' < '10.00' < '5.0' < '9.0' rank [1, 4, 3, 2]:
+    # sum d^2 = 6, rho = 1 - 36/60 = 0.4 (the OOV pair is dropped from both protocols)
+    assert words["scores"]["spearman_reference_strings"] == pytest.approx(40.0)
+    assert set(doc["metrics"]) == {"spearman", "spearman_reference_strings", "spearman_subset_mean"}
+    sts = doc["tasks"]["toy_sts"]
+    assert "spearman_reference_strings" not in sts["scores"]  # sentence level: numeric gold, as the reference
+    assert sts["scores"]["spearman_subset_mean"] == pytest.approx(
+        (sts["subsets"]["A"]["score"] + sts["subsets"]["B"]["score"]) / 2)
+
+    out, path = tmp_path / "scores.csv", tmp_path / "ok.json"
+    write_json(path, doc)
+    assert aggregate.main(["--out", str(out), str(path)]) == 0
+    with open(out, encoding="utf-8", newline="") as handle:
+        rows = {(r["task"], r["subset"]): r for r in csv.DictReader(handle)}
+    assert float(rows[("toy_words", "")]["spearman_reference_strings"]) == pytest.approx(40.0)
+    assert float(rows[("toy_words", "")]["score"]) == pytest.approx(100.0)
+    assert rows[("toy_words", "")]["spearman_subset_mean"] == ""
+    assert float(rows[("toy_sts", "")]["spearman_subset_mean"]) == pytest.approx(100.0)
+    assert rows[("toy_sts", "A")]["spearman_subset_mean"] == rows[("toy_sts", "")]["spearman_reference_strings"] == ""
+
+
+def test_aggregate_still_reads_schema_1_json(synthetic, tmp_path):
+    doc = run_synthetic(synthetic)
+    doc["schema_version"] = 1  # the layout before the named metrics
+    doc.pop("metrics")
+    for record in doc["tasks"].values():
+        for key in ("scores", "score_reasons", "headline_metric"):
+            record.pop(key, None)
+    write_json(tmp_path / "old.json", doc)
+    rows = aggregate.aggregate([tmp_path / "old.json"])
+    assert rows[0]["schema_version"] == 1 and rows[0]["score"] == pytest.approx(100.0)
+    assert all(r["spearman_reference_strings"] == "" and r["spearman_subset_mean"] == "" for r in rows)
+    doc["schema_version"] = 99
+    write_json(tmp_path / "future.json", doc)
+    with pytest.raises(SystemExit, match="schema_version 99"):
+        aggregate.aggregate([tmp_path / "future.json"])
 
 
 def test_only_selected_tasks_and_unknown_task_error(synthetic):
@@ -244,6 +291,14 @@ def test_random_token_full_english_suite(mirror, monkeypatch, tmp_path, repo_roo
         assert 20.0 < doc["tasks"][name]["score"] < 80.0, (name, doc["tasks"][name]["score"])
     for name in ("simlex", "wordsim_sim", "wordsim_rel"):
         assert abs(doc["tasks"][name]["score"]) < 15.0, (name, doc["tasks"][name]["score"])
+        assert abs(doc["tasks"][name]["scores"]["spearman_reference_strings"]) < 15.0
+    for name, record in doc["tasks"].items():
+        expected = {"spearman"} | ({"spearman_reference_strings"} if record["level"] == "word" else set()) | \
+            ({"spearman_subset_mean"} if record["subsets"] else set())
+        assert set(record["scores"]) == expected, name
+        if record["subsets"]:
+            subset_scores = [s["score"] for s in record["subsets"].values()]
+            assert record["scores"]["spearman_subset_mean"] == pytest.approx(np.mean(subset_scores))
 
 
 @pytest.mark.mirror

@@ -121,3 +121,64 @@ def test_declared_tables_match_paper_labels(repo_root):
                 row, column = column, row
             assert row in rows, f"{name}: paper row {row!r} has no row in config/tables.yaml"
             assert column in columns, f"{name}: paper column {column!r} not declared"
+
+
+LEX_TABLES = {"tables": {"lex": {
+    "title": "lexical", "paper_file": "lex.csv", "language": "xx", "model": "selfstrae",
+    "columns": {
+        "Word": {"task": "word_task", "metric": "spearman_reference_strings", "beside": "spearman"},
+        "Score": {"mean_of": ["word_task", "word_task2"], "metric": "spearman_reference_strings",
+                  "beside": "spearman"},
+        "STS": {"task": "sts_task", "metric": "spearman_subset_mean", "beside": "spearman"},
+    },
+    "rows": [{"label": "A", "setting": "ceco_linear_sentential_k2_u2"}],
+}}}
+
+
+def _lex_scores(tmp_path, with_metrics=True):
+    rows = []
+    for seed, (numeric, reference) in enumerate([(40.0, 30.0), (44.0, 34.0)]):
+        rows += [
+            {**_row(seed, "word_task", numeric), "spearman_reference_strings": reference, "spearman_subset_mean": None},
+            {**_row(seed, "word_task2", numeric + 10), "spearman_reference_strings": reference + 10,
+             "spearman_subset_mean": None},
+            {**_row(seed, "sts_task", 60.0), "level": "sentence", "spearman_reference_strings": None,
+             "spearman_subset_mean": 50.0},
+        ]
+    frame = pd.DataFrame(rows)
+    if not with_metrics:  # a scores.csv made from schema-1 evaluation JSONs
+        frame = frame.drop(columns=["spearman_reference_strings", "spearman_subset_mean"])
+    path = tmp_path / "scores.csv"
+    frame.to_csv(path, index=False)
+    (tmp_path / "lex.csv").write_text("row,column,mean,std,note\nA,Word,33.0,,\n")
+    return report.load_scores(path)
+
+
+def test_lexical_cells_compare_the_paper_with_the_reference_protocol(tmp_path):
+    cells = report.build_table("lex", LEX_TABLES, _lex_scores(tmp_path), tmp_path).set_index("column")
+    word = cells.loc["Word"]
+    assert word.metric == "spearman_reference_strings" and word["mean"] == pytest.approx(32.0)
+    assert word.delta == pytest.approx(-1.0)  # against the paper: the reference protocol
+    assert word.beside_metric == "spearman" and word.beside_mean == pytest.approx(42.0)
+    assert word.beside_std == pytest.approx(2.0)
+    assert cells.loc["Score", "mean"] == pytest.approx(37.0) and cells.loc["Score", "beside_mean"] == 47.0
+    assert cells.loc["STS", "mean"] == 50.0 and cells.loc["STS", "beside_mean"] == 60.0
+    markdown = report.to_markdown(cells.reset_index(), "lexical")
+    assert "32.00 ± 2.00 (n=2) [ref. strings] · numeric 42.00 ± 2.00 · paper 33.00 · Δ -1.00" in markdown
+    assert "[subset mean] · numeric 60.00" in markdown
+    assert "ranks predictions and gold as strings" in markdown and "SentEval's mean" in markdown
+
+
+def test_scores_without_the_reference_protocol_fall_back_labelled(tmp_path):
+    cells = report.build_table("lex", LEX_TABLES, _lex_scores(tmp_path, with_metrics=False), tmp_path)
+    word = cells.set_index("column").loc["Word"]
+    assert word.status == "ok" and word.metric == "spearman" and word["mean"] == pytest.approx(42.0)
+    assert "schema 1" in word.note and word.beside_metric == "spearman_reference_strings"
+    assert "42.00 ± 2.00 (n=2) [numeric] · ref. strings n/a · paper 33.00" in report.format_cell(word)
+
+
+def test_unknown_metric_names_the_key(tmp_path):
+    bad = {"tables": {"lex": {**LEX_TABLES["tables"]["lex"], "columns": {"Word": {"task": "word_task",
+                                                                                  "metric": "kendall"}}}}}
+    with pytest.raises(SystemExit, match="unknown metric 'kendall'"):
+        report.build_table("lex", bad, _lex_scores(tmp_path), tmp_path)

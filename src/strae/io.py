@@ -16,7 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-SCHEMA_VERSION = 1  # bump when the layout of evaluation JSON / scores.csv changes
+SCHEMA_VERSION = 2  # bump when the layout of evaluation JSON / scores.csv changes
+# 2: per-task `scores` {spearman, spearman_reference_strings (word level), spearman_subset_mean (STS subsets)}
+READABLE_SCHEMA_VERSIONS = (1, 2)  # evaluation JSONs that aggregate still reads (1 lacks the extra metrics)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,12 @@
 """``strae aggregate --out results/scores.csv JSON...``: flatten evaluation JSONs into one tidy CSV.
 
 One row per (run x task) with an empty ``subset`` for the task's headline score, plus one row per (run x task x
-subset) for pooled tasks with per-subset scores. A failed run contributes one row per task it would have been
-evaluated on (``planned_tasks``) with ``status=failed`` and an empty score, so tables can show the failure.
+subset) for pooled tasks with per-subset scores. ``score`` is always the correct (numeric) Spearman, pooled over
+subsets for STS; the further named metrics of the evaluation JSON (strae.evaluate.metrics) are columns of the same
+row, empty where they do not apply or the JSON predates them (schema 1): ``spearman_reference_strings`` (word-level
+tasks, the papers' string-ranked protocol) and ``spearman_subset_mean`` (STS years with subsets, SentEval's mean).
+A failed run contributes one row per task it would have been evaluated on (``planned_tasks``) with
+``status=failed`` and an empty score, so tables can show the failure.
 Columns: docs/CONTRACTS.md "Evaluation".
 """
 from __future__ import annotations
@@ -13,11 +17,14 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable
 
-from strae.io import SCHEMA_VERSION, atomic_open, read_json
+from strae.evaluate.metrics import SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN
+from strae.io import READABLE_SCHEMA_VERSIONS, atomic_open, read_json
 
+EXTRA_METRICS = [SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN]
 COLUMNS = [
     "schema_version", "language", "model", "setting", "seed", "status", "failure_reason", "variant", "task",
     "subset", "level", "score", "n_pairs", "n_oov", "split", "encoder_id", "git_sha", "device", "source_json",
+    *EXTRA_METRICS,  # appended (schema 2), so readers that index the first columns are unaffected
 ]
 
 
@@ -28,8 +35,9 @@ def _blank(value: Any) -> Any:
 def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, Any]]:
     """The CSV rows of one evaluation JSON document."""
     version = document.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise SystemExit(f"{source}: schema_version {version!r} is not {SCHEMA_VERSION}; re-run `strae evaluate`")
+    if version not in READABLE_SCHEMA_VERSIONS:
+        raise SystemExit(f"{source}: schema_version {version!r} is not one of {list(READABLE_SCHEMA_VERSIONS)}; "
+                         "re-run `strae evaluate`")
     run = document.get("run") or {}
     prov = document.get("provenance") or {}
     encoder = document.get("encoder") or {}
@@ -46,6 +54,7 @@ def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, 
         "git_sha": _blank(prov.get("git_sha")),
         "device": _blank(prov.get("device")),
         "source_json": source,
+        **{metric: "" for metric in EXTRA_METRICS},
     }
     rows: list[dict[str, Any]] = []
     tasks = document.get("tasks") or {}
@@ -56,8 +65,9 @@ def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, 
         return rows
     for name, record in tasks.items():
         common = {**base, "task": name, "level": record.get("level", ""), "split": record.get("split", "")}
+        extra = {metric: _blank((record.get("scores") or {}).get(metric)) for metric in EXTRA_METRICS}
         rows.append({**common, "subset": "", "score": _blank(record.get("score")),
-                     "n_pairs": record.get("n_pairs", ""), "n_oov": record.get("n_oov", "")})
+                     "n_pairs": record.get("n_pairs", ""), "n_oov": record.get("n_oov", ""), **extra})
         for subset, sub in (record.get("subsets") or {}).items():
             rows.append({**common, "subset": subset, "score": _blank(sub.get("score")),
                          "n_pairs": sub.get("n_pairs", ""), "n_oov": _blank(sub.get("n_oov"))})

@@ -76,7 +76,7 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
         "level": task.level, "split": task.split, "variant": task.variant, "language": task.language,
         "registry": task.registry, "file": _display_path(path), "sha256": sha256_file(path),
         "aggregation": task.aggregation, "similarity": "cosine", "metric": "spearman_x100",
-        "score_range": list(task.score_range),
+        "headline_metric": metrics.SPEARMAN, "score_range": list(task.score_range),
     }
     if task.pooling:
         record["pooling"] = " ".join(task.pooling.split())
@@ -85,14 +85,15 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
     if task.subsets:
         # Pooled = concatenation of the subset files. Encode per subset, then pool; the year file must be exactly
         # that concatenation, so the pooled score is provably a score of the declared file.
-        parts, sub_pairs = [], []
+        parts, sub_pairs, sub_scores = [], [], []
         for subset in task.subsets:
             sub_path = resolve(subset.registry)
             pairs = read_pairs(sub_path, task.level, subset.rows)
             left, right = encode_pairs(encoder, pairs, task.level, batch_size)
             parts.append((left, right, pairs.gold))
             sub_pairs.append(pairs)
-            subsets[subset.name] = {**metrics.score_pairs(left, right, pairs.gold).to_dict(),
+            sub_scores.append(metrics.score_pairs(left, right, pairs.gold))
+            subsets[subset.name] = {**sub_scores[-1].to_dict(),
                                     "registry": subset.registry, "file": _display_path(sub_path),
                                     "sha256": sha256_file(sub_path)}
         joined = PairSet.concatenate(sub_pairs)
@@ -102,9 +103,16 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
                 "in config/tasks.yaml order; fix the subsets list or the data"
             )
         result = metrics.score_pooled(parts)
+        # SentEval's per-subset mean, labelled, beside the pooled headline (the papers' and MTEB's convention)
+        mean, why = metrics.subset_mean(sub_scores)
+        result.extra[metrics.SPEARMAN_SUBSET_MEAN] = mean
+        if why is not None:
+            result.extra_reasons[metrics.SPEARMAN_SUBSET_MEAN] = why
     else:
         left, right = encode_pairs(encoder, full, task.level, batch_size)
-        result = metrics.score_pairs(left, right, full.gold)
+        # word level: also the papers' string-ranked protocol, on the file's verbatim gold strings
+        gold_text = full.gold_text if task.level == "word" else None
+        result = metrics.score_pairs(left, right, full.gold, gold_text=gold_text)
     record.update(result.to_dict())
     record["subsets"] = subsets
     record["seconds"] = round(time.perf_counter() - started, 3)
@@ -193,7 +201,8 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     run = _run_record(encoder.run_info() or {}, language)
     return {
         "schema_version": SCHEMA_VERSION, "variant": variant, "language": language, "run": run,
-        "encoder": described, "planned_tasks": [t.name for t in tasks], "tasks": results,
+        "encoder": described, "planned_tasks": [t.name for t in tasks], "metrics": dict(metrics.METRIC_DEFINITIONS),
+        "tasks": results,
         "provenance": provenance(**extra_prov, seed=run.get("seed", described.get("seed")),
                                  device=described.get("device", "cpu"), batch_size=batch_size,
                                  data_files=data_files),
@@ -231,7 +240,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _summary_line(name: str, record: dict[str, Any]) -> str:
     score = "null" if record["score"] is None else f"{record['score']:6.2f}"
     extra = f"  ({record['reason']})" if record.get("reason") else ""
-    return f"{name:<16} {score}  n={record['n_pairs']} oov={record['n_oov']}{extra}"
+    others = [f"{key}={'null' if value is None else f'{value:.2f}'}"
+              for key, value in (record.get("scores") or {}).items() if key != metrics.SPEARMAN]
+    others_text = f"  [{', '.join(others)}]" if others else ""
+    return f"{name:<16} {score}  n={record['n_pairs']} oov={record['n_oov']}{others_text}{extra}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,6 +54,9 @@ class PairSet:
     left: list[str]
     right: list[str]
     gold: np.ndarray  # float64, shape (n,)
+    # the gold scores as written in the file (surrounding whitespace removed): the papers' lexical protocol ranks
+    # these strings (strae.evaluate.metrics.SPEARMAN_REFERENCE_STRINGS); None for pairs not read from a file
+    gold_text: list[str] | None = None
 
     def __len__(self) -> int:
         return len(self.left)
@@ -64,6 +67,8 @@ class PairSet:
             left=[text for part in parts for text in part.left],
             right=[text for part in parts for text in part.right],
             gold=np.concatenate([part.gold for part in parts]) if parts else np.zeros(0),
+            gold_text=([text for part in parts for text in part.gold_text]
+                       if parts and all(part.gold_text is not None for part in parts) else None),
         )
 
 
@@ -194,7 +199,7 @@ def read_pairs(path: str | Path, level: str, expected_rows: int | None = None) -
             raise SystemExit(
                 f"{path}: header {header!r} does not match a {level}-level task (expected {HEADERS[level]})"
             )
-        left, right, gold = [], [], []
+        left, right, gold, gold_text = [], [], [], []
         for line_no, row in enumerate(reader, start=2):
             if len(row) != 3:
                 raise SystemExit(f"{path}:{line_no}: expected 3 fields, got {len(row)}")
@@ -202,11 +207,12 @@ def read_pairs(path: str | Path, level: str, expected_rows: int | None = None) -
                 gold.append(float(row[2]))
             except ValueError:
                 raise SystemExit(f"{path}:{line_no}: score {row[2]!r} is not a number") from None
+            gold_text.append(row[2].strip())
             left.append(row[0])
             right.append(row[1])
     if expected_rows is not None and len(left) != expected_rows:
         raise SystemExit(f"{path}: {len(left)} pairs, but config/tasks.yaml declares rows: {expected_rows}")
-    return PairSet(left, right, np.asarray(gold, dtype=np.float64))
+    return PairSet(left, right, np.asarray(gold, dtype=np.float64), gold_text)
 
 
 def resolve_data_file(name: str, resources_dir: str | Path = "resources", registry: Any = None) -> Path:

@@ -65,8 +65,10 @@ def ku_curves(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figure:
                 continue
             x = np.array([ks[label] for label in sub["row"]])
             order = np.argsort(x)
+            # lexical columns plot the reference code's string-ranked Spearman (what the paper's values carry)
+            label = column + (" [ref. strings]" if "spearman_reference_strings" in set(sub["metric"]) else "")
             line = ax.errorbar(x[order], sub["mean"].to_numpy()[order], yerr=sub["std"].to_numpy()[order],
-                               marker="o", capsize=3, label=column)
+                               marker="o", capsize=3, label=label)
             paper = cells[cells["column"] == column]
             px = np.array([ks[label] for label in paper["row"]])
             porder = np.argsort(px)

@@ -5,6 +5,11 @@ Which run and task fills each cell is declared in config/tables.yaml; the paper'
 paper_tables/*.csv. Nothing is ever filled in that was not measured: a cell without runs reads "not run", a cell
 whose seeds all diverged reads "failed", and failed seeds are counted, never averaged.
 
+Which score a cell compares with the paper is the column's `metric` (default `spearman`, scores.csv `score`); a
+column may show a second metric `beside` it. The lexical columns compare the paper with the reference code's
+string-ranked Spearman (`spearman_reference_strings`, the protocol the published lexical numbers carry) and show
+the correct `spearman` beside it; both are labelled in the Markdown cell.
+
 `strae report param-counts --config ... --out results/param_counts.csv` counts the non-embedding parameters of
 every configured Self-StrAE/Banyan setting by instantiating the model (Banyan Table 6, SemEval Table 2 "# Params").
 """
@@ -25,8 +30,14 @@ from strae.io import atomic_open, atomic_path
 CELL_COLUMNS = [
     "table", "half", "row", "column", "language", "model", "setting", "variant", "tasks", "aggregate",
     "status", "mean", "std", "n_seeds", "n_failed", "seeds", "best_seed", "paper_mean", "paper_std", "delta",
-    "paper_note", "note",
+    "paper_note", "note", "metric", "beside_metric", "beside_mean", "beside_std",
 ]
+SPEARMAN = "spearman"
+# named metric (config/tables.yaml `metric:` / `beside:`) -> scores.csv column (strae.evaluate.aggregate)
+METRIC_COLUMNS = {SPEARMAN: "score", "spearman_reference_strings": "spearman_reference_strings",
+                  "spearman_subset_mean": "spearman_subset_mean"}
+METRIC_LABELS = {SPEARMAN: "numeric", "spearman_reference_strings": "ref. strings",
+                 "spearman_subset_mean": "subset mean"}
 PARAM_COUNT = "(parameter count)"  # `tasks` value of a parameter-count cell
 # Population std (ddof=0, numpy's default) over seeds: what the reference code's np.std reports; stated in the .md.
 STD_DDOF = 0
@@ -50,7 +61,9 @@ def load_scores(path: str | Path) -> pd.DataFrame:
     else:
         scores["eval_setting"] = scores["setting"]
     scores["seed"] = pd.to_numeric(scores["seed"], errors="coerce")
-    scores["score"] = pd.to_numeric(scores["score"], errors="coerce")
+    for column in METRIC_COLUMNS.values():
+        # scores.csv from schema-1 evaluation JSONs has no extra metric columns: read them as missing
+        scores[column] = pd.to_numeric(scores[column], errors="coerce") if column in scores else math.nan
     return scores
 
 
@@ -87,8 +100,17 @@ def load_param_counts(path: str | Path | None) -> dict[tuple[str, str], int]:
     return {(r.model, r.setting): int(r.non_embedding_parameters) for r in counts.itertuples()}
 
 
-def _seed_values(scores: pd.DataFrame, selector: dict[str, Any], tasks: list[str]) -> tuple[dict[int, float], set[int]]:
-    """Per-seed value (mean over `tasks`; NaN if a task is missing for that seed) and the set of failed seeds."""
+def _metric_column(metric: str, where: str) -> str:
+    if metric not in METRIC_COLUMNS:
+        raise SystemExit(f"config/tables.yaml: {where}: unknown metric {metric!r}; known: {sorted(METRIC_COLUMNS)}")
+    return METRIC_COLUMNS[metric]
+
+
+def _seed_values(scores: pd.DataFrame, selector: dict[str, Any], tasks: list[str],
+                 metric: str = SPEARMAN) -> tuple[dict[int, float], set[int]]:
+    """Per-seed value of `metric` (mean over `tasks`; NaN if a task is missing for that seed) and the set of failed
+    seeds."""
+    value_column = _metric_column(metric, "metric")
     mask = (
         (scores["language"] == selector["language"])
         & (scores["model"] == selector["model"])
@@ -101,7 +123,7 @@ def _seed_values(scores: pd.DataFrame, selector: dict[str, Any], tasks: list[str
     failed = {int(s) for s in rows.loc[rows["status"] == "failed", "seed"].dropna()}
     values: dict[int, float] = {}
     for seed, group in rows[rows["status"] != "failed"].groupby("seed"):
-        by_task = group.dropna(subset=["score"]).drop_duplicates("task").set_index("task")["score"]
+        by_task = group.dropna(subset=[value_column]).drop_duplicates("task").set_index("task")[value_column]
         values[int(seed)] = float(by_task[tasks].mean()) if set(tasks) <= set(by_task.index) else math.nan
     return values, failed - set(values)
 
@@ -176,7 +198,7 @@ def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: pd.DataFrame)
         tasks = _column_tasks(column)
         if not tasks or row.get("external"):
             continue
-        values, _ = _seed_values(scores, _row_selector(table, row, column), tasks)
+        values, _ = _seed_values(scores, _row_selector(table, row, column), tasks, column.get("metric", SPEARMAN))
         for seed, value in values.items():
             totals.setdefault(seed, []).append(value)
     complete = {seed: float(np.mean(v)) for seed, v in totals.items() if not any(math.isnan(x) for x in v)}
@@ -186,7 +208,7 @@ def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: pd.DataFrame)
 def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dict[str, Any]:
     selector = _row_selector(table, row, column)
     base = dict(selector, tasks="", status="", mean=math.nan, std=math.nan, n_seeds=0, n_failed=0, seeds="",
-                best_seed="", note="")
+                best_seed="", note="", metric="", beside_metric="", beside_mean=math.nan, beside_std=math.nan)
     if row.get("language") and column.get("language") and row["language"] != column["language"]:
         return dict(base, status="n/a", note="column belongs to another language's half of the table")
     if row.get("external"):
@@ -200,8 +222,17 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
             return dict(base, status="not run", note="model not built (no parameter count)")
         return dict(base, status="ok", mean=float(count), n_seeds=0, note="non-embedding parameters (counted)")
     tasks = _column_tasks(column)
-    values, failed = _seed_values(scores, selector, tasks)
-    base.update(tasks=";".join(tasks), n_failed=len(failed))
+    metric = column.get("metric", SPEARMAN)
+    beside = column.get("beside")
+    values, failed = _seed_values(scores, selector, tasks, metric)
+    if metric != SPEARMAN and values and all(math.isnan(v) for v in values.values()):
+        numeric, _ = _seed_values(scores, selector, tasks, SPEARMAN)
+        if any(not math.isnan(v) for v in numeric.values()):
+            # results from schema-1 evaluation JSONs lack the metric: say so and fall back to the numeric score
+            base["note"] = (f"no {metric} in these results (evaluation JSON schema 1; re-run strae evaluate): "
+                            f"the paper is compared with {SPEARMAN}")
+            metric, beside, values = SPEARMAN, metric, numeric  # the missing metric shows as "n/a" beside
+    base.update(tasks=";".join(tasks), n_failed=len(failed), metric=metric)
     measured = {seed: value for seed, value in values.items() if not math.isnan(value)}
     base["seeds"] = ";".join(str(s) for s in sorted(measured))
     if not values and not failed:
@@ -209,17 +240,41 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
     if not measured:
         status = "failed" if failed else "missing"
         return dict(base, status=status, note="every seed failed" if failed else "a task score is missing")
+    beside_values: dict[int, float] = {}
+    if beside and beside != metric:
+        beside_values, _ = _seed_values(scores, selector, tasks, beside)
+        base["beside_metric"] = beside
     if aggregate == "best_seed":
         if best_seed is None or best_seed not in measured:
             return dict(base, status="missing", note="no seed has every task of this row")
-        return dict(base, status="ok", mean=measured[best_seed], n_seeds=len(measured), best_seed=best_seed)
+        return dict(base, status="ok", mean=measured[best_seed], n_seeds=len(measured), best_seed=best_seed,
+                    beside_mean=beside_values.get(best_seed, math.nan))
     array = np.array(list(measured.values()))
+    beside_array = np.array([beside_values.get(seed, math.nan) for seed in measured])
+    if beside_values and not np.isnan(beside_array).any():
+        base.update(beside_mean=float(beside_array.mean()), beside_std=float(beside_array.std(ddof=STD_DDOF)))
     return dict(base, status="ok", mean=float(array.mean()), std=float(array.std(ddof=STD_DDOF)),
                 n_seeds=len(measured))
 
 
 def _fmt(value: float, digits: int = 2) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _metric_suffix(cell: pd.Series) -> str:
+    """" [ref. strings] · numeric 44.10 ± 0.40": which metric the reproduced value is, and the one beside it."""
+    metric = cell.get("metric") or SPEARMAN
+    beside = cell.get("beside_metric") or ""
+    if metric == SPEARMAN and not beside:
+        return ""
+    text = f" [{METRIC_LABELS.get(metric, metric)}]"
+    if beside:
+        beside_mean = cell.get("beside_mean", math.nan)
+        value = _fmt(beside_mean)
+        if value and not math.isnan(cell.get("beside_std", math.nan)) and cell["aggregate"] != "best_seed":
+            value += f" ± {_fmt(cell['beside_std'])}"
+        text += f" · {METRIC_LABELS.get(beside, beside)} {value or 'n/a'}"
+    return text
 
 
 def format_cell(cell: pd.Series) -> str:
@@ -234,6 +289,7 @@ def format_cell(cell: pd.Series) -> str:
             reproduced = f"{_fmt(cell['mean'])} ± {_fmt(cell['std'])} (n={cell['n_seeds']})"
         if cell["n_failed"]:
             reproduced += f", {cell['n_failed']} failed"
+        reproduced += _metric_suffix(cell)
     elif status == "external":
         reproduced = "external"
     elif status == "failed":
@@ -258,6 +314,15 @@ def to_markdown(cells: pd.DataFrame, title: str) -> str:
              "(diverged, excluded from the mean), the paper's value, and Δ = reproduced − paper. "
              "`not run` = no run configured/finished; `external` = a published number this project does not train.",
              ""]
+    metrics_used = set(cells["metric"].dropna()) | set(cells["beside_metric"].dropna())
+    if "spearman_reference_strings" in metrics_used:
+        lines[-1:-1] = ["Lexical cells: `[ref. strings]` = the reference code's Spearman, which ranks predictions and "
+                        "gold as strings (`10.00` between `1.x` and `2.x`, negative cosines reversed): the protocol "
+                        "the papers' lexical numbers carry, so Δ is taken against it; `numeric` beside it = the "
+                        "correct Spearman (`spearman`, the harness's headline score).", ""]
+    if "spearman_subset_mean" in metrics_used:
+        lines[-1:-1] = ["`subset mean` = SentEval's mean of per-subset STS scores (`spearman_subset_mean`); "
+                        "`numeric` = the pooled Spearman over all subsets (the papers' and MTEB's convention).", ""]
     has_half = cells["half"].astype(str).str.len().gt(0).any()
     header = (["half"] if has_half else []) + ["row"] + columns
     lines.append("| " + " | ".join(header) + " |")
