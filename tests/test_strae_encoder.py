@@ -163,3 +163,19 @@ def test_pretokenisation_read_from_train_json_then_corpus_meta(run_dir, tmp_path
     via_corpus = load_encoder(str(_copy_run(run_dir, tmp_path / "b", data={"dir": str(corpus)})), device="cpu")
     assert via_corpus.pretokenize == "treebank"
     assert via_corpus.describe()["pretokenize_source"] == str(corpus / "train.json")
+
+
+def test_paper_variant_embeds_the_reference_files_as_they_are(tmp_path):
+    """The paper-variant files are the reference code's own and it embedded them unchanged: no pretokenisation
+    for a strae run on that variant (official files are raw text: the run's own pretokenisation applies)."""
+    from strae.evaluate.harness import variant_encoder_options
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "encoder.json").write_text(json.dumps({"kind": "strae", "pretokenize": "treebank"}))
+    assert variant_encoder_options(str(run), "paper", {"device": "cpu"}) == {"device": "cpu", "pretokenize": "none"}
+    assert variant_encoder_options(str(run), "official", {}) == {}
+    assert variant_encoder_options(str(run), "paper", {"pretokenize": "treebank"}) == {"pretokenize": "treebank"}
+    (run / "encoder.json").write_text(json.dumps({"kind": "glove"}))
+    assert variant_encoder_options(str(run), "paper", {}) == {}
+    assert variant_encoder_options("random-token", "paper", {}) == {}

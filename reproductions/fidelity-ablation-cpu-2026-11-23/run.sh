@@ -10,7 +10,7 @@ STEPS=${STEPS:-300}
 OUT=${OUT:-results/ablation}
 HERE=$(cd "$(dirname "$0")" && pwd)
 common=(--model banyan --lang en --seed 0 --tokenizer resources/tokenizers/en.model --device cpu
-        --max-steps "$STEPS" --checkpoint-every-steps 50 --dev-max-sentences 2000)
+        --max-steps "$STEPS" --checkpoint-every-steps 50 --dev-max-sentences 2000 --collapse-cosine 2)
 declare -A variant=(
   [a0_strae_0_1]="--recipe strae_0_1 --data-dir resources/tokenized/en"
   [a1_ptb_corpus]="--recipe strae_0_1 --data-dir resources/tokenized/en_treebank"

@@ -13,12 +13,9 @@ STS = ["sts12", "sts13", "sts14", "sts15", "sts16", "stsb", "sickr", "semrel"]
 LEX = ["simlex", "wordsim_sim", "wordsim_rel"]
 
 
-def reference_key(task: dict) -> str | None:
-    """The evaluation JSON's reference-protocol (string-ranked) Spearman key, whatever its schema calls it."""
-    for key in task:
-        if key.startswith("spearman") and "reference" in key and isinstance(task[key], (int, float)):
-            return key
-    return None
+def reference(task: dict) -> float | None:
+    """The reference code's string-ranked Spearman (evaluation JSON schema 2, word-level tasks)."""
+    return (task.get("scores") or {}).get("spearman_reference_strings")
 
 
 def row(out: Path, name: str, variant: str) -> dict:
@@ -27,14 +24,14 @@ def row(out: Path, name: str, variant: str) -> dict:
         return {}
     tasks = json.loads(path.read_text())["tasks"]
     train = json.loads((out / name / "train.json").read_text())
-    sts = [tasks[t]["spearman"] for t in STS if t in tasks]
-    lex = [tasks[t]["spearman"] for t in LEX if t in tasks]
-    ref = [tasks[t][reference_key(tasks[t])] for t in LEX if t in tasks and reference_key(tasks[t])]
+    sts = [tasks[t]["score"] for t in STS if t in tasks]
+    lex = [tasks[t]["score"] for t in LEX if t in tasks]
+    ref = [reference(tasks[t]) for t in LEX if t in tasks and reference(tasks[t]) is not None]
     last = train["history"][-1] if train.get("history") else {}
     return {"sts": sum(sts) / len(sts) if len(sts) == len(STS) else None,
             "lex": sum(lex) / len(lex) if len(lex) == len(LEX) else None,
             "lex_ref": sum(ref) / len(ref) if len(ref) == len(LEX) else None,
-            "sts12": tasks.get("sts12", {}).get("spearman"), "tasks": tasks,
+            "sts12": tasks.get("sts12", {}).get("score"), "tasks": tasks,
             "steps": last.get("global_step"), "tok_s": last.get("tokens_per_second"),
             "dev_loss": last.get("dev", {}).get("loss")}
 
@@ -54,7 +51,7 @@ def main(out: str) -> None:
         p, o = row(out, name, "paper"), row(out, name, "official")
         if not p:
             continue
-        lex = [p["tasks"].get(t, {}).get("spearman") for t in LEX]
+        lex = [p["tasks"].get(t, {}).get("score") for t in LEX]
         print(f"| {name} | {p['steps']} | {p['tok_s']:,.0f} | {p['dev_loss']:.3f} | {fmt(p['sts'])} | "
               f"{fmt(p['lex'])} | {fmt(p['lex_ref'])} | {fmt(p['sts12'])} | {' | '.join(fmt(v) for v in lex)} | "
               f"{fmt(o.get('sts'))} | {fmt(o.get('lex'))} |")

@@ -263,7 +263,11 @@ def _stable_data_fields(data_meta: dict) -> dict:
     re-tokenised identically still matches a checkpoint while a different corpus does not."""
     keys = ("vocab_size", "pad_id", "n_sentences", "n_tokens", "tokenizer_sha256", "text_sha256", "length_filter",
             "pretokenize", "corpus_source")
-    return {key: data_meta.get(key) for key in keys}
+    fields = {key: data_meta.get(key) for key in keys}
+    # the same raw text tokenised with and without pretokenisation is different data; a corpus tokenised before
+    # the setting existed was not pretokenised
+    fields["pretokenize"] = fields["pretokenize"] or "none"
+    return fields
 
 
 # -------------------------------------------------------------------------------------------------- data

@@ -164,6 +164,22 @@ def _run_record(encoder_info: dict[str, Any], language: str) -> dict[str, Any]:
     return run
 
 
+def variant_encoder_options(spec: str, variant: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """Encoder options implied by the evaluation variant (recorded in the JSON's provenance like any other).
+
+    A strae run pretokenises the text it embeds the way its training corpus was (``languages.<lang>.pretokenize``),
+    which suits the official files (raw text). The paper-variant files are the reference code's own, and it
+    embedded them exactly as they are - PTB-tokenised STS12-16/SICK/SimLex, but raw STS-B - so for that variant a
+    strae run embeds them unchanged too (``pretokenize=none``), unless the user passes the option explicitly.
+    """
+    options = dict(options or {})
+    if variant == "paper" and "pretokenize" not in options:
+        manifest = Path(spec) / "encoder.json"
+        if manifest.exists() and read_json(manifest).get("kind") == "strae":
+            options["pretokenize"] = "none"
+    return options
+
+
 def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAULT_CONFIG,
              tasks_path: str | None = None, only: Sequence[str] | None = None,
              encoder_options: dict[str, Any] | None = None, batch_size: int | None = None,
@@ -188,7 +204,9 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
                 "planned_tasks": [t.name for t in tasks], "tasks": {},
                 "provenance": provenance(**extra_prov, seed=failed.get("seed"), device=None, data_files={})}
 
-    encoder = load_encoder(spec, **(encoder_options or {}))
+    encoder_options = variant_encoder_options(spec, variant, encoder_options)
+    extra_prov["encoder_options"] = encoder_options
+    encoder = load_encoder(spec, **encoder_options)
     described = encoder.describe()
     results: dict[str, Any] = {}
     bar = tqdm(tasks, desc=f"evaluate {language}/{variant}", unit="task", disable=not progress)
