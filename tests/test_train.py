@@ -280,3 +280,14 @@ def test_export_checkpoint_is_labelled_mid_training(tiny, tmp_path):
 def test_missing_data_is_a_clear_error(tiny, tmp_path):
     with pytest.raises(SystemExit, match="tokenize-corpus"):
         trainer.train(train_args((tmp_path / "nowhere", tiny[1]), tmp_path / "run"))
+
+
+def test_checkpoints_load_to_the_cpu_whatever_the_device(tiny, tmp_path):
+    """A CUDA run's checkpoint must resume: its RNG states have to stay CPU ByteTensors (torch.set_rng_state
+    refuses anything else), so checkpoints are loaded to the CPU and load_state_dict moves the weights."""
+    out = tmp_path / "run"
+    assert trainer.train(train_args(tiny, out, "--max-steps", "2", "--epochs", "1")) == 0
+    # asking for the GPU on a machine without one: map_location="cuda" would raise here
+    state = trainer.load_checkpoint(out / "checkpoint.pt", torch.device("cuda"))
+    assert state["rng"]["torch"].device.type == "cpu" and state["rng"]["torch"].dtype == torch.uint8
+    assert all(t.device.type == "cpu" for t in state["model"].values())
