@@ -208,3 +208,7 @@ def test_profiles_name_real_rules_and_dry_run(workdir):
         assert re.search(rf"^rule {rule}:", rules_text, re.M), f"profiles/slurm names unknown rule {rule!r}"
     result = snakemake(workdir, "-n", "--profile", "profiles/local", "results/table2.csv")
     assert result.returncode == 0, result.stderr + result.stdout
+    gpu = yaml.safe_load((REPO / "profiles/gpu/config.yaml").read_text())
+    assert gpu["resources"]["gpu"] > 1  # several training runs share one card
+    result = snakemake(workdir, "-n", "--profile", "profiles/gpu", "results/table2.csv")
+    assert result.returncode == 0, result.stderr + result.stdout
