@@ -1,0 +1,79 @@
+"""strae record: a reproduction record from results/, with every cell's Δ, and the README block generated from it."""
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from strae.report import record as rec
+from strae.report.tables import CELL_COLUMNS
+
+
+def _cells(rows):
+    frame = pd.DataFrame([{**{c: "" for c in CELL_COLUMNS}, **row} for row in rows], columns=CELL_COLUMNS)
+    for column in ("mean", "std", "paper_mean", "paper_std"):
+        frame[column] = pd.to_numeric(frame[column].replace("", math.nan))
+    return frame
+
+
+@pytest.fixture()
+def results(tmp_path):
+    root = tmp_path / "results"
+    (root / "banyan").mkdir(parents=True)
+    (root / "scores.csv").write_text("run,task,score\n")
+    run = root / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0"
+    run.mkdir(parents=True)
+    (run / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "cuda (H100)"}}))
+    (run / "checkpoint.pt").write_bytes(b"x" * 10)
+    _cells([
+        # within: |0.5| <= max(0.001, 1.0)
+        dict(table="banyan_table1", row="Banyan", column="STS-12", status="ok", mean=51.7, std=0.2, n_seeds=4,
+             paper_mean=51.2, paper_std=0.001, n_failed=0),
+        # outside: |-3| > max(2.0, 1.0)
+        dict(table="banyan_table1", row="Banyan", column="STS-13", status="ok", mean=66.1, std=0.3, n_seeds=4,
+             paper_mean=69.1, paper_std=2.0, n_failed=1),
+        # within thanks to the paper's own spread: |1.5| <= 2.0
+        dict(table="banyan_table1", row="Banyan", column="STS-14", status="ok", mean=64.7, std=0.3, n_seeds=4,
+             paper_mean=63.2, paper_std=2.0, n_failed=0),
+        dict(table="banyan_table1", row="Self-StrAE", column="STS-12", status="not run", n_seeds=0, n_failed=0,
+             paper_mean=31.98, paper_std=0.58),
+    ]).to_csv(root / "banyan/table1.csv", index=False)
+    (root / "banyan/table1.md").write_text("| table |\n")
+    return root
+
+
+def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n## Results\n{rec.README_BEGIN}\nold\n{rec.README_END}\n\n## Layout\n")
+    out = tmp_path / "reproductions"
+    assert rec.main(["--name", "h100-test", "--results", str(results), "--out", str(out), "--readme", str(readme)]) == 0
+    record = out / "h100-test"
+    assert (record / "scores.csv").exists() and (record / "banyan/table1.csv").exists()
+    assert (record / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json").exists()
+    assert not list(record.rglob("checkpoint.pt"))  # no checkpoints in a record
+    manifest = json.loads((record / "manifest.json").read_text())
+    counts = manifest["tables"][0]["counts"]
+    assert (counts["with_paper_value"], counts["within"], counts["not_run"], counts["failed_seeds"]) == (3, 2, 1, 1)
+    assert manifest["devices"] == ["cuda (H100)"] and manifest["n_runs"] == 1
+    summary = (record / "summary.md").read_text()
+    assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no |" in summary
+    text = readme.read_text()
+    assert "old" not in text and "| [banyan/table1](" in text and "| 3 | 2 |" in text and text.endswith("## Layout\n")
+    # records are immutable; a second one becomes the newest and the README follows it
+    with pytest.raises(SystemExit, match="exists"):
+        rec.main(["--name", "h100-test", "--results", str(results), "--out", str(out), "--readme", str(readme)])
+    rec.main(["--name", "h100-later", "--results", str(results), "--out", str(out), "--no-readme"])
+    assert rec.newest_record(out).name == "h100-later"
+    rec.main(["--readme-only", "--out", str(out), "--readme", str(readme)])
+    assert "[`reproductions/h100-later`](reproductions/h100-later/summary.md)" in readme.read_text()
+
+
+def test_missing_scores_or_markers_are_clear_errors(tmp_path, results):
+    with pytest.raises(SystemExit, match="scores.csv: missing"):
+        rec.build_record(tmp_path / "nothing", tmp_path / "out", "x")
+    readme = tmp_path / "README.md"
+    readme.write_text("# no markers\n")
+    with pytest.raises(SystemExit, match="no generated-results block"):
+        rec.main(["--name", "y", "--results", str(results), "--out", str(tmp_path / "out"), "--readme", str(readme)])
