@@ -11,6 +11,10 @@ matrix products the loss cannot avoid (vocabulary CE over the step's leaves: log
 2*N*E*V; contrastive over M rows: 3 GEMMs of 2*M*M*E), ``gemm_gflop/s`` is the rate this device sustains on those
 very shapes (measured here, same dtype and threads), and ``bound_tokens/s`` is the throughput a step would reach
 if everything but those products were free.
+
+The line ends with where a step's time goes (``split=induce/graph/forward/backward/optimizer`` in ms, each phase
+timed around the engine's own calls; on CUDA each boundary synchronises, so the split slows the timed steps slightly
+and is measured on separate steps), and on CUDA the kernel launches per step (torch profiler) and peak GPU memory.
 """
 from __future__ import annotations
 
@@ -97,6 +101,71 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2  # Linux: kilobytes
 
 
+class PhaseTimer:
+    """Wall time per step phase: wraps the model's induce / build / propagate and times backward and the optimiser
+    step from the loop. ``forward`` = everything in the loss that is not induction or graph building (message
+    passing + objective)."""
+
+    PHASES = ("induce", "graph", "forward", "backward", "optimizer")
+
+    def __init__(self, model: StraeModel, device: torch.device) -> None:
+        self.device, self.totals = device, {phase: 0.0 for phase in self.PHASES}
+        self._nested = 0.0
+        for method, phase in (("induce", "induce"), ("build", "graph")):
+            original = getattr(model, method)
+            setattr(model, method, self._wrap(original, phase))
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def _wrap(self, function, phase: str):
+        def timed(*args, **kwargs):
+            self.sync()
+            start = time.perf_counter()
+            result = function(*args, **kwargs)
+            self.sync()
+            spent = time.perf_counter() - start
+            self.totals[phase] += spent
+            self._nested += spent
+            return result
+        return timed
+
+    def step(self, model, optimizer, ids, lengths, clip: float) -> None:
+        self.sync()
+        self._nested = 0.0
+        start = time.perf_counter()
+        loss, _ = model.loss(ids, lengths)
+        self.sync()
+        after_forward = time.perf_counter()
+        self.totals["forward"] += after_forward - start - self._nested
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.sync()
+        after_backward = time.perf_counter()
+        self.totals["backward"] += after_backward - after_forward
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        self.sync()
+        self.totals["optimizer"] += time.perf_counter() - after_backward
+
+    def line(self, steps: int) -> str:
+        return "/".join(f"{1000 * self.totals[p] / steps:.0f}" for p in self.PHASES)
+
+
+def kernel_launches_per_step(step, prepared, device: torch.device) -> float:
+    """CUDA kernels launched per step (torch profiler's device-side kernel events), averaged over ``prepared``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for ids, lengths in prepared:
+            step(ids, lengths)
+        torch.cuda.synchronize()
+    kernels = sum(1 for event in prof.events() if event.device_type == torch.autograd.DeviceType.CUDA)
+    return kernels / len(prepared)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["banyan", "selfstrae"], default="banyan")
@@ -111,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--profile", type=Path, default=None, help="write a torch.profiler table to this file")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split-steps", type=int, default=2, help="extra steps timed phase by phase (0 = skip)")
     parser.add_argument("--recipe", default=None, help="recipe (strae/recipes.yaml); default: the model's own")
     parser.add_argument("--set", dest="recipe_set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one recipe value, as `strae train --set` (e.g. loss_precision=bf16)")
@@ -137,7 +207,10 @@ def main(argv: list[str] | None = None) -> int:
     recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
     model = StraeModel(config, recipe).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr_for(config.objective))
-    prepared = [to_padded(next(batches), vocab_size, device) for _ in range(args.warmup + args.steps)]
+    n_extra = args.split_steps
+    prepared = [to_padded(next(batches), vocab_size, device) for _ in range(args.warmup + args.steps + n_extra)]
+    extra = prepared[args.warmup + args.steps:]
+    prepared = prepared[:args.warmup + args.steps]
 
     def step(ids, lengths):
         loss, _ = model.loss(ids, lengths)
@@ -169,6 +242,19 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     # CPU seconds of this process: on a machine shared with other jobs, wall time overstates the cost.
     cpu_per_step = (time.process_time() - cpu_start) / args.steps
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    cuda_fields = ""
+    if device.type == "cuda" and extra:
+        launches = kernel_launches_per_step(step, extra, device)
+        cuda_fields = (f" kernels/step={launches:,.0f} "
+                       f"peak_gpu_mem={torch.cuda.max_memory_allocated(device) / 2 ** 30:.2f}GB")
+    split = ""
+    if extra:
+        timer = PhaseTimer(model, device)
+        for ids, lengths in extra:
+            timer.step(model, optimizer, ids, lengths, recipe.clip_grad_norm)
+        split = f" split_ms={timer.line(len(extra))}(induce/graph/forward/backward/optimizer)"
     step_shapes = [objective_gemm_shapes(model, ids, lengths) for ids, lengths in prepared[args.warmup:]]
     objective_flop = sum(gemm_flop(shapes) for shapes in step_shapes) / args.steps
     low_precision = recipe.loss_precision == "bf16" and bf16_autocast_supported(device)
@@ -180,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
           f"s/step={elapsed / args.steps:.3f} cpu_s/step={cpu_per_step:.3f} peak_rss={peak_rss_gb():.2f}GB "
           f"objective_gflop/step={objective_flop / 1e9:.0f} gemm_gflop/s={rate / 1e9:.0f} "
-          f"bound_tokens/s={bound:,.0f} device={describe_device(device)}")
+          f"bound_tokens/s={bound:,.0f}{split}{cuda_fields} torch={torch.__version__} "
+          f"device={describe_device(device).replace(' ', '_')}")
     return 0
 
 

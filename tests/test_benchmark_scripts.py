@@ -18,8 +18,12 @@ def test_train_throughput_prints_its_line_with_the_objective_bound(tmp_path):
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, result.stdout
     fields = dict(re.findall(r"(\S+)=(\S+)", lines[0]))
-    for key in ("tokens/s", "s/step", "peak_rss", "objective_gflop/step", "gemm_gflop/s", "bound_tokens/s"):
+    for key in ("tokens/s", "s/step", "peak_rss", "objective_gflop/step", "gemm_gflop/s", "bound_tokens/s",
+                "split_ms"):
         assert key in fields, (key, lines[0])
+    # where the time goes: five phases, milliseconds, induction and the forward pass take some
+    split = [float(v) for v in fields["split_ms"].split("(")[0].split("/")]
+    assert len(split) == 5 and all(v >= 0 for v in split) and split[0] > 0
     # 8 sentences: CE over <= 8*200 leaves x 256 x 25000, three products -> a few GFLOP at most, and > 0.
     assert 0 < float(fields["gemm_gflop/s"].replace(",", ""))
     assert float(fields["bound_tokens/s"].replace(",", "")) > 0
