@@ -137,6 +137,7 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
         assert np.isfinite(entry["dev"]["loss"]) and entry["tokens"] > 0 and entry["tokens_per_second"] > 0
         assert 0 <= entry["collapse"]["mean_pairwise_cosine"] <= 0.999 and entry["collapse"]["relative_spread"] > 0
     assert record["timings"]["train_seconds"] > 0 and record["provenance"]["torch"] == torch.__version__
+    assert record["provenance"]["determinism"] == {"deterministic": True, "device_type": "cpu"}
 
     # rerunning a completed run is a no-op
     before = (out / "model.pt").stat().st_mtime_ns

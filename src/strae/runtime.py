@@ -34,6 +34,27 @@ def seed_everything(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+def configure_determinism(device: torch.device, enabled: bool = True) -> dict[str, Any]:
+    """Deterministic kernels on CUDA (same seed twice -> same weights), returned as a record for train.json.
+
+    CPU kernels are deterministic already. On CUDA, atomics-based scatters (index_add_, the backward of advanced
+    indexing) may sum in any order; torch's deterministic mode swaps in sort-based implementations, and cuBLAS
+    needs a fixed workspace (CUBLAS_WORKSPACE_CONFIG, read when its handle is created: call this before the model
+    touches the GPU). ``warn_only``: an op without a deterministic kernel warns instead of stopping a run. The
+    speed cost on the engine has not been measured yet (no GPU in the session that wrote this).
+    """
+    record: dict[str, Any] = {"deterministic": bool(enabled), "device_type": device.type}
+    if device.type != "cuda":
+        return record
+    if enabled:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        record["cublas_workspace_config"] = os.environ["CUBLAS_WORKSPACE_CONFIG"]
+    torch.use_deterministic_algorithms(enabled, warn_only=True)
+    torch.backends.cudnn.deterministic = enabled
+    torch.backends.cudnn.benchmark = not enabled
+    return record
+
+
 def bf16_autocast_supported(device: torch.device) -> bool:
     """bf16 autocast pays off on CUDA and on CPUs with AMX/AVX512-BF16; elsewhere keep fp32."""
     if device.type == "cuda":

@@ -38,7 +38,8 @@ import torch
 from strae import recipes
 from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
-from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
+from strae.runtime import (capture_rng_states, configure_determinism, describe_device, resolve_device,
+                           restore_rng_states, seed_everything)
 
 # 2: the run's recipe (strae/recipes.yaml + overrides) is recorded under "recipe"; the model config is the
 # architecture only.
@@ -82,6 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", type=Path, help="tokenizer model (default resources/tokenizers/LANG.model)")
     p.add_argument("--setting", help="setting label (default: ModelConfig.setting_name())")
     p.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda[:N]")
+    p.add_argument("--nondeterministic", action="store_true",
+                   help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")
     p.add_argument(
         "--record-failure", action="store_true", help="exit 0 after recording a diverged/collapsed run as failed"
     )
@@ -493,6 +496,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
         return 0 if args.record_failure else 1
 
     engine_sha = engine_source_sha256()
+    determinism = configure_determinism(device, not args.nondeterministic)
     seed_everything(settings.seed)
     model = StraeModel(config, recipe).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
@@ -533,7 +537,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     session = {"started": time.time(), "start_step": global_step, "device": describe_device(device),
                "engine_sha256": engine_sha}
     timings.setdefault("sessions", []).append(session)
-    prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads())
+    prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads(), determinism=determinism)
     params = [p for p in model.parameters() if p.requires_grad]
     extra = {
         "recipe": resolved.record(),
