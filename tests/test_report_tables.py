@@ -182,3 +182,23 @@ def test_unknown_metric_names_the_key(tmp_path):
                                                                                   "metric": "kendall"}}}}}
     with pytest.raises(SystemExit, match="unknown metric 'kendall'"):
         report.build_table("lex", bad, _lex_scores(tmp_path), tmp_path)
+
+
+def test_tables_say_how_their_runs_were_trained():
+    """Recipe overrides (the quick profile's bf16) and the corpus source reach the table from each run's record."""
+    import pandas as pd
+
+    from strae.report.tables import training_notes
+
+    cells = pd.DataFrame([{"status": "ok", "language": "en", "model": "banyan", "setting": "s1"},
+                          {"status": "not run", "language": "en", "model": "banyan", "setting": "s2"}])
+    scores = pd.DataFrame([
+        {"language": "en", "model": "banyan", "setting": "s1", "recipe": "banyan",
+         "recipe_overrides": "epochs=1;loss_precision=bf16", "corpus_source": "corpus"},
+        {"language": "en", "model": "banyan", "setting": "s2", "recipe": "strae_0_1", "recipe_overrides": "x=1",
+         "corpus_source": "paper_source"},
+    ])
+    notes = "\n".join(training_notes(cells, scores))
+    assert "`epochs=1;loss_precision=bf16`" in notes and "`corpus`" in notes and "`banyan`" in notes
+    assert "x=1" not in notes and "strae_0_1" not in notes  # only runs that fill a cell
+    assert training_notes(cells, scores.drop(columns=["recipe"])) == []  # older scores.csv: nothing claimed

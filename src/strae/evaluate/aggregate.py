@@ -25,6 +25,8 @@ COLUMNS = [
     "schema_version", "language", "model", "setting", "seed", "status", "failure_reason", "variant", "task",
     "subset", "level", "score", "n_pairs", "n_oov", "split", "encoder_id", "git_sha", "device", "source_json",
     *EXTRA_METRICS,  # appended (schema 2), so readers that index the first columns are unaffected
+    # how the run was trained (strae runs): recipe name, overridden recipe values, the corpus source it used
+    "recipe", "recipe_overrides", "corpus_source",
 ]
 
 
@@ -55,6 +57,9 @@ def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, 
         "device": _blank(prov.get("device")),
         "source_json": source,
         **{metric: "" for metric in EXTRA_METRICS},
+        "recipe": _blank(run.get("recipe")),
+        "recipe_overrides": _blank(run.get("recipe_overrides")),
+        "corpus_source": _blank(run.get("corpus_source")),
     }
     rows: list[dict[str, Any]] = []
     tasks = document.get("tasks") or {}

@@ -153,6 +153,11 @@ class StraeEncoder(Encoder):
             "seed": run.get("seed"),
             "status": self.train_record.get("status", "completed"),
             "failure_reason": self.train_record.get("failure_reason"),
+            # how it was trained, so tables can say so: the recipe, any overrides (e.g. the quick profile's bf16)
+            # and which corpus source the language's data came from (the authors' or the mirror's substitute)
+            "recipe": recipe_label(self.train_record),
+            "recipe_overrides": overrides_label(self.train_record),
+            "corpus_source": (self.train_record.get("data") or {}).get("corpus_source"),
         }
 
 
@@ -172,3 +177,16 @@ def load_recipe(payload: dict[str, Any]):
     if "recipe" in payload:
         return recipes.from_record(payload["recipe"])
     return recipes.legacy(payload["config"])
+
+
+def recipe_label(train_record: dict[str, Any]) -> str | None:
+    recipe = train_record.get("recipe")
+    return recipe.get("name") if isinstance(recipe, dict) else None
+
+
+def overrides_label(train_record: dict[str, Any]) -> str | None:
+    """`key=value;...` of the recipe values a run overrode ("" when none; None for runs without a recipe record)."""
+    recipe = train_record.get("recipe")
+    if not isinstance(recipe, dict):
+        return None
+    return ";".join(f"{key}={entry['value']}" for key, entry in sorted((recipe.get("overrides") or {}).items()))

@@ -334,6 +334,26 @@ def to_markdown(cells: pd.DataFrame, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def training_notes(cells: pd.DataFrame, scores: pd.DataFrame) -> list[str]:
+    """Lines saying how the table's runs were trained where that is not the paper's recipe or corpus: recipe
+    overrides (e.g. the quick CPU profile's epochs / batch / bf16 loss) and the corpus source (the authors' corpus
+    or the offline mirror's substitute). Read from scores.csv, i.e. from each run's own train.json."""
+    if not {"recipe", "recipe_overrides", "corpus_source"} <= set(scores.columns):
+        return []
+    used = cells[cells["status"] == "ok"][["language", "model", "setting"]].drop_duplicates()
+    rows = scores.merge(used, on=["language", "model", "setting"]) if len(used) else scores.iloc[0:0]
+    lines = []
+    for column, label in (("recipe_overrides", "recipe overrides"), ("corpus_source", "training corpus source")):
+        values = sorted({str(v) for v in rows[column].dropna() if str(v) not in ("", "nan")})
+        if values:
+            lines.append(f"Runs in this table were trained with {label}: " + " | ".join(f"`{v}`" for v in values)
+                         + (" (see each run's train.json)" if column == "recipe_overrides" else ""))
+    recipes_used = sorted({str(v) for v in rows["recipe"].dropna() if str(v) not in ("", "nan")})
+    if recipes_used:
+        lines.append("Recipes (src/strae/recipes.yaml): " + ", ".join(f"`{r}`" for r in recipes_used))
+    return lines
+
+
 def param_counts_frame(config: dict[str, Any]) -> pd.DataFrame:
     """Non-embedding parameter count of every configured Self-StrAE/Banyan setting (enabled or not)."""
     from strae import plan
@@ -398,10 +418,13 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.scores).exists():
         raise SystemExit(f"{args.scores}: scores file not found; run `snakemake results/scores.csv` first")
     tables = load_yaml(args.tables)
-    cells = build_table(args.table, tables, load_scores(args.scores), args.paper_dir,
-                        load_param_counts(args.param_counts))
+    scores = load_scores(args.scores)
+    cells = build_table(args.table, tables, scores, args.paper_dir, load_param_counts(args.param_counts))
     _write_csv(cells, args.out_csv)
     markdown = to_markdown(cells, tables["tables"][args.table].get("title", args.table))
+    notes = training_notes(cells, scores)
+    if notes:
+        markdown += "\n" + "\n\n".join(notes) + "\n"
     with atomic_open(args.out_md, "w", encoding="utf-8") as handle:
         handle.write(markdown)
     print(markdown)
