@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.roberta.data import batch_indices, collate, mask_for_mlm
+from baselines.roberta.data import batch_indices, collate, mask_for_mlm, pack, padded_rows
 from baselines.roberta.encoder import find_occurrences
-from baselines.roberta.model import RobertaShape, SpecialIds, build_mlm_model, mean_pool
+from baselines.roberta.model import (RobertaShape, SimcseMLP, SpecialIds, build_mlm_model, encode, mean_pool,
+                                     non_embedding_parameter_count, segments_from_attention,
+                                     set_attention_implementation)
 from baselines.roberta.simcse import simcse_loss
-from baselines.roberta.train import linear_warmup_decay, mlm_loss
+from baselines.roberta.train import linear_warmup_decay, mlm_loss, mlm_token_losses
 
 N_PIECES = 40
 
@@ -107,7 +109,7 @@ def test_tiny_roberta_mlm_loss_drops():
     def loss_fn(step):
         ids, attention = collate([templates[i % 4] for i in range(16)], special, 64)
         inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(step))
-        return mlm_loss(model, inputs, attention, labels)
+        return mlm_loss(model, pack(inputs, labels, special, 64))
 
     losses = _train(model, loss_fn, 30, 3e-3)
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.0
