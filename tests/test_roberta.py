@@ -353,3 +353,29 @@ def test_checkpoints_are_read_onto_the_cpu(monkeypatch, tmp_path):
     state = load_checkpoint(tmp_path / "checkpoint.pt")
     assert seen["map_location"] == "cpu" and state["rng"]["torch"].device.type == "cpu"
     restore_rng_states(state["rng"])
+
+
+def test_resume_refuses_a_checkpoint_from_other_settings(tmp_path):
+    from baselines.roberta.train import run_steps
+
+    shape, model = tiny_model()
+    special = shape.special
+    ids, _ = collate(patterned_sentences(4), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(0))
+
+    def forward_backward(step):
+        loss = mlm_loss(model, pack(inputs, labels, special, 64))
+        loss.backward()
+        return loss.detach(), {}
+
+    def run(signature):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(3, 0))
+        record = {"history": [], "timings": {}}
+        return run_steps(run_dir=tmp_path, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
+                         total_steps=3, forward_backward=forward_backward, clip_grad_norm=1.0, checkpoint_every=100,
+                         log_every=1, max_minutes=0, description="test", signature=signature)
+
+    assert run({"shape": {"hidden_size": 32}, "lr": 1e-3}) == "stopped"
+    with pytest.raises(SystemExit, match=r"other settings \(shape differ\)"):
+        run({"shape": {"hidden_size": 64}, "lr": 1e-3})

@@ -179,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         status = run_steps(run_dir=run_dir, record=record, model=modules, optimizer=optimizer, scheduler=scheduler,
                            total_steps=steps, forward_backward=forward_backward, clip_grad_norm=args.clip_grad_norm,
                            checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-                           max_minutes=args.max_minutes, description=f"simcse {language} seed{args.seed}")
+                           max_minutes=args.max_minutes, description=f"simcse {language} seed{args.seed}",
+                           signature={"shape": shape.to_dict(), "init_model_sha256": config["init_model_sha256"],
+                                      **{key: recipe[key] for key in sorted(recipe)}})
     except DivergedError as error:
         return record_failure(run_dir, record, str(error), args.record_failure)
     weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "simcse_unsup",

@@ -97,8 +97,12 @@ def save_checkpoint(path: Path, **state: Any) -> None:
 def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, optimizer: torch.optim.Optimizer,
               scheduler: torch.optim.lr_scheduler.LRScheduler, total_steps: int,
               forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]], clip_grad_norm: float,
-              checkpoint_every: int, log_every: int, max_minutes: float | None, description: str) -> str:
+              checkpoint_every: int, log_every: int, max_minutes: float | None, description: str,
+              signature: dict[str, Any] | None = None) -> str:
     """Run optimiser steps ``[start, total_steps)``, resuming from ``run_dir/checkpoint.pt`` when present.
+
+    ``signature``: the settings a checkpoint must have been written with to be resumed (shape, batch, lr, ...); a
+    checkpoint from other settings is an error naming the keys that differ, never a silent mix.
 
     ``forward_backward(step)`` computes the step's loss, calls ``backward`` itself (once per micro-batch under
     gradient accumulation) and returns (detached loss, metrics); this loop zeroes, clips and steps around it.
@@ -116,6 +120,14 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
                 f"{checkpoint_path}: written for {state['total_steps']} steps, this command asks for {total_steps}; "
                 "use the same options to resume or a new --out"
             )
+        saved = state.get("signature")
+        if signature is not None and saved is None:
+            raise SystemExit(f"{checkpoint_path}: written by an older strae that did not record its settings; "
+                             "it cannot be resumed safely, use a new --out")
+        if signature is not None and saved != signature:
+            differ = sorted(k for k in set(signature) | set(saved or {}) if (saved or {}).get(k) != signature.get(k))
+            raise SystemExit(f"{checkpoint_path}: written with other settings ({', '.join(differ)} differ); "
+                             "use the same options to resume or a new --out")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -128,7 +140,7 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
     def checkpoint(now_elapsed: float) -> None:
         save_checkpoint(checkpoint_path, model=model.state_dict(), optimizer=optimizer.state_dict(),
                         scheduler=scheduler.state_dict(), rng=capture_rng_states(), step=step, total_steps=total_steps,
-                        elapsed_s=now_elapsed, history=record["history"])
+                        elapsed_s=now_elapsed, history=record["history"], signature=signature)
         record["timings"].update(steps_done=step, train_seconds=round(now_elapsed, 1))
         write_json(train_json, record)
 
@@ -356,7 +368,9 @@ def main(argv: list[str] | None = None) -> int:
                            total_steps=args.steps, forward_backward=forward_backward,
                            clip_grad_norm=args.clip_grad_norm, checkpoint_every=args.checkpoint_every,
                            log_every=args.log_every, max_minutes=args.max_minutes,
-                           description=f"roberta-mlm {args.lang} seed{args.seed}")
+                           description=f"roberta-mlm {args.lang} seed{args.seed}",
+                           signature={key: config[key] for key in ("shape", "batch_size", "max_length", "lr",
+                                                                   "warmup_steps", "mask_probability", "optimizer")})
     except DivergedError as error:
         return record_failure(run_dir, record, str(error), args.record_failure)
     weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "mlm"}
