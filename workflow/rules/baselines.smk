@@ -3,10 +3,11 @@
 # They train on the language's prepared corpus (the paper's WikiText-103 100M is not in the offline mirror).
 import shlex
 
-
-def baseline_train_options(name):
-    """The baseline's `train_options` (extra trainer arguments, e.g. RoBERTa's --shape, SimCSE's --recipe)."""
-    return " ".join(shlex.quote(str(o)) for o in config["baselines"].get(name, {}).get("train_options", []))
+# each baseline's `train_options`: extra trainer arguments (e.g. RoBERTa's --shape, SimCSE's --recipe)
+BASELINE_TRAIN_OPTIONS = {
+    name: " ".join(shlex.quote(str(o)) for o in (spec or {}).get("train_options", []))
+    for name, spec in config["baselines"].items()
+}
 
 
 rule train_glove:
@@ -19,7 +20,7 @@ rule train_glove:
         epochs=config["baselines"].get("glove", {}).get("epochs", 15),
         device=DEVICE,
         stopwords=stopwords_flag,
-        options=baseline_train_options("glove"),
+        options=BASELINE_TRAIN_OPTIONS.get("glove", ""),
     log:
         "logs/train/{lang}/glove/{setting}/seed{seed}.log",
     benchmark:
@@ -48,7 +49,7 @@ rule train_roberta:
         data_dir=tokenized_dir,
         steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
         device=DEVICE,
-        options=baseline_train_options("roberta"),
+        options=BASELINE_TRAIN_OPTIONS.get("roberta", ""),
     log:
         "logs/train/{lang}/roberta/{setting}/seed{seed}.log",
     benchmark:
@@ -77,7 +78,7 @@ rule train_simcse:
         init_dir=baseline_init_dir,
         steps=simcse_steps_flag,
         device=DEVICE,
-        options=baseline_train_options("roberta_simcse"),
+        options=BASELINE_TRAIN_OPTIONS.get("roberta_simcse", ""),
     log:
         "logs/train/{lang}/roberta_simcse/{setting}/seed{seed}.log",
     benchmark:
