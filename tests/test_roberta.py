@@ -379,3 +379,17 @@ def test_resume_refuses_a_checkpoint_from_other_settings(tmp_path):
     assert run({"shape": {"hidden_size": 32}, "lr": 1e-3}) == "stopped"
     with pytest.raises(SystemExit, match=r"other settings \(shape differ\)"):
         run({"shape": {"hidden_size": 64}, "lr": 1e-3})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_packed_loss_matches_cpu():
+    shape, model = tiny_model()
+    model.eval()
+    special = shape.special
+    ids, _ = collate(patterned_sentences(8, seed=8), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(2))
+    rows = pack(inputs, labels, special, 32)
+    with torch.no_grad():
+        on_cpu = mlm_loss(model, rows)
+        on_gpu = mlm_loss(model.cuda(), rows.to(torch.device("cuda")))
+    assert torch.allclose(on_cpu, on_gpu.cpu(), atol=1e-4)

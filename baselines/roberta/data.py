@@ -119,6 +119,7 @@ class Rows:
     inputs: torch.Tensor
     labels: torch.Tensor
     segments: torch.Tensor
+    predicted: torch.Tensor | None = None  # set by ``to``: flat indices of the predicted positions
 
     def __len__(self) -> int:
         return self.inputs.shape[0]
@@ -132,8 +133,14 @@ class Rows:
             out.append(Rows(self.inputs[index, :width], self.labels[index, :width], segments[:, :width]))
         return out
 
+    def predicted_index(self) -> torch.Tensor:
+        """Flat indices of the predicted positions, computed where the labels live (the CPU, before ``to``), so the
+        device never has to sync to find them."""
+        return (self.labels.flatten() != -100).nonzero().squeeze(1)
+
     def to(self, device: torch.device) -> "Rows":
-        return Rows(*(t.to(device, non_blocking=True) for t in (self.inputs, self.labels, self.segments)))
+        return Rows(*(t.to(device, non_blocking=True) for t in (self.inputs, self.labels, self.segments,
+                                                                  self.predicted_index())))
 
 
 def padded_rows(inputs: torch.Tensor, labels: torch.Tensor, special: SpecialIds) -> Rows:

@@ -70,10 +70,10 @@ def mlm_token_losses(model, rows) -> tuple[torch.Tensor, torch.Tensor]:
     from baselines.roberta.model import encode
 
     hidden = encode(model.roberta, rows.inputs, rows.segments)
-    predicted = rows.labels != -100
-    logits = model.lm_head(hidden[predicted])
-    losses = torch.nn.functional.cross_entropy(logits.float(), rows.labels[predicted], reduction="none")
-    return losses, rows.segments[predicted]
+    predicted = rows.predicted if rows.predicted is not None else rows.predicted_index()
+    logits = model.lm_head(hidden.flatten(0, 1).index_select(0, predicted))
+    losses = torch.nn.functional.cross_entropy(logits.float(), rows.labels.flatten()[predicted], reduction="none")
+    return losses, rows.segments.flatten()[predicted]
 
 
 def mlm_loss(model, rows) -> torch.Tensor:
