@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     modules = torch.nn.ModuleDict({"model": model, **({"mlp": mlp} if mlp is not None else {})}).to(device)
     special = shape.special
     optimizer = torch.optim.AdamW(modules.parameters(), lr=float(recipe["lr"]), betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=0.0)
+                                  weight_decay=0.0, fused=device.type == "cuda" or None)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(steps, 0))
 
     run_dir = args.out
@@ -152,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         "sentences_per_epoch": sentences_per_epoch,
         "train_pooler": recipe["train_pooler"], "mlp_only_train": recipe["train_pooler"] == "cls",
         "eval_pooler": recipe["eval_pooler"], "attention": args.attention,
-        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0},
+        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0,
+                      "fused": device.type == "cuda"},
         "clip_grad_norm": args.clip_grad_norm, "precision": precision,
         "best_checkpoint_selection": None,  # SimCSE's script keeps the best STS-B-dev checkpoint; strae the last
         # the word encoder reads word contexts from this corpus (by default the pre-training corpus)

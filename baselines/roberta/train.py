@@ -317,8 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     seed_everything(args.seed)
     model = build_mlm_model(shape, attention=args.attention).to(device)
     warmup_steps = int(round(args.warmup_fraction * args.steps))
+    # fused AdamW on CUDA: one kernel for all parameters instead of several per tensor (same update rule)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=args.weight_decay)
+                                  weight_decay=args.weight_decay, fused=device.type == "cuda" or None)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(args.steps, warmup_steps))
 
     run_dir = args.out
@@ -328,7 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         "objective": "mlm", "shape_name": args.shape, "shape": shape.to_dict(), "special_ids": special.to_dict(),
         "steps": args.steps,
         "warmup_steps": warmup_steps, "lr": args.lr, "schedule": "linear warm-up then linear decay to 0",
-        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": args.weight_decay},
+        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": args.weight_decay,
+                      "fused": device.type == "cuda"},
         "batch_size": args.batch_size, "max_length": args.max_length, "mask_probability": args.mask_probability,
         "mask_replacement": {"mask": 0.8, "random": 0.1, "keep": 0.1}, "clip_grad_norm": args.clip_grad_norm,
         "packing": args.packing, "grad_accumulation": args.grad_accumulation, "attention": args.attention,
@@ -369,8 +371,9 @@ def main(argv: list[str] | None = None) -> int:
                            clip_grad_norm=args.clip_grad_norm, checkpoint_every=args.checkpoint_every,
                            log_every=args.log_every, max_minutes=args.max_minutes,
                            description=f"roberta-mlm {args.lang} seed{args.seed}",
-                           signature={key: config[key] for key in ("shape", "batch_size", "max_length", "lr",
-                                                                   "warmup_steps", "mask_probability", "optimizer")})
+                           signature={"weight_decay": args.weight_decay,
+                                      **{key: config[key] for key in ("shape", "batch_size", "max_length", "lr",
+                                                                      "warmup_steps", "mask_probability")}})
     except DivergedError as error:
         return record_failure(run_dir, record, str(error), args.record_failure)
     weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "mlm"}
