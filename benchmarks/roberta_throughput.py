@@ -41,7 +41,8 @@ def batches(args: argparse.Namespace, n_pieces: int) -> list[list[np.ndarray]]:
 
 def measure(packing: str, args: argparse.Namespace, device: torch.device, data: list) -> tuple[float, float, float, float]:
     torch.manual_seed(0)
-    shape = RobertaShape(n_pieces=args.vocab, max_position_embeddings=max(514, args.max_length), **SHAPES[args.shape])
+    dims = {**SHAPES[args.shape], **({"num_hidden_layers": args.layers} if args.layers else {})}
+    shape = RobertaShape(n_pieces=args.vocab, max_position_embeddings=max(514, args.max_length), **dims)
     model = build_mlm_model(shape, attention=args.attention).to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
     autocast, _ = autocast_context(device, args.precision)
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128, help="ids per sentence and per packed row")
     parser.add_argument("--steps", type=int, default=3, help="timed steps (after one warm-up step)")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="table6")
+    parser.add_argument("--layers", type=int, default=None, help="override the shape's layer count")
     parser.add_argument("--precision", default="auto", help="auto | fp32 | bf16")
     parser.add_argument("--attention", default="sdpa", help="sdpa | eager")
     parser.add_argument("--grad-accumulation", type=int, default=1)

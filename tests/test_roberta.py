@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -393,3 +394,15 @@ def test_cuda_packed_loss_matches_cpu():
         on_cpu = mlm_loss(model, rows)
         on_gpu = mlm_loss(model.cuda(), rows.to(torch.device("cuda")))
     assert torch.allclose(on_cpu, on_gpu.cpu(), atol=1e-4)
+
+
+def test_throughput_benchmark_prints_one_line_for_both_layouts(repo_root):
+    result = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "roberta_throughput.py"), "--vocab", "100",
+                             "--layers", "1", "--batch-size", "6", "--steps", "1", "--max-length", "64", "--threads", "1",
+                             "--device", "cpu", "--precision", "fp32"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1 and "none:" in lines[0] and "sentences:" in lines[0], result.stdout
+    ratios = [float(x) for x in re.findall(r"ids/token (\S+)", lines[0])]
+    assert len(ratios) == 2 and ratios[1] < ratios[0]  # packing wastes fewer ids than padding to the longest
