@@ -39,7 +39,8 @@ def batches(args: argparse.Namespace, n_pieces: int) -> list[list[np.ndarray]]:
     return [[rng.integers(0, n_pieces, int(n)) for n in row] for row in lengths]
 
 
-def measure(packing: str, args: argparse.Namespace, device: torch.device, data: list) -> tuple[float, float, float, float]:
+def measure(packing: str, args: argparse.Namespace, device: torch.device,
+            data: list) -> tuple[float, float, float, float]:
     torch.manual_seed(0)
     dims = {**SHAPES[args.shape], **({"num_hidden_layers": args.layers} if args.layers else {})}
     shape = RobertaShape(n_pieces=args.vocab, max_position_embeddings=max(514, args.max_length), **dims)
@@ -56,8 +57,10 @@ def measure(packing: str, args: argparse.Namespace, device: torch.device, data: 
         start = time.perf_counter()
         ids, attention = collate(sentences, special, args.max_length)
         inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(step))
-        rows = pack(inputs, labels, special, args.max_length) if packing == "sentences" else padded_rows(inputs,
-                                                                                                          labels, special)
+        if packing == "sentences":
+            rows = pack(inputs, labels, special, args.max_length)
+        else:
+            rows = padded_rows(inputs, labels, special)
         n_predicted = int((labels != -100).sum())
         optimizer.zero_grad(set_to_none=True)
         for chunk in rows.chunks(args.grad_accumulation):

@@ -398,8 +398,8 @@ def test_cuda_packed_loss_matches_cpu():
 
 def test_throughput_benchmark_prints_one_line_for_both_layouts(repo_root):
     result = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "roberta_throughput.py"), "--vocab", "100",
-                             "--layers", "1", "--batch-size", "6", "--steps", "1", "--max-length", "64", "--threads", "1",
-                             "--device", "cpu", "--precision", "fp32"],
+                             "--layers", "1", "--batch-size", "6", "--steps", "1", "--max-length", "64",
+                             "--threads", "1", "--device", "cpu", "--precision", "fp32"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     lines = [line for line in result.stdout.splitlines() if line.strip()]

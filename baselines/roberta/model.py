@@ -1,10 +1,10 @@
 """RoBERTa-medium built from a config (never downloaded), with relative key-query position embeddings.
 
 Banyan paper, appendix A: "RoBERTa medium [...] 8 layers, 8 attention heads and 2048 dimensional feedforward
-layers [...] relative key-query positional embeddings". The hidden size is not stated; Table 6 counts RoBERTa (M) at
-≈10M non-embedding parameters ("we exclude the embedding matrix and LM head"), which with those 8 layers and FFN 2048
-is hidden 256: 8 × (4·256² + 2·256·2048) ≈ 10.5M (shape ``table6``, the default). Turc et al.'s "medium", which the
-text also names, is hidden 512: 25.2M (shape ``turc_medium``).
+layers [...] relative key-query positional embeddings". The hidden size is not stated; Table 6 counts RoBERTa (M)
+at ≈10M non-embedding parameters ("we exclude the embedding matrix and LM head"), which with those 8 layers and
+FFN 2048 is hidden 256: 8 × (4·256² + 2·256·2048) ≈ 10.5M (shape ``table6``, the default). Turc et al.'s
+"medium", which the text also names, is hidden 512: 25.2M (shape ``turc_medium``).
 
 Why this module patches the attention: ``transformers`` 5.x dropped ``position_embedding_type`` from RoBERTa (the
 config key is accepted and silently ignored), so ``relative_key_query`` (Huang et al. 2020, "method 4") is

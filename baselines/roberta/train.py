@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--weight-decay", type=float, default=0.0)
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per optimiser step (effective batch)")
     parser.add_argument("--max-length", type=int, default=128,
-                        help="ids per sentence incl. <s> and </s> (longer ones are truncated); also the packed row length")
+                        help="ids per sentence incl. <s> and </s> (longer ones truncated); also the packed row length")
     parser.add_argument("--mask-probability", type=float, default=0.15)
     parser.add_argument("--shape", choices=sorted(SHAPES), default="table6",
                         help="table6: hidden 256, Banyan Table 6's ≈10M (default); turc_medium: hidden 512 (25.2M)")
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grad-accumulation", type=int, default=1,
                         help="forward/backward passes per step (the effective batch stays --batch-size)")
     parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa",
-                        help="sdpa: fused kernel with the position scores as its additive mask; eager: explicit softmax")
+                        help="sdpa: fused kernel, position scores as its additive mask; eager: explicit softmax")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
     if args.grad_accumulation < 1:
