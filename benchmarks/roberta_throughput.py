@@ -1,10 +1,16 @@
-"""RoBERTa-medium MLM training throughput on CPU, fp32 vs bf16 autocast: one printed line.
+"""RoBERTa-medium MLM training throughput, padded vs packed batches, on whatever device runs it: one printed line.
 
-    python benchmarks/roberta_throughput.py [--batch-size 32] [--length 40] [--steps 3] [--layers 8]
+    python benchmarks/roberta_throughput.py [--device auto|cpu|cuda] [--batch-size 32] [--steps 3]
+        [--data-dir resources/tokenized/en] [--shape table6] [--precision auto] [--attention sdpa]
 
-Random piece ids (BPEmb-sized vocabulary, V = 25000) in sentence-length batches, the same loss function as
-``strae train-roberta`` (vocabulary projection only at masked positions), AdamW step included. The first step is a
-warm-up and is not timed. Peak RSS is the process's maximum resident set size so far (it only grows).
+Each step is what ``strae train-roberta`` does: ``--batch-size`` sentences masked on the padded layout, laid out
+padded to the longest (``none``) or packed several to a row of ``--max-length`` ids with block-diagonal attention
+(``sentences``), the loss with the vocabulary projection only at masked positions, backward, gradient clipping and
+an AdamW step. Sentences come from a tokenised corpus (``--data-dir``: real lengths) or, without one, random pieces
+with lengths from a fixed log-normal (median 26, clipped to 4..126; English Wikipedia's mean is ~30). The first step
+is a warm-up and is not timed. tokens/s counts real tokens (``<s>``/``</s>`` included, padding not); ``ids/token``
+is the ids the model actually processed per real token (1.0 = no padding). Peak memory: CUDA's max allocated, or the
+process's peak RSS on CPU (it only grows across the modes).
 """
 from __future__ import annotations
 
@@ -15,53 +21,97 @@ import time
 import numpy as np
 import torch
 
-from baselines.roberta.data import collate, mask_for_mlm
-from baselines.roberta.model import RobertaShape, build_mlm_model
-from baselines.roberta.train import mlm_loss
+from baselines.roberta.data import collate, mask_for_mlm, pack, padded_rows
+from baselines.roberta.model import SHAPES, RobertaShape, build_mlm_model
+from baselines.roberta.train import autocast_context, mlm_token_losses
+from strae.runtime import describe_device, resolve_device
 
 
-def peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
-
-
-def measure(precision: str, args: argparse.Namespace) -> tuple[float, float, float]:
-    torch.manual_seed(0)
-    shape = RobertaShape(n_pieces=args.vocab, num_hidden_layers=args.layers)
-    model = build_mlm_model(shape).train()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+def batches(args: argparse.Namespace, n_pieces: int) -> list[list[np.ndarray]]:
     rng = np.random.default_rng(0)
-    ids, attention = collate([rng.integers(0, args.vocab, args.length) for _ in range(args.batch_size)],
-                             shape.special, args.length + 2)
-    inputs, labels = mask_for_mlm(ids, shape.special, torch.Generator().manual_seed(0))
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
-    elapsed = 0.0
-    for step in range(args.steps + 1):
+    if args.data_dir:
+        from strae.data.tokenized import TokenizedCorpus
+
+        corpus = TokenizedCorpus(args.data_dir, "train")
+        return [[np.asarray(corpus[int(i)]) for i in rng.integers(0, len(corpus), args.batch_size)]
+                for _ in range(args.steps + 1)]
+    lengths = np.clip(np.round(rng.lognormal(np.log(26), 0.6, (args.steps + 1, args.batch_size))), 4, 126)
+    return [[rng.integers(0, n_pieces, int(n)) for n in row] for row in lengths]
+
+
+def measure(packing: str, args: argparse.Namespace, device: torch.device,
+            data: list) -> tuple[float, float, float, float]:
+    torch.manual_seed(0)
+    dims = {**SHAPES[args.shape], **({"num_hidden_layers": args.layers} if args.layers else {})}
+    shape = RobertaShape(n_pieces=args.vocab, max_position_embeddings=max(514, args.max_length), **dims)
+    model = build_mlm_model(shape, attention=args.attention).to(device).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    autocast, _ = autocast_context(device, args.precision)
+    special = shape.special
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    elapsed, tokens, ids_seen = 0.0, 0, 0
+    for step, sentences in enumerate(data):
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         start = time.perf_counter()
-        with autocast:
-            loss = mlm_loss(model, inputs, attention, labels)
-        optimizer.zero_grad()
-        loss.backward()
+        ids, attention = collate(sentences, special, args.max_length)
+        inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(step))
+        if packing == "sentences":
+            rows = pack(inputs, labels, special, args.max_length)
+        else:
+            rows = padded_rows(inputs, labels, special)
+        n_predicted = int((labels != -100).sum())
+        optimizer.zero_grad(set_to_none=True)
+        for chunk in rows.chunks(args.grad_accumulation):
+            with autocast():
+                losses, _ = mlm_token_losses(model, chunk.to(device))
+            (losses.sum() / n_predicted).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         if step > 0:
             elapsed += time.perf_counter() - start
-    steps_per_s = args.steps / elapsed
-    return steps_per_s, steps_per_s * int(attention.sum()), peak_rss_mib()
+            tokens += int(attention.sum())
+            ids_seen += int(rows.inputs.numel())
+    if device.type == "cuda":
+        peak = torch.cuda.max_memory_allocated(device) / 2**20
+    else:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+    return args.steps / elapsed, tokens / elapsed, ids_seen / tokens, peak
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--length", type=int, default=40, help="pieces per sentence (English wiki mean is ~30)")
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--device", default="auto", help="auto | cpu | cuda")
+    parser.add_argument("--batch-size", type=int, default=32, help="sentences per step")
+    parser.add_argument("--max-length", type=int, default=128, help="ids per sentence and per packed row")
+    parser.add_argument("--steps", type=int, default=3, help="timed steps (after one warm-up step)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="table6")
+    parser.add_argument("--layers", type=int, default=None, help="override the shape's layer count")
+    parser.add_argument("--precision", default="auto", help="auto | fp32 | bf16")
+    parser.add_argument("--attention", default="sdpa", help="sdpa | eager")
+    parser.add_argument("--grad-accumulation", type=int, default=1)
+    parser.add_argument("--packing", default="none,sentences", help="comma-separated: none, sentences")
+    parser.add_argument("--data-dir", default=None, help="tokenised corpus for real sentence lengths")
     parser.add_argument("--vocab", type=int, default=25000)
+    parser.add_argument("--threads", type=int, default=None)
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    _, precision = autocast_context(device, args.precision)
+    data = batches(args, args.vocab)
     parts = []
-    for precision in ("fp32", "bf16"):
-        steps_per_s, tokens_per_s, rss = measure(precision, args)
-        parts.append(f"{precision}: {steps_per_s:.3f} steps/s {tokens_per_s:.0f} tokens/s peak_rss {rss:.0f} MiB")
-    print(f"roberta-medium mlm cpu batch {args.batch_size}x{args.length + 2} threads {torch.get_num_threads()} | "
-          + " | ".join(parts))
+    for packing in args.packing.split(","):
+        steps_per_s, tokens_per_s, ids_per_token, peak = measure(packing, args, device, data)
+        parts.append(f"{packing}: {steps_per_s:.3f} steps/s {tokens_per_s:.0f} tokens/s ids/token {ids_per_token:.2f} "
+                     f"peak {peak:.0f} MiB")
+    source = "corpus" if args.data_dir else "synthetic lengths"
+    print(f"roberta {args.shape} mlm {describe_device(device)} {precision} attention {args.attention} "
+          f"batch {args.batch_size} sentences ({source}) max_len {args.max_length} accum {args.grad_accumulation} "
+          f"torch {torch.__version__} | " + " | ".join(parts))
 
 
 if __name__ == "__main__":

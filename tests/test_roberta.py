@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -9,11 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.roberta.data import batch_indices, collate, mask_for_mlm
+from baselines.roberta.data import batch_indices, collate, mask_for_mlm, pack, padded_rows
 from baselines.roberta.encoder import find_occurrences
-from baselines.roberta.model import RobertaShape, SpecialIds, build_mlm_model, mean_pool
+from baselines.roberta.model import (RobertaShape, SimcseMLP, SpecialIds, build_mlm_model, encode, mean_pool,
+                                     non_embedding_parameter_count, segments_from_attention,
+                                     set_attention_implementation)
 from baselines.roberta.simcse import simcse_loss
-from baselines.roberta.train import linear_warmup_decay, mlm_loss
+from baselines.roberta.train import linear_warmup_decay, mlm_loss, mlm_token_losses
 
 N_PIECES = 40
 
@@ -56,6 +59,114 @@ def test_relative_positions_replace_absolute_and_ignore_padding():
     assert torch.allclose(batched[0, :7], alone[0], atol=1e-5)
     # without positions the encoder would be permutation-equivariant; relative positions must break that
     assert (other - torch.roll(batched[1:, :11], 1, dims=1)).abs().max() > 1e-3
+
+
+def test_default_shape_is_banyan_table6_size():
+    # Banyan Table 6: RoBERTa (M) ≈ 10M parameters without the embedding matrix and the LM head
+    shape = RobertaShape(n_pieces=16)
+    h, f = 256, 2048
+    per_layer = 4 * (h * h + h) + (h * f + f) + (f * h + h) + 2 * 2 * h  # attention, FFN, two LayerNorms
+    count = non_embedding_parameter_count(build_mlm_model(shape).roberta)
+    assert (shape.hidden_size, shape.num_hidden_layers, shape.num_attention_heads, shape.intermediate_size) == (
+        256, 8, 8, 2048)
+    assert count == 8 * per_layer + 2 * h  # + the embedding LayerNorm
+    assert 10_000_000 < count < 11_000_000
+
+
+def _positions_matter(model):
+    for layer in model.roberta.encoder.layer:  # init std 0.02 hides the effect; make positions matter
+        torch.nn.init.normal_(layer.attention.self.distance_embedding.weight, std=1.0)
+
+
+def test_sdpa_attention_equals_eager_reference():
+    shape, model = tiny_model()
+    _positions_matter(model)
+    model.eval()
+    ids, attention = collate(patterned_sentences(5, seed=4), shape.special, 64)
+    segments = segments_from_attention(attention)
+    out = {}
+    for implementation in ("eager", "sdpa"):
+        set_attention_implementation(model, implementation)
+        model.zero_grad()
+        hidden = encode(model.roberta, ids, segments)
+        (hidden * attention.unsqueeze(-1)).pow(2).sum().backward()
+        out[implementation] = (hidden.detach(), model.roberta.encoder.layer[0].attention.self.query.weight.grad.clone())
+    assert torch.allclose(out["sdpa"][0], out["eager"][0], atol=1e-5)
+    assert torch.allclose(out["sdpa"][1], out["eager"][1], rtol=1e-4, atol=1e-5)
+
+
+def test_pack_first_fit_decreasing_layout():
+    special = SpecialIds(N_PIECES)
+    ids, _ = collate([np.arange(n) + 1 for n in (3, 1, 2)], special, 64)  # 5, 3, 4 ids with <s> </s>
+    labels = torch.where(ids < N_PIECES, ids, -100)
+    rows = pack(ids, labels, special, 8)
+    # decreasing: 5 (sentence 0) opens row 0, 4 (sentence 2) does not fit (9 > 8) and opens row 1, 3 fits row 0
+    assert rows.segments.tolist() == [[0, 0, 0, 0, 0, 1, 1, 1], [2, 2, 2, 2, -1, -1, -1, -1]]
+    assert rows.inputs[0].tolist() == [special.bos, 1, 2, 3, special.eos, special.bos, 1, special.eos]
+    assert rows.labels[1, :4].tolist() == [-100, 1, 2, -100]
+
+
+def test_packed_rows_give_the_padded_batch_per_sentence_losses():
+    shape, model = tiny_model()
+    _positions_matter(model)
+    model.eval()  # dropout off: both layouts must compute the same function
+    special = shape.special
+    sentences = patterned_sentences(12, seed=5)
+    ids, _ = collate(sentences, special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(0), 0.3)
+    padded, packed = padded_rows(inputs, labels, special), pack(inputs, labels, special, 32)
+    assert len(packed) < len(padded) and (packed.segments.max(1).values > packed.segments[:, 0]).any()
+    with torch.no_grad():
+        per_sentence = []
+        for rows in (padded, packed):
+            losses, segments = mlm_token_losses(model, rows)
+            per_sentence.append(torch.zeros(12).index_add_(0, segments, losses)
+                                / torch.bincount(segments, minlength=12).clamp_min(1))
+            assert len(losses) == int((labels != -100).sum())  # the same masked positions
+    assert torch.allclose(per_sentence[0], per_sentence[1], atol=1e-5)
+    assert per_sentence[0].std() > 0.01  # sentences differ, so a shuffled assignment would be caught
+
+
+def test_gradient_accumulation_equals_one_pass():
+    shape, model = tiny_model()
+    model.eval()
+    special = shape.special
+    ids, _ = collate(patterned_sentences(10, seed=6), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(1))
+    rows = pack(inputs, labels, special, 24)
+    n_predicted = int((labels != -100).sum())
+    grads = []
+    for n in (1, 3):
+        model.zero_grad()
+        for chunk in rows.chunks(n):
+            (mlm_token_losses(model, chunk)[0].sum() / n_predicted).backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+    assert len(rows.chunks(3)) == 3
+    assert torch.allclose(grads[0], grads[1], atol=1e-6)
+
+
+def test_simcse_loss_equals_reference_with_cls_mlp():
+    shape, model = tiny_model()
+    model.train()  # two dropout passes: the views differ
+    mlp = SimcseMLP(shape.hidden_size)
+    ids, attention = collate(patterned_sentences(6, seed=7), shape.special, 64)
+    torch.manual_seed(11)
+    loss, _ = simcse_loss(model, ids, attention, 0.05, "cls", mlp)
+    torch.manual_seed(11)  # the same dropout draws, computed by hand
+    doubled = torch.cat([attention, attention])
+    hidden = encode(model.roberta, torch.cat([ids, ids]), segments_from_attention(doubled))
+    z = torch.tanh(hidden[:, 0] @ mlp.dense.weight.T + mlp.dense.bias)
+    z1, z2 = z[:6], z[6:]
+    assert (z1 - z2).abs().max() > 1e-4
+    cos = (z1 / z1.norm(dim=1, keepdim=True)) @ (z2 / z2.norm(dim=1, keepdim=True)).T / 0.05
+    reference = -(cos.diagonal() - cos.logsumexp(dim=1)).mean()
+    assert torch.allclose(loss, reference, atol=1e-5)
+    # the MLP is part of the training loss only through pooler "cls"
+    model.eval()
+    with torch.no_grad():
+        with_mlp, _ = simcse_loss(model, ids, attention, 0.05, "cls", mlp)
+        without, _ = simcse_loss(model, ids, attention, 0.05, "cls_before_pooler")
+    assert not torch.allclose(with_mlp, without)
 
 
 def test_masking_rates_and_specials():
@@ -107,7 +218,7 @@ def test_tiny_roberta_mlm_loss_drops():
     def loss_fn(step):
         ids, attention = collate([templates[i % 4] for i in range(16)], special, 64)
         inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(step))
-        return mlm_loss(model, inputs, attention, labels)
+        return mlm_loss(model, pack(inputs, labels, special, 64))
 
     losses = _train(model, loss_fn, 30, 3e-3)
     assert np.mean(losses[-5:]) < np.mean(losses[:5]) - 1.0
@@ -185,8 +296,25 @@ def test_simcse_cli_and_harness_round_trip(tiny_run, tmp_path, repo_root):
          "--steps", "3", "--batch-size", "8", "--precision", "fp32", "--threads", "1", "--log-every", "1")
     record = json.loads((simcse_dir / "train.json").read_text())
     assert record["status"] == "completed" and record["run"]["model"] == "roberta_simcse"
+    config = record["config"]
+    assert (config["recipe"], config["train_pooler"], config["mlp_only_train"], config["eval_pooler"]) == (
+        "official", "cls", True, "mean")
+    assert config["batch_size"] == 8 and config["recipe_overrides"] == ["batch_size"]
+    assert torch.load(simcse_dir / "model.pt", weights_only=False)["simcse_mlp"] is not None
 
     from strae.encode import load_encoder
+
+    # evaluation pools as train.json says (mean, Banyan §6) unless asked; the MLP only under pooler=cls
+    default = load_encoder(str(simcse_dir))
+    assert default.describe()["sentence_pooling"] == "mean"
+    assert default.describe()["word_vectors"]["max_occurrences"] == "all"  # Banyan: all occurrences
+    vectors = {name: load_encoder(str(simcse_dir), pooler=name).encode_sentences(["the cat sat", "two dogs"])
+               for name in ("mean", "cls_before_pooler", "cls")}
+    assert np.allclose(vectors["mean"], default.encode_sentences(["the cat sat", "two dogs"]))
+    assert not np.allclose(vectors["mean"], vectors["cls_before_pooler"])
+    assert np.abs(vectors["cls"]).max() <= 1.0 and not np.allclose(vectors["cls"], vectors["cls_before_pooler"])
+    with pytest.raises(SystemExit, match="no SimCSE MLP head"):
+        load_encoder(str(tiny_run / "straight"), pooler="cls")
 
     encoder = load_encoder(str(simcse_dir), word_occurrences="3")
     words = encoder.encode_words(["cat", "mat", "zebra", "cat"])
@@ -207,3 +335,74 @@ def test_simcse_cli_and_harness_round_trip(tiny_run, tmp_path, repo_root):
     assert evaluation["run"]["model"] == "roberta_simcse"
     assert set(evaluation["tasks"]) == {"simlex", "sts12"}
     assert all(-100 <= task["score"] <= 100 for task in evaluation["tasks"].values())
+
+
+def test_checkpoints_are_read_onto_the_cpu(monkeypatch, tmp_path):
+    # a CUDA run's RNG states must come back as CPU ByteTensors (map_location=device breaks torch.set_rng_state)
+    from baselines.roberta.train import load_checkpoint
+    from strae.runtime import capture_rng_states, restore_rng_states
+
+    seen = {}
+    real_load = torch.load
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real_load(*args, **kwargs)
+
+    torch.save({"rng": capture_rng_states()}, tmp_path / "checkpoint.pt")
+    monkeypatch.setattr(torch, "load", spy)
+    state = load_checkpoint(tmp_path / "checkpoint.pt")
+    assert seen["map_location"] == "cpu" and state["rng"]["torch"].device.type == "cpu"
+    restore_rng_states(state["rng"])
+
+
+def test_resume_refuses_a_checkpoint_from_other_settings(tmp_path):
+    from baselines.roberta.train import run_steps
+
+    shape, model = tiny_model()
+    special = shape.special
+    ids, _ = collate(patterned_sentences(4), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(0))
+
+    def forward_backward(step):
+        loss = mlm_loss(model, pack(inputs, labels, special, 64))
+        loss.backward()
+        return loss.detach(), {}
+
+    def run(signature):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(3, 0))
+        record = {"history": [], "timings": {}}
+        return run_steps(run_dir=tmp_path, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
+                         total_steps=3, forward_backward=forward_backward, clip_grad_norm=1.0, checkpoint_every=100,
+                         log_every=1, max_minutes=0, description="test", signature=signature)
+
+    assert run({"shape": {"hidden_size": 32}, "lr": 1e-3}) == "stopped"
+    with pytest.raises(SystemExit, match=r"other settings \(shape differ\)"):
+        run({"shape": {"hidden_size": 64}, "lr": 1e-3})
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cuda_packed_loss_matches_cpu():
+    shape, model = tiny_model()
+    model.eval()
+    special = shape.special
+    ids, _ = collate(patterned_sentences(8, seed=8), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(2))
+    rows = pack(inputs, labels, special, 32)
+    with torch.no_grad():
+        on_cpu = mlm_loss(model, rows)
+        on_gpu = mlm_loss(model.cuda(), rows.to(torch.device("cuda")))
+    assert torch.allclose(on_cpu, on_gpu.cpu(), atol=1e-4)
+
+
+def test_throughput_benchmark_prints_one_line_for_both_layouts(repo_root):
+    result = subprocess.run([sys.executable, str(repo_root / "benchmarks" / "roberta_throughput.py"), "--vocab", "100",
+                             "--layers", "1", "--batch-size", "6", "--steps", "1", "--max-length", "64",
+                             "--threads", "1", "--device", "cpu", "--precision", "fp32"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1 and "none:" in lines[0] and "sentences:" in lines[0], result.stdout
+    ratios = [float(x) for x in re.findall(r"ids/token (\S+)", lines[0])]
+    assert len(ratios) == 2 and ratios[1] < ratios[0]  # packing wastes fewer ids than padding to the longest

@@ -1,17 +1,22 @@
 """Encoder for RoBERTa runs (MLM and SimCSE): `strae evaluate --model RUN_DIR`.
 
-Sentences: ``<s> pieces </s>`` through the encoder; the sentence vector is the mean of the last layer over all
-non-pad positions (<s> and </s> included, as SimCSE's ``avg`` pooler).
+Sentences: ``<s> pieces </s>`` through the encoder; by default the sentence vector is the mean of the last layer over
+all non-pad positions (<s> and </s> included, as SimCSE's ``avg`` pooler; the Banyan paper mean-pools both
+baselines). ``pooler=cls_before_pooler`` takes the <s> state, ``pooler=cls`` the <s> state through a SimCSE run's
+trained MLP; a SimCSE run's default is the ``eval_pooler`` its train.json records.
 
 Words (lexical tasks), following Bommasani et al. (2020) as the Banyan paper does: the static vector of a word is the
 average of its contextual representations over its occurrences in the run's training corpus. One occurrence's
 representation = mean of the last-layer states of the word's pieces in that sentence. An occurrence is the word's
 piece sequence (the tokenizer's segmentation of the word alone) starting at a word boundary and followed by a word
-boundary or the sentence end. At most ``word_occurrences`` occurrences are used per word (default 100, a seeded
-uniform sample of all occurrences; the paper used all of them, which is too slow on CPU). A word that never occurs is
-encoded alone, ``<s> pieces </s>`` (mean over its pieces); ``describe()`` counts those fallbacks.
+boundary or the sentence end. ``word_occurrences=all`` (default) uses every occurrence, as the Banyan paper did
+("average the contextualised representations of all occurrences of the word in the training set"; each needed
+corpus sentence is encoded once); ``word_occurrences=N`` caps it at a seeded uniform sample of N per word (strae's
+earlier default was 100, for CPU time). A word that never occurs is encoded alone, ``<s> pieces </s>`` (mean over
+its pieces); ``describe()`` counts those fallbacks.
 
-Options (``strae evaluate --encoder-option key=value``): ``word_occurrences=N``, ``word_context=corpus|none``
+Options (``strae evaluate --encoder-option key=value``): ``pooler=mean|cls_before_pooler|cls``,
+``word_occurrences=all|N``, ``word_context=corpus|none``
 (``none``: every word encoded alone), ``corpus=PATH`` (tokenised-corpus directory or sentence text file overriding
 the one recorded in train.json), ``device=auto|cpu|cuda``, ``precision=fp32|bf16``, ``max_length=N``.
 """
@@ -31,15 +36,34 @@ from strae.io import read_json, sha256_file
 WORD_START_MARK = "\u2581"  # SentencePiece's word-boundary prefix
 
 
-def load_weights(model_file: str | Path):
-    """(shape, RobertaForMaskedLM) from a run's ``model.pt``."""
-    from baselines.roberta.model import RobertaShape, build_mlm_model
+def load_weights(model_file: str | Path, with_mlp: bool = False):
+    """(shape, RobertaForMaskedLM) from a run's ``model.pt``; with ``with_mlp``, also the SimCSE MLP head (or None)."""
+    from baselines.roberta.model import RobertaShape, SimcseMLP, build_mlm_model
 
     weights = torch.load(model_file, map_location="cpu", weights_only=False)
     shape = RobertaShape.from_dict(weights["shape"])
     model = build_mlm_model(shape)
     model.load_state_dict(weights["state_dict"])
-    return shape, model
+    if not with_mlp:
+        return shape, model
+    mlp = None
+    if weights.get("simcse_mlp") is not None:
+        mlp = SimcseMLP(shape.hidden_size)
+        mlp.load_state_dict(weights["simcse_mlp"])
+    return shape, model, mlp
+
+
+def parse_occurrences(value: int | str) -> int | None:
+    """``all`` -> None (no cap); a positive integer -> that cap."""
+    if str(value) == "all":
+        return None
+    try:
+        cap = int(value)
+    except ValueError:
+        cap = 0
+    if cap < 1:
+        raise SystemExit(f"--encoder-option word_occurrences={value}: expected 'all' or a positive integer")
+    return cap
 
 
 def flat_corpus(source: str | Path, tokenizer, split: str = "train") -> tuple[np.ndarray, np.ndarray]:
@@ -84,9 +108,9 @@ def find_occurrences(pieces: Sequence[int], ids: np.ndarray, offsets: np.ndarray
 
 
 class RobertaEncoder(Encoder):
-    def __init__(self, run_dir: str | Path, word_occurrences: int | str = 100, word_context: str = "corpus",
+    def __init__(self, run_dir: str | Path, word_occurrences: int | str = "all", word_context: str = "corpus",
                  corpus: str | None = None, device: str = "auto", precision: str = "fp32",
-                 max_length: int | str = 512, occurrence_seed: int | str = 0):
+                 max_length: int | str = 512, occurrence_seed: int | str = 0, pooler: str | None = None):
         from strae.runtime import describe_device, resolve_device
         from strae.tokenize import load_tokenizer
 
@@ -98,16 +122,25 @@ class RobertaEncoder(Encoder):
             raise SystemExit(f"--encoder-option precision={precision}: expected fp32 or bf16")
         self.precision = precision
         self.max_length = int(max_length)
-        self.word_occurrences = int(word_occurrences)
+        self.word_occurrences = parse_occurrences(word_occurrences)
         self.occurrence_seed = int(occurrence_seed)
         if word_context not in ("corpus", "none"):
             raise SystemExit(f"--encoder-option word_context={word_context}: expected corpus or none")
         self.word_context = word_context
         self.tokenizer_path = self.run_dir / "tokenizer.model"
         self.tokenizer = load_tokenizer(self.tokenizer_path)
-        self.shape, model = load_weights(self.run_dir / "model.pt")
+        from baselines.roberta.model import POOLERS
+
+        self.shape, model, mlp = load_weights(self.run_dir / "model.pt", with_mlp=True)
         self.special = self.shape.special
         self.model = model.roberta.to(self.device).eval()
+        self.mlp = mlp.to(self.device).eval() if mlp is not None else None
+        self.pooler = pooler or self.train_record["config"].get("eval_pooler", "mean")
+        if self.pooler not in POOLERS:
+            raise SystemExit(f"--encoder-option pooler={self.pooler}: expected one of {POOLERS}")
+        if self.pooler == "cls" and self.mlp is None:
+            raise SystemExit(f"--encoder-option pooler=cls: {self.run_dir}/model.pt has no SimCSE MLP head "
+                             "(only runs trained with --train-pooler cls do); use mean or cls_before_pooler")
         self.corpus_source = corpus or self._recorded_corpus()
         self._word_cache: dict[str, np.ndarray] = {}
         self._corpus_index: tuple | None = None
@@ -128,14 +161,19 @@ class RobertaEncoder(Encoder):
         return candidates[0] if candidates else None
 
     # -- shared forward ---------------------------------------------------------------------------------------
-    def _forward(self, rows: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _forward(self, rows: Sequence[np.ndarray], pooler: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(last hidden states, attention) of a padded batch; with ``pooler``, (sentence vectors, attention)."""
         from baselines.roberta.data import collate
+        from baselines.roberta.model import encode, pool, segments_from_attention
 
         ids, attention = collate(rows, self.special, self.max_length)
         context = (torch.autocast(device_type=self.device.type, dtype=torch.bfloat16) if self.precision == "bf16"
                    else torch.autocast(device_type=self.device.type, enabled=False))
         with torch.no_grad(), context:
-            hidden = self.model(input_ids=ids.to(self.device), attention_mask=attention.to(self.device)).last_hidden_state
+            ids, on_device = ids.to(self.device), attention.to(self.device)
+            hidden = encode(self.model, ids, segments_from_attention(on_device))
+            if pooler is not None:
+                hidden = pool(hidden, on_device, pooler, self.mlp)
         return hidden.float().cpu(), attention
 
     def _encode_text(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -144,15 +182,13 @@ class RobertaEncoder(Encoder):
 
     # -- sentences --------------------------------------------------------------------------------------------
     def encode_sentences(self, sentences: Sequence[str], batch_size: int = 256) -> np.ndarray:
-        from baselines.roberta.model import mean_pool
-
         encoded = self._encode_text(sentences)
         out = np.full((len(sentences), self.shape.hidden_size), np.nan, dtype=np.float32)
         order = sorted((i for i, e in enumerate(encoded) if len(e)), key=lambda i: len(encoded[i]))
         for start in tqdm(range(0, len(order), batch_size), desc="roberta sentences", leave=False, mininterval=5):
             chunk = order[start:start + batch_size]
-            hidden, attention = self._forward([encoded[i] for i in chunk])
-            out[chunk] = mean_pool(hidden, attention).numpy()
+            pooled, _ = self._forward([encoded[i] for i in chunk], self.pooler)
+            out[chunk] = pooled.numpy()
         return out
 
     # -- words ------------------------------------------------------------------------------------------------
@@ -189,7 +225,7 @@ class RobertaEncoder(Encoder):
                 found = [o for o in find_occurrences(pieces[word].tolist(), ids, offsets, order, sorted_ids,
                                                      is_word_start)
                          if o[1] + len(pieces[word]) <= self.max_length - 2]
-                if len(found) > self.word_occurrences:
+                if self.word_occurrences is not None and len(found) > self.word_occurrences:
                     found = [found[i] for i in sorted(rng.choice(len(found), self.word_occurrences, replace=False))]
                 occurrences[word] = found
         sums = {w: np.zeros(dim, dtype=np.float64) for w in words}
@@ -238,11 +274,16 @@ class RobertaEncoder(Encoder):
             "objective": config.get("objective"),
             "steps": self.train_record.get("timings", {}).get("steps_done"),
             "shape": self.shape.to_dict(),
-            "sentence_pooling": "mean over non-pad tokens of the last layer (<s> and </s> included)",
+            "sentence_pooling": self.pooler,
+            "sentence_pooling_means": {
+                "mean": "mean over non-pad tokens of the last layer (<s> and </s> included)",
+                "cls_before_pooler": "last-layer <s> state", "cls": "last-layer <s> state through the SimCSE MLP",
+            }[self.pooler],
             "word_vectors": {
                 "method": "Bommasani et al. 2020: mean of contextual representations over corpus occurrences"
                 if self.word_context == "corpus" else "word encoded alone",
-                "max_occurrences": self.word_occurrences, "occurrence_seed": self.occurrence_seed,
+                "max_occurrences": "all" if self.word_occurrences is None else self.word_occurrences,
+                "occurrence_seed": self.occurrence_seed,
                 "corpus": self.corpus_source, **self.word_stats,
             },
             "precision": self.precision,

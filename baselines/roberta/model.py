@@ -1,13 +1,24 @@
 """RoBERTa-medium built from a config (never downloaded), with relative key-query position embeddings.
 
 Banyan paper, appendix A: "RoBERTa medium [...] 8 layers, 8 attention heads and 2048 dimensional feedforward
-layers [...] relative key-query positional embeddings", hidden size 512 (the Turc et al. 2019 "medium" shape).
+layers [...] relative key-query positional embeddings". The hidden size is not stated; Table 6 counts RoBERTa (M)
+at ≈10M non-embedding parameters ("we exclude the embedding matrix and LM head"), which with those 8 layers and
+FFN 2048 is hidden 256: 8 × (4·256² + 2·256·2048) ≈ 10.5M (shape ``table6``, the default). Turc et al.'s
+"medium", which the text also names, is hidden 512: 25.2M (shape ``turc_medium``).
 
 Why this module patches the attention: ``transformers`` 5.x dropped ``position_embedding_type`` from RoBERTa (the
 config key is accepted and silently ignored), so ``relative_key_query`` (Huang et al. 2020, "method 4") is
 re-implemented here exactly as transformers 4.x did it:
   scores = (q.k + q.r(i-j) + k.r(i-j)) / sqrt(d_head) + mask,  r = Embedding(2 * max_positions - 1, d_head),
-and, as in 4.x, no absolute position embedding is added when relative positions are used.
+and, as in 4.x, no absolute position embedding is added when relative positions are used. The position terms are one
+additive bias per (query, key) pair, so the attention runs through torch's fused ``scaled_dot_product_attention`` with
+that bias as its float mask (``attention="sdpa"``, default); ``attention="eager"`` is the explicit 4.x computation
+(softmax of the summed scores), kept as the reference the fused path is tested against.
+
+Masks are *segment* masks: every position carries the index of the sentence it belongs to (-1 = padding) and a query
+attends only to keys of its own segment (block-diagonal). One segment per row is ordinary padding; several per row
+is packing (``baselines.roberta.data.pack``). Because positions are relative (only i - j enters), a sentence packed
+at offset 40 of a row sees exactly the scores it would see alone: position ids restart per sentence by construction.
 
 Vocabulary: the language's SentencePiece pieces are ids 0..V-1 and pad = V (``strae.tokenize`` contract). RoBERTa
 also needs a mask token and sentence delimiters; they are appended AFTER pad so piece ids never move:
@@ -58,14 +69,23 @@ class SpecialIds:
                 "vocab_size": self.vocab_size}
 
 
+# Named shapes (``strae train-roberta --shape``): the Banyan paper's 8 layers / 8 heads / FFN 2048 with the hidden size
+# its Table 6 count implies (default), or Turc et al.'s "medium" hidden size that its text names.
+SHAPES: dict[str, dict[str, int]] = {
+    "table6": {"num_hidden_layers": 8, "num_attention_heads": 8, "hidden_size": 256, "intermediate_size": 2048},
+    "turc_medium": {"num_hidden_layers": 8, "num_attention_heads": 8, "hidden_size": 512, "intermediate_size": 2048},
+}
+ATTENTION_IMPLEMENTATIONS = ("sdpa", "eager")
+
+
 @dataclass
 class RobertaShape:
-    """Architecture hyper-parameters; defaults = RoBERTa-medium as in the Banyan paper."""
+    """Architecture hyper-parameters; defaults = RoBERTa-medium as the Banyan paper counts it (shape ``table6``)."""
 
     n_pieces: int  # SentencePiece vocabulary size V (pad = V)
     num_hidden_layers: int = 8
     num_attention_heads: int = 8
-    hidden_size: int = 512
+    hidden_size: int = 256
     intermediate_size: int = 2048
     # Only relative_key_query is implemented (the paper's choice); the key is recorded for provenance.
     position_embedding_type: str = "relative_key_query"
@@ -90,7 +110,13 @@ class RobertaShape:
 
 
 class RelativeKeyQuerySelfAttention(nn.Module):
-    """Drop-in replacement for ``RobertaSelfAttention`` adding relative key-query position scores."""
+    """Drop-in replacement for ``RobertaSelfAttention`` adding relative key-query position scores.
+
+    ``attention_mask``: bool (True = attend) or additive float, broadcastable to (B, H, L, L); ``implementation``:
+    ``sdpa`` (fused kernel, position scores as its additive mask) or ``eager`` (transformers 4.x's explicit softmax).
+    """
+
+    implementation: str = "sdpa"
 
     def __init__(self, original: nn.Module, max_position_embeddings: int):
         super().__init__()
@@ -124,9 +150,16 @@ class RelativeKeyQuerySelfAttention(nn.Module):
                 bias = bias.masked_fill(~attention_mask, torch.finfo(bias.dtype).min)
             else:  # additive float mask (0 = attend, large negative = masked)
                 bias = bias + attention_mask.to(bias.dtype)
-        output = F.scaled_dot_product_attention(
-            query, key, value, attn_mask=bias, dropout_p=self.dropout.p if self.training else 0.0
-        )
+        if self.implementation == "sdpa":
+            output = F.scaled_dot_product_attention(
+                query, key, value, attn_mask=bias, dropout_p=self.dropout.p if self.training else 0.0
+            )
+        elif self.implementation == "eager":  # transformers 4.x: softmax(qk/sqrt(d) + position + mask), dropout, @ v
+            scores = query @ key.transpose(-1, -2) / math.sqrt(self.attention_head_size) + bias
+            output = self.dropout(scores.softmax(-1)) @ value
+        else:
+            raise ValueError(f"attention implementation {self.implementation!r}: expected one of "
+                             f"{ATTENTION_IMPLEMENTATIONS}")
         return output.transpose(1, 2).reshape(batch, length, -1), None
 
 
@@ -137,7 +170,7 @@ class _NoAbsolutePositions(nn.Module):
         return torch.zeros((*position_ids.shape, 1), device=position_ids.device)
 
 
-def build_mlm_model(shape: RobertaShape):
+def build_mlm_model(shape: RobertaShape, attention: str = "sdpa"):
     """A freshly initialised ``RobertaForMaskedLM`` of the given shape (no weights are downloaded)."""
     from transformers import RobertaConfig, RobertaForMaskedLM
 
@@ -168,7 +201,41 @@ def build_mlm_model(shape: RobertaShape):
     model.roberta.embeddings.position_embeddings = _NoAbsolutePositions()
     for layer in model.roberta.encoder.layer:
         layer.attention.self = RelativeKeyQuerySelfAttention(layer.attention.self, shape.max_position_embeddings)
+    set_attention_implementation(model, attention)
     return model
+
+
+def set_attention_implementation(model: nn.Module, implementation: str) -> None:
+    if implementation not in ATTENTION_IMPLEMENTATIONS:
+        raise SystemExit(f"attention {implementation!r}: expected one of {ATTENTION_IMPLEMENTATIONS}")
+    for module in model.modules():
+        if isinstance(module, RelativeKeyQuerySelfAttention):
+            module.implementation = implementation
+
+
+def segments_from_attention(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Segment ids of a padded batch (one sentence per row): 0 on tokens, -1 on padding."""
+    return torch.where(attention_mask.bool(), 0, -1)
+
+
+def encode(roberta: nn.Module, input_ids: torch.Tensor, segments: torch.Tensor) -> torch.Tensor:
+    """Last hidden states, (B, L, hidden), with block-diagonal attention: a position attends only to its own segment.
+
+    ``roberta`` is a ``RobertaModel`` from :func:`build_mlm_model` (``model.roberta``). This bypasses transformers'
+    own mask construction (which knows only key padding) and hands each layer the boolean segment mask. Padding
+    positions (segment -1) attend to each other, so no softmax row is empty; their outputs are never used.
+    """
+    same_segment = (segments[:, :, None] == segments[:, None, :]).unsqueeze(1)  # (B, 1, L, L)
+    # RoBERTa numbers positions from pad + 1; restarting per segment is for the record only (positions are relative)
+    starts = torch.ones_like(segments, dtype=torch.bool)
+    starts[:, 1:] = segments[:, 1:] != segments[:, :-1]
+    index = torch.arange(segments.shape[1], device=segments.device).expand_as(segments)
+    segment_start = torch.cummax(torch.where(starts, index, torch.zeros_like(index)), dim=1).values
+    position_ids = index - segment_start + roberta.config.pad_token_id + 1
+    hidden = roberta.embeddings(input_ids=input_ids, position_ids=position_ids)
+    for layer in roberta.encoder.layer:
+        hidden = layer(hidden, same_segment)
+    return hidden
 
 
 def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -177,7 +244,43 @@ def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tenso
     return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
 
 
+POOLERS = ("mean", "cls_before_pooler", "cls")
+
+
+class SimcseMLP(nn.Module):
+    """SimCSE's training pooler head over the [CLS] (= <s>) state: dense + tanh (princeton-nlp/SimCSE
+    ``simcse/models.py``: ``MLPLayer``), initialised as transformers initialises a new Linear (N(0, 0.02), bias 0)."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.dense = nn.Linear(hidden_size, hidden_size)
+        nn.init.normal_(self.dense.weight, std=0.02)
+        nn.init.zeros_(self.dense.bias)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(features))
+
+
+def pool(hidden: torch.Tensor, attention_mask: torch.Tensor, pooler: str, mlp: nn.Module | None = None) -> torch.Tensor:
+    """Sentence vectors of a padded batch (one sentence per row, <s> at position 0), SimCSE's pooler names:
+    ``mean`` (SimCSE ``avg``: mean over non-pad positions), ``cls_before_pooler`` (the <s> state),
+    ``cls`` (the <s> state through the trained MLP ``mlp``)."""
+    if pooler == "mean":
+        return mean_pool(hidden, attention_mask)
+    if pooler == "cls_before_pooler":
+        return hidden[:, 0]
+    if pooler == "cls":
+        if mlp is None:
+            raise SystemExit("pooler 'cls' needs the SimCSE MLP head, which this run does not have "
+                             "(it was not trained with --train-pooler cls); use mean or cls_before_pooler")
+        return mlp(hidden[:, 0])
+    raise SystemExit(f"pooler {pooler!r}: expected one of {POOLERS}")
+
+
 def non_embedding_parameter_count(model: nn.Module) -> int:
+    """Parameters outside ``nn.Embedding`` modules. On ``model.roberta`` (no LM head) this is Banyan Table 6's
+    convention: the transformer layers (+ the embedding LayerNorm), without the embedding matrices (token, and the
+    relative-position tables) and without the LM head."""
     embedding_ids = {id(p) for m in model.modules() if isinstance(m, nn.Embedding) for p in m.parameters()}
     seen: set[int] = set()
     total = 0

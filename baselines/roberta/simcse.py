@@ -1,15 +1,23 @@
 """`strae train-simcse`: unsupervised SimCSE continuation of a trained RoBERTa run (Gao et al. 2021).
 
 Each sentence is encoded twice with dropout active; the two views are positives and the other sentences of the
-batch are negatives: loss = cross-entropy over cos(h_i, h'_j) / temperature, target j = i.
+batch are negatives: loss = cross-entropy over cos(z_i, z'_j) / temperature, target j = i.
 
-Defaults = the SimCSE paper's unsupervised recipe (its repo's ``run_unsup_example.sh``; the Banyan paper says it used
-"the default parameters and implementation for unsupervised RoBERTa training"):
-  temperature 0.05, batch size 64, max sequence length 32, 1 epoch over 10^6 corpus sentences, lr 1e-5 (their
-  RoBERTa-base value), AdamW without weight decay, linear decay from the peak lr with no warm-up (HF Trainer
-  defaults), dropout 0.1 as the only augmentation.
-One deliberate difference: SimCSE trains with the [CLS] token + MLP pooler; here the training pooler is the mean over
-non-pad tokens, the same pooling used at evaluation (the Banyan paper evaluates all baselines by mean pooling).
+The Banyan paper: "For SimCSE training, we used the default parameters and implementation for unsupervised RoBERTa
+training from Gao et al. (2021)". Recipe ``official`` (default) = princeton-nlp/SimCSE's README hyper-parameter table
+(unsupervised RoBERTa-base: batch 512, lr 1e-5) with ``run_unsup_example.sh``'s other flags: max sequence length 32,
+temperature 0.05, one epoch over 10^6 corpus sentences, ``--pooler_type cls --mlp_only_train`` (z = tanh(W h_<s> + b),
+a new dense layer used only in training), HF Trainer defaults (AdamW without weight decay, linear decay from the
+peak lr with no warm-up, gradient clipping at 1.0), dropout 0.1 as the only augmentation. Recipe ``mean_b64`` is
+strae's earlier one: batch 64, mean pooling in training, no MLP. Each value can be overridden by its flag; the
+resolved values are recorded in train.json.
+
+Evaluation pooling (``eval_pooler`` in train.json, the encoder's default; ``--encoder-option pooler=`` overrides):
+``mean`` (the Banyan paper: "we generate sentence embeddings through mean pooling"), ``cls_before_pooler`` (what
+SimCSE's README prescribes for unsupervised models: the <s> state without the MLP) or ``cls`` (with the trained MLP).
+
+Not reproduced: the example script also evaluates STS-B dev every 125 steps and keeps the best checkpoint
+(``--load_best_model_at_end``); strae keeps the last step's weights.
 """
 from __future__ import annotations
 
@@ -23,14 +31,26 @@ import torch.nn.functional as F
 from strae.io import read_json, sha256_file, write_json
 
 
-def simcse_loss(model, ids: torch.Tensor, attention: torch.Tensor, temperature: float) -> tuple[torch.Tensor, float]:
-    """Unsupervised SimCSE loss for one batch (two dropout passes in one forward); also returns top-1 accuracy."""
-    from baselines.roberta.model import mean_pool
+RECIPES: dict[str, dict[str, object]] = {
+    "official": {"batch_size": 512, "lr": 1e-5, "max_length": 32, "temperature": 0.05, "train_pooler": "cls",
+                 "eval_pooler": "mean"},
+    "mean_b64": {"batch_size": 64, "lr": 1e-5, "max_length": 32, "temperature": 0.05, "train_pooler": "mean",
+                 "eval_pooler": "mean"},
+}
+TRAIN_POOLERS = ("cls", "cls_before_pooler", "mean")
+
+
+def simcse_loss(model, ids: torch.Tensor, attention: torch.Tensor, temperature: float, pooler: str = "mean",
+                mlp: torch.nn.Module | None = None) -> tuple[torch.Tensor, float]:
+    """Unsupervised SimCSE loss for one batch (two dropout passes in one forward); also returns top-1 accuracy.
+
+    ``pooler``: ``cls`` (<s> state through ``mlp``, SimCSE's training pooler), ``cls_before_pooler`` or ``mean``."""
+    from baselines.roberta.model import encode, pool, segments_from_attention
 
     doubled_ids = torch.cat([ids, ids])
     doubled_attention = torch.cat([attention, attention])
-    hidden = model.roberta(input_ids=doubled_ids, attention_mask=doubled_attention).last_hidden_state
-    pooled = mean_pool(hidden.float(), doubled_attention)
+    hidden = encode(model.roberta, doubled_ids, segments_from_attention(doubled_attention))
+    pooled = pool(hidden, doubled_attention, pooler, mlp).float()
     first, second = pooled.chunk(2)
     logits = F.cosine_similarity(first.unsqueeze(1), second.unsqueeze(0), dim=-1) / temperature
     targets = torch.arange(len(ids), device=ids.device)
@@ -41,6 +61,7 @@ def simcse_loss(model, ids: torch.Tensor, attention: torch.Tensor, temperature: 
 def main(argv: list[str] | None = None) -> int:
     from baselines.roberta.data import batch_indices, collate, load_corpus
     from baselines.roberta.encoder import load_weights
+    from baselines.roberta.model import ATTENTION_IMPLEMENTATIONS, POOLERS, SimcseMLP, set_attention_implementation
     from baselines.roberta.train import (DivergedError, add_common_arguments, autocast_context, copy_tokenizer,
                                          corpus_provenance, finish_run, linear_warmup_decay, new_record,
                                          record_failure, run_steps)
@@ -51,16 +72,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--init", type=Path, required=True, help="completed `strae train-roberta` run directory")
     parser.add_argument("--data-dir", default=None, help="tokenised corpus (default: the --init run's corpus)")
     parser.add_argument("--setting", default="medium_mlm_simcse")
-    parser.add_argument("--lr", type=float, default=1e-5)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=32, help="ids per sentence incl. <s> and </s>")
-    parser.add_argument("--temperature", type=float, default=0.05)
+    parser.add_argument("--recipe", choices=sorted(RECIPES), default="official",
+                        help="official: SimCSE's unsupervised RoBERTa recipe (default); mean_b64: strae's earlier one")
+    parser.add_argument("--lr", type=float, default=None, help="override the recipe's learning rate")
+    parser.add_argument("--batch-size", type=int, default=None, help="override the recipe's batch size")
+    parser.add_argument("--max-length", type=int, default=None, help="ids per sentence incl. <s> and </s>")
+    parser.add_argument("--temperature", type=float, default=None)
+    parser.add_argument("--train-pooler", choices=TRAIN_POOLERS, default=None,
+                        help="cls: <s> + MLP used only in training (SimCSE --mlp_only_train); cls_before_pooler; mean")
+    parser.add_argument("--eval-pooler", choices=POOLERS, default=None,
+                        help="the encoder's default sentence pooling for this run (recipe: mean, as Banyan §6)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--sentences", type=int, default=1_000_000,
                         help="sentences per epoch (SimCSE: 10^6 Wikipedia sentences); capped by the corpus size")
     parser.add_argument("--steps", type=int, default=None, help="override the step count (time-boxed runs)")
+    parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
+    recipe = dict(RECIPES[args.recipe])
+    overridden = []
+    for key in recipe:
+        value = getattr(args, key)
+        if value is not None and value != recipe[key]:
+            recipe[key] = value
+            overridden.append(key)
+    if recipe["eval_pooler"] == "cls" and recipe["train_pooler"] != "cls":
+        raise SystemExit("--eval-pooler cls needs the MLP that only --train-pooler cls trains")
 
     init_train = args.init / "train.json"
     if not (args.init / "model.pt").exists() or not init_train.exists():
@@ -85,13 +122,22 @@ def main(argv: list[str] | None = None) -> int:
             corpus_file = init_config.get("corpus_file")
     corpus = load_corpus(data_dir, corpus_file, tokenizer, max_sentences=args.max_sentences)
     sentences_per_epoch = min(args.sentences, len(corpus))
-    steps = args.steps or args.epochs * (sentences_per_epoch // args.batch_size)
+    batch_size = int(recipe["batch_size"])
+    if sentences_per_epoch < batch_size:
+        raise SystemExit(f"{sentences_per_epoch} corpus sentences: fewer than one SimCSE batch ({batch_size}); "
+                         "lower --batch-size")
+    steps = args.steps or args.epochs * (sentences_per_epoch // batch_size)
 
     seed_everything(args.seed)
     shape, model = load_weights(args.init / "model.pt")
-    model.to(device)
+    set_attention_implementation(model, args.attention)
+    # SimCSE's MLP is a new layer (RobertaForCL.__init__ -> cl_init); it is trained, saved, and used at evaluation
+    # only with pooler "cls" (mlp_only_train)
+    mlp = SimcseMLP(shape.hidden_size) if recipe["train_pooler"] == "cls" else None
+    modules = torch.nn.ModuleDict({"model": model, **({"mlp": mlp} if mlp is not None else {})}).to(device)
     special = shape.special
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    optimizer = torch.optim.AdamW(modules.parameters(), lr=float(recipe["lr"]), betas=(0.9, 0.999), eps=1e-8,
+                                  weight_decay=0.0, fused=device.type == "cuda" or None)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(steps, 0))
 
     run_dir = args.out
@@ -100,11 +146,16 @@ def main(argv: list[str] | None = None) -> int:
     config = {
         "objective": "simcse_unsup", "init_run": str(args.init), "init_model_sha256": sha256_file(args.init / "model.pt"),
         "init_config": init_config, "shape": shape.to_dict(), "special_ids": special.to_dict(), "steps": steps,
-        "lr": args.lr, "schedule": "linear decay to 0, no warm-up", "batch_size": args.batch_size,
-        "max_length": args.max_length, "temperature": args.temperature, "epochs": args.epochs,
-        "sentences_per_epoch": sentences_per_epoch, "pooler": "mean over non-pad tokens (train and eval)",
-        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0},
+        "recipe": args.recipe, "recipe_overrides": overridden,
+        "lr": recipe["lr"], "schedule": "linear decay to 0, no warm-up", "batch_size": batch_size,
+        "max_length": recipe["max_length"], "temperature": recipe["temperature"], "epochs": args.epochs,
+        "sentences_per_epoch": sentences_per_epoch,
+        "train_pooler": recipe["train_pooler"], "mlp_only_train": recipe["train_pooler"] == "cls",
+        "eval_pooler": recipe["eval_pooler"], "attention": args.attention,
+        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0,
+                      "fused": device.type == "cuda"},
         "clip_grad_norm": args.clip_grad_norm, "precision": precision,
+        "best_checkpoint_selection": None,  # SimCSE's script keeps the best STS-B-dev checkpoint; strae the last
         # the word encoder reads word contexts from this corpus (by default the pre-training corpus)
         "data_dir": data_dir, "corpus_file": corpus_file,
         "corpus": corpus_provenance(data_dir, corpus_file, "train", len(corpus)),
@@ -114,23 +165,28 @@ def main(argv: list[str] | None = None) -> int:
                         extra_provenance={"argv": list(argv or sys.argv[1:])})
     write_json(run_dir / "train.json", record)
 
-    def compute_loss(step: int) -> tuple[torch.Tensor, dict[str, float]]:
+    def forward_backward(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         # SimCSE's 10^6 sentences = here the first `sentences_per_epoch` corpus sentences (already a random sample),
-        # visited in a seeded order
-        indices = batch_indices(sentences_per_epoch, args.batch_size, args.seed, step)
-        ids, attention = collate([corpus[int(i)] for i in indices], special, args.max_length)
+        # visited in a seeded order. No gradient accumulation: in-batch negatives need the whole batch at once.
+        indices = batch_indices(sentences_per_epoch, batch_size, args.seed, step)
+        ids, attention = collate([corpus[int(i)] for i in indices], special, int(recipe["max_length"]))
         with autocast():
-            loss, accuracy = simcse_loss(model, ids.to(device), attention.to(device), args.temperature)
-        return loss, {"accuracy": accuracy}
+            loss, accuracy = simcse_loss(model, ids.to(device), attention.to(device), float(recipe["temperature"]),
+                                         str(recipe["train_pooler"]), mlp)
+        loss.backward()
+        return loss.detach(), {"accuracy": accuracy}
 
     try:
-        status = run_steps(run_dir=run_dir, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
-                           total_steps=steps, compute_loss=compute_loss, clip_grad_norm=args.clip_grad_norm,
+        status = run_steps(run_dir=run_dir, record=record, model=modules, optimizer=optimizer, scheduler=scheduler,
+                           total_steps=steps, forward_backward=forward_backward, clip_grad_norm=args.clip_grad_norm,
                            checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-                           max_minutes=args.max_minutes, description=f"simcse {language} seed{args.seed}")
+                           max_minutes=args.max_minutes, description=f"simcse {language} seed{args.seed}",
+                           signature={"shape": shape.to_dict(), "init_model_sha256": config["init_model_sha256"],
+                                      **{key: recipe[key] for key in sorted(recipe)}})
     except DivergedError as error:
         return record_failure(run_dir, record, str(error), args.record_failure)
-    weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "simcse_unsup"}
+    weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "simcse_unsup",
+               "simcse_mlp": mlp.state_dict() if mlp is not None else None}
     return finish_run(run_dir, record, status, weights, {"model": "roberta_simcse", "objective": "simcse_unsup"})
 
 

@@ -5,6 +5,12 @@ with 80/10/10 replacement. The paper does not state the batch size or optimiser 
 library, so the Trainer defaults are used where the paper is silent (AdamW betas 0.9/0.999, eps 1e-8, weight decay 0,
 gradient clipping at norm 1.0). Batch size defaults to 64 sentences. Everything is a flag and lands in train.json.
 
+Speed without changing the objective: the step's sentences are packed several to a row with block-diagonal attention
+(``--packing sentences``; ``none`` pads each to the step's longest), attention runs through torch's fused SDPA with
+the relative-position scores as its additive mask (``--attention eager`` is the explicit reference), bf16 autocast
+where the device supports it (``--precision``), and ``--grad-accumulation N`` splits a step into N forward/backward
+passes whose gradients sum to the full batch's exactly (the loss is normalised by the whole step's masked count).
+
 The step loop (checkpointing, resume, time budget, divergence handling, train.json) is shared with
 ``baselines.roberta.simcse`` through :func:`run_steps`.
 """
@@ -58,13 +64,29 @@ def linear_warmup_decay(total_steps: int, warmup_steps: int) -> Callable[[int], 
     return factor
 
 
-def mlm_loss(model, inputs: torch.Tensor, attention: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Masked-LM cross-entropy, same value as ``RobertaForMaskedLM(labels=...)``, but the vocabulary projection
-    runs only on the ~15% predicted positions instead of all of them (the projection dominates CPU time)."""
-    hidden = model.roberta(input_ids=inputs, attention_mask=attention).last_hidden_state
-    predicted = labels != -100
-    logits = model.lm_head(hidden[predicted])
-    return torch.nn.functional.cross_entropy(logits.float(), labels[predicted])
+def mlm_token_losses(model, rows) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cross-entropy per predicted position, its segment id): the vocabulary projection runs only on the ~15%
+    predicted positions instead of all of them (the projection dominates CPU time). ``rows``: a ``data.Rows``."""
+    from baselines.roberta.model import encode
+
+    hidden = encode(model.roberta, rows.inputs, rows.segments)
+    predicted = rows.predicted if rows.predicted is not None else rows.predicted_index()
+    logits = model.lm_head(hidden.flatten(0, 1).index_select(0, predicted))
+    losses = torch.nn.functional.cross_entropy(logits.float(), rows.labels.flatten()[predicted], reduction="none")
+    return losses, rows.segments.flatten()[predicted]
+
+
+def mlm_loss(model, rows) -> torch.Tensor:
+    """Masked-LM cross-entropy averaged over the predicted positions: the value ``RobertaForMaskedLM(labels=...)``
+    gives on the padded batch."""
+    return mlm_token_losses(model, rows)[0].mean()
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """A checkpoint's state with every tensor on the CPU, whatever device wrote it: the model and optimiser tensors
+    are moved to the training device by ``load_state_dict``; the RNG states must stay CPU ByteTensors
+    (``torch.set_rng_state`` / ``torch.cuda.set_rng_state_all`` reject anything else)."""
+    return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def save_checkpoint(path: Path, **state: Any) -> None:
@@ -74,9 +96,16 @@ def save_checkpoint(path: Path, **state: Any) -> None:
 
 def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, optimizer: torch.optim.Optimizer,
               scheduler: torch.optim.lr_scheduler.LRScheduler, total_steps: int,
-              compute_loss: Callable[[int], tuple[torch.Tensor, dict[str, float]]], clip_grad_norm: float,
-              checkpoint_every: int, log_every: int, max_minutes: float | None, description: str) -> str:
+              forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]], clip_grad_norm: float,
+              checkpoint_every: int, log_every: int, max_minutes: float | None, description: str,
+              signature: dict[str, Any] | None = None) -> str:
     """Run optimiser steps ``[start, total_steps)``, resuming from ``run_dir/checkpoint.pt`` when present.
+
+    ``signature``: the settings a checkpoint must have been written with to be resumed (shape, batch, lr, ...); a
+    checkpoint from other settings is an error naming the keys that differ, never a silent mix.
+
+    ``forward_backward(step)`` computes the step's loss, calls ``backward`` itself (once per micro-batch under
+    gradient accumulation) and returns (detached loss, metrics); this loop zeroes, clips and steps around it.
 
     Returns "completed" or "stopped" (time budget hit; checkpoint saved, rerun the same command to resume).
     Raises :class:`DivergedError` on a non-finite loss. ``record`` is train.json's content and is updated in place.
@@ -85,12 +114,20 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
     train_json = run_dir / "train.json"
     step, elapsed_before = 0, 0.0
     if checkpoint_path.exists():
-        state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        state = load_checkpoint(checkpoint_path)
         if state["total_steps"] != total_steps:
             raise SystemExit(
                 f"{checkpoint_path}: written for {state['total_steps']} steps, this command asks for {total_steps}; "
                 "use the same options to resume or a new --out"
             )
+        saved = state.get("signature")
+        if signature is not None and saved is None:
+            raise SystemExit(f"{checkpoint_path}: written by an older strae that did not record its settings; "
+                             "it cannot be resumed safely, use a new --out")
+        if signature is not None and saved != signature:
+            differ = sorted(k for k in set(signature) | set(saved or {}) if (saved or {}).get(k) != signature.get(k))
+            raise SystemExit(f"{checkpoint_path}: written with other settings ({', '.join(differ)} differ); "
+                             "use the same options to resume or a new --out")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
@@ -103,7 +140,7 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
     def checkpoint(now_elapsed: float) -> None:
         save_checkpoint(checkpoint_path, model=model.state_dict(), optimizer=optimizer.state_dict(),
                         scheduler=scheduler.state_dict(), rng=capture_rng_states(), step=step, total_steps=total_steps,
-                        elapsed_s=now_elapsed, history=record["history"])
+                        elapsed_s=now_elapsed, history=record["history"], signature=signature)
         record["timings"].update(steps_done=step, train_seconds=round(now_elapsed, 1))
         write_json(train_json, record)
 
@@ -114,11 +151,10 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
     status = "completed"
     with tqdm(total=total_steps, initial=step, desc=description, dynamic_ncols=True, mininterval=5) as bar:
         while step < total_steps:
-            loss, metrics = compute_loss(step)
+            optimizer.zero_grad(set_to_none=True)
+            loss, metrics = forward_backward(step)
             if not torch.isfinite(loss):
                 raise DivergedError(f"non-finite loss {loss.item()} at step {step}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
             if clip_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
             optimizer.step()
@@ -223,8 +259,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from baselines.roberta.data import batch_indices, collate, load_corpus, mask_for_mlm
-    from baselines.roberta.model import RobertaShape, build_mlm_model, non_embedding_parameter_count
+    from baselines.roberta.data import batch_indices, collate, load_corpus, mask_for_mlm, pack, padded_rows
+    from baselines.roberta.model import (ATTENTION_IMPLEMENTATIONS, SHAPES, RobertaShape, build_mlm_model,
+                                         non_embedding_parameter_count)
     from strae.tokenize import load_tokenizer
 
     parser = argparse.ArgumentParser(prog="strae train-roberta", description=__doc__.split("\n\n")[0])
@@ -236,15 +273,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warmup-fraction", type=float, default=0.1)
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per step")
-    parser.add_argument("--max-length", type=int, default=128, help="ids per example incl. <s> and </s>")
+    parser.add_argument("--batch-size", type=int, default=64, help="sentences per optimiser step (effective batch)")
+    parser.add_argument("--max-length", type=int, default=128,
+                        help="ids per sentence incl. <s> and </s> (longer ones truncated); also the packed row length")
     parser.add_argument("--mask-probability", type=float, default=0.15)
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--heads", type=int, default=8)
-    parser.add_argument("--hidden", type=int, default=512)
-    parser.add_argument("--ffn", type=int, default=2048)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="table6",
+                        help="table6: hidden 256, Banyan Table 6's ≈10M (default); turc_medium: hidden 512 (25.2M)")
+    parser.add_argument("--layers", type=int, default=None, help="override the shape's layer count")
+    parser.add_argument("--heads", type=int, default=None, help="override the shape's attention heads")
+    parser.add_argument("--hidden", type=int, default=None, help="override the shape's hidden size")
+    parser.add_argument("--ffn", type=int, default=None, help="override the shape's feed-forward size")
+    parser.add_argument("--packing", choices=("sentences", "none"), default="sentences",
+                        help="sentences: several per row, block-diagonal attention; none: pad each to the longest")
+    parser.add_argument("--grad-accumulation", type=int, default=1,
+                        help="forward/backward passes per step (the effective batch stays --batch-size)")
+    parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa",
+                        help="sdpa: fused kernel, position scores as its additive mask; eager: explicit softmax")
     add_common_arguments(parser)
     args = parser.parse_args(argv)
+    if args.grad_accumulation < 1:
+        raise SystemExit(f"--grad-accumulation {args.grad_accumulation}: must be >= 1")
+    if args.max_length < 3:
+        raise SystemExit(f"--max-length {args.max_length}: must be >= 3 (<s>, one piece, </s>)")
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -257,51 +307,73 @@ def main(argv: list[str] | None = None) -> int:
     data_dir = None if args.corpus else (args.data_dir or f"resources/tokenized/{args.lang}")
     corpus = load_corpus(data_dir, args.corpus, tokenizer, max_sentences=args.max_sentences)
 
-    shape = RobertaShape(n_pieces=tokenizer.vocab_size, num_hidden_layers=args.layers, num_attention_heads=args.heads,
-                         hidden_size=args.hidden, intermediate_size=args.ffn,
-                         max_position_embeddings=max(514, args.max_length))
+    dims = dict(SHAPES[args.shape])
+    for key, value in (("num_hidden_layers", args.layers), ("num_attention_heads", args.heads),
+                       ("hidden_size", args.hidden), ("intermediate_size", args.ffn)):
+        if value is not None:
+            dims[key] = value
+    shape = RobertaShape(n_pieces=tokenizer.vocab_size, max_position_embeddings=max(514, args.max_length), **dims)
     special = shape.special
     seed_everything(args.seed)
-    model = build_mlm_model(shape).to(device)
+    model = build_mlm_model(shape, attention=args.attention).to(device)
     warmup_steps = int(round(args.warmup_fraction * args.steps))
+    # fused AdamW on CUDA: one kernel for all parameters instead of several per tensor (same update rule)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=args.weight_decay)
+                                  weight_decay=args.weight_decay, fused=device.type == "cuda" or None)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(args.steps, warmup_steps))
 
     run_dir = args.out
     run_dir.mkdir(parents=True, exist_ok=True)
     copy_tokenizer(tokenizer_path, run_dir)
     config = {
-        "objective": "mlm", "shape": shape.to_dict(), "special_ids": special.to_dict(), "steps": args.steps,
+        "objective": "mlm", "shape_name": args.shape, "shape": shape.to_dict(), "special_ids": special.to_dict(),
+        "steps": args.steps,
         "warmup_steps": warmup_steps, "lr": args.lr, "schedule": "linear warm-up then linear decay to 0",
-        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": args.weight_decay},
+        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": args.weight_decay,
+                      "fused": device.type == "cuda"},
         "batch_size": args.batch_size, "max_length": args.max_length, "mask_probability": args.mask_probability,
         "mask_replacement": {"mask": 0.8, "random": 0.1, "keep": 0.1}, "clip_grad_norm": args.clip_grad_norm,
+        "packing": args.packing, "grad_accumulation": args.grad_accumulation, "attention": args.attention,
         "precision": precision, "data_dir": data_dir, "corpus_file": args.corpus,
         "corpus": corpus_provenance(data_dir, args.corpus, "train", len(corpus)),
         "tokenizer": {"path": str(tokenizer_path), "sha256": sha256_file(tokenizer_path)},
-        "non_embedding_parameters": non_embedding_parameter_count(model),
+        # Banyan Table 6's convention: no embedding matrices, no LM head
+        "non_embedding_parameters": non_embedding_parameter_count(model.roberta),
         "parameters": sum(p.numel() for p in model.parameters()),
     }
     record = new_record(language=args.lang, model="roberta", setting=args.setting, seed=args.seed, config=config,
                         device=device, precision=precision, extra_provenance={"argv": list(argv or sys.argv[1:])})
     write_json(run_dir / "train.json", record)
 
-    def compute_loss(step: int) -> tuple[torch.Tensor, dict[str, float]]:
+    def forward_backward(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         indices = batch_indices(len(corpus), args.batch_size, args.seed, step)
         ids, attention = collate([corpus[int(i)] for i in indices], special, args.max_length)
-        # masking depends only on (seed, step), so resumed runs mask exactly as uninterrupted ones
+        # masking depends only on (seed, step) and is drawn on the padded layout, so resumed runs and both packing
+        # modes predict exactly the same positions
         generator = torch.Generator().manual_seed(args.seed * 1_000_003 + step)
         inputs, labels = mask_for_mlm(ids, special, generator, args.mask_probability)
-        with autocast():
-            loss = mlm_loss(model, inputs.to(device), attention.to(device), labels.to(device))
-        return loss, {"tokens": int(attention.sum())}
+        rows = (pack(inputs, labels, special, args.max_length) if args.packing == "sentences"
+                else padded_rows(inputs, labels, special))
+        n_predicted = int((labels != -100).sum())
+        total = torch.zeros((), device=device)
+        for chunk in rows.chunks(args.grad_accumulation):
+            with autocast():
+                losses, _ = mlm_token_losses(model, chunk.to(device))
+            # the whole step's mean: accumulated gradients equal the single-pass gradient
+            chunk_loss = losses.sum() / n_predicted
+            chunk_loss.backward()
+            total += chunk_loss.detach()
+        return total, {"tokens": int(attention.sum()), "rows": len(rows), "row_ids": int(rows.inputs.numel())}
 
     try:
         status = run_steps(run_dir=run_dir, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
-                           total_steps=args.steps, compute_loss=compute_loss, clip_grad_norm=args.clip_grad_norm,
-                           checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-                           max_minutes=args.max_minutes, description=f"roberta-mlm {args.lang} seed{args.seed}")
+                           total_steps=args.steps, forward_backward=forward_backward,
+                           clip_grad_norm=args.clip_grad_norm, checkpoint_every=args.checkpoint_every,
+                           log_every=args.log_every, max_minutes=args.max_minutes,
+                           description=f"roberta-mlm {args.lang} seed{args.seed}",
+                           signature={"weight_decay": args.weight_decay,
+                                      **{key: config[key] for key in ("shape", "batch_size", "max_length", "lr",
+                                                                      "warmup_steps", "mask_probability")}})
     except DivergedError as error:
         return record_failure(run_dir, record, str(error), args.record_failure)
     weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "mlm"}

@@ -1,6 +1,13 @@
 # Unstructured baselines (Banyan Tables 3-4): GloVe, RoBERTa-medium MLM, RoBERTa + unsupervised SimCSE.
 # Same run-directory layout and train.json fields as strae train; enabled per baseline under `baselines:`.
 # They train on the language's prepared corpus (the paper's WikiText-103 100M is not in the offline mirror).
+import shlex
+
+# each baseline's `train_options`: extra trainer arguments (e.g. RoBERTa's --shape, SimCSE's --recipe)
+BASELINE_TRAIN_OPTIONS = {
+    name: " ".join(shlex.quote(str(o)) for o in (spec or {}).get("train_options", []))
+    for name, spec in config["baselines"].items()
+}
 
 
 rule train_glove:
@@ -13,6 +20,7 @@ rule train_glove:
         epochs=config["baselines"].get("glove", {}).get("epochs", 15),
         device=DEVICE,
         stopwords=stopwords_flag,
+        options=BASELINE_TRAIN_OPTIONS.get("glove", ""),
     log:
         "logs/train/{lang}/glove/{setting}/seed{seed}.log",
     benchmark:
@@ -26,7 +34,7 @@ rule train_glove:
     shell:
         "strae train-glove --lang {wildcards.lang} --seed {wildcards.seed} --setting {wildcards.setting} "
         "--corpus {input.corpus} --epochs {params.epochs} --device {params.device} {params.stopwords} "
-        "--threads {threads} --out {params.run_dir} --record-failure > {log} 2>&1"
+        "{params.options} --threads {threads} --out {params.run_dir} --record-failure > {log} 2>&1"
 
 
 rule train_roberta:
@@ -41,6 +49,7 @@ rule train_roberta:
         data_dir=tokenized_dir,
         steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
         device=DEVICE,
+        options=BASELINE_TRAIN_OPTIONS.get("roberta", ""),
     log:
         "logs/train/{lang}/roberta/{setting}/seed{seed}.log",
     benchmark:
@@ -55,7 +64,8 @@ rule train_roberta:
     shell:
         "strae train-roberta --lang {wildcards.lang} --seed {wildcards.seed} --setting {wildcards.setting} "
         "--data-dir {params.data_dir} --tokenizer {input.tokenizer} --steps {params.steps} "
-        "--device {params.device} --threads {threads} --out {params.run_dir} --record-failure > {log} 2>&1"
+        "--device {params.device} {params.options} --threads {threads} --out {params.run_dir} --record-failure "
+        "> {log} 2>&1"
 
 
 rule train_simcse:
@@ -68,6 +78,7 @@ rule train_simcse:
         init_dir=baseline_init_dir,
         steps=simcse_steps_flag,
         device=DEVICE,
+        options=BASELINE_TRAIN_OPTIONS.get("roberta_simcse", ""),
     log:
         "logs/train/{lang}/roberta_simcse/{setting}/seed{seed}.log",
     benchmark:
@@ -81,5 +92,6 @@ rule train_simcse:
         runtime=12 * 60,
     shell:
         "strae train-simcse --init {params.init_dir} --seed {wildcards.seed} --setting {wildcards.setting} "
-        "{params.steps} --device {params.device} --threads {threads} --out {params.run_dir} --record-failure "
+        "{params.steps} --device {params.device} {params.options} --threads {threads} --out {params.run_dir} "
+        "--record-failure "
         "> {log} 2>&1"
