@@ -226,6 +226,53 @@ def fetch_source(
     raise FetchError(f"corpus entry {spec!r}: needs one of registry, path, url or hf_dataset")
 
 
+def fetch_url(url: str, dest: str | Path, sha256: str | None = None, mirror_file: str | Path | None = None,
+              what: str | None = None) -> Path:
+    """Place ``url`` at ``dest``: already there (verified) -> ``mirror_file`` (copied, verified) -> download.
+
+    With ``sha256`` every placement is verified against it. Without one (a file whose checksum cannot be known
+    before its first fetch, e.g. a BPEmb model named by language and size), the first placement's checksum is kept
+    in ``dest.sha256`` and every later use is verified against it (trust on first use; delete both to fetch again).
+    """
+    dest = Path(dest)
+    what = what or url
+    first_use = dest.with_name(dest.name + ".sha256")
+    expected = sha256.lower() if sha256 else (first_use.read_text().strip() if first_use.exists() else None)
+    if dest.exists():
+        got = sha256_file(dest)
+        if expected is None or got == expected:
+            if not sha256 and not first_use.exists():
+                with atomic_path(first_use) as tmp:
+                    tmp.write_text(got + "\n")
+            return dest
+        raise ChecksumError(f"{dest}: sha256 {got} differs from {'the config' if sha256 else first_use} ({expected}); "
+                            f"delete {dest} to fetch {what} again")
+
+    def place(writer) -> Path:
+        if expected is not None:
+            return _place_verified(dest, expected, what, writer)
+        with atomic_path(dest) as tmp:
+            got = writer(tmp)
+            with atomic_path(first_use) as tmp_sha:
+                tmp_sha.write_text(got + "\n")
+        log.info("%s: no sha256 given; recorded %s in %s (trust on first use)", what, got, first_use)
+        return dest
+
+    if mirror_file is not None and Path(mirror_file).exists():
+        def copy(tmp: Path) -> str:
+            with open(mirror_file, "rb") as handle:
+                return _copy_hashing(handle, tmp)
+
+        return place(copy)
+    try:
+        return place(lambda tmp: _download(url, tmp))
+    except ChecksumError:
+        raise
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise FetchError(f"{what}: not at {dest}{f' or {mirror_file}' if mirror_file else ''}, and downloading {url} "
+                         f"failed ({exc}); fetch it on a machine with network access and copy resources/ over")
+
+
 def fetch_paper_corpus(lang: str, config_path: str | Path, resources_dir: str | Path = "resources",
                        mirror: str | Path | None = None,
                        registry: dict[str, RegistryEntry] | None = None) -> list[Path]:
