@@ -52,7 +52,8 @@ def test_semrel2024_as_published(tmp_path):
 
 @pytest.mark.parametrize("rows, header, line, problem", [
     ([("P1", "only one sentence", "0.5")], ("PairID", "Text", "Score"), 2, "Text holds 1 line"),
-    ([("P1", "a\n b", "0.5"), ("P2", "c\n d", "high")], ("PairID", "Text", "Score"), 4, "score 'high'"),
+    ([("P1", "a\n b", "0.5"), ("P2", "c\n d", "high")], ("PairID", "Text", "Score"), 4,
+     "score 'high'"),
     ([("P1", "a\n b", "0.5", "x")], ("PairID", "Text", "Score"), 2, "4 fields"),
     ([("P1", "a", "b", "0.5")], ("sent1", "sent2", "score"), 1, "header"),
 ])
@@ -123,8 +124,12 @@ def test_inline_set_scores_and_records_like_a_catalogue_task(tmp_path, monkeypat
                                                "rows": 3}},
                   "eval": {"paper": ["arq_catalogued", "arq_inline"]}}}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    monkeypatch.setattr(fetch, "_download", lambda got_url, tmp: (tmp.write_bytes(semrel.read_bytes()),
-                                                                  sha256_file(tmp))[1] if got_url == url else None)
+    def download(got_url, tmp):  # the "network": serves the published file at its url
+        assert got_url == url
+        tmp.write_bytes(semrel.read_bytes())
+        return sha256_file(tmp)
+
+    monkeypatch.setattr(fetch, "_download", download)
     monkeypatch.setattr(harness, "load_encoder", lambda spec, **options: LengthEncoder())
     registry_path = tmp_path / "registry.yaml"
     registry_path.write_text(yaml.safe_dump({"arq": {
@@ -144,7 +149,7 @@ def test_inline_set_scores_and_records_like_a_catalogue_task(tmp_path, monkeypat
     assert doc["planned_tasks"] == ["arq_catalogued", "arq_inline"]
 
 
-def test_inline_name_must_not_shadow_a_catalogue_task(tmp_path):
+def test_inline_name_must_not_shadow_a_catalogue_task():
     from strae.evaluate.tasks import TaskCatalog, Task, language_tasks
 
     catalog = TaskCatalog([Task("dup", "paper", "xx", "word", "r", "test", (0, 1), "single")])
@@ -219,7 +224,7 @@ def test_bpemb_by_language_offline_falls_back_to_sentencepiece(tmp_path, monkeyp
 
     monkeypatch.setattr(fetch, "_download", offline)
     monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)
-    sentences = list(iter_sentences([], None)) or [" ".join(p.split()[:8]) for p in _arabic_paragraphs(300)]
+    sentences = [" ".join(p.split()[:8]) for p in _arabic_paragraphs(300)]
     config = _bpemb_config(tmp_path, sentences)
     record = tokenize.build_tokenizer("xx", config, out=tmp_path / "xx.model")
     assert (record["kind"], record["requested_kind"], record["bpemb_language"]) == ("sentencepiece", "bpemb", "xx")
@@ -277,3 +282,32 @@ def test_language_block_adds_a_table_column_with_no_paper_value(tmp_path):
     assert report.format_cell(new).endswith("paper —")
     old = cells[cells.column == "Old"].iloc[0]
     assert report.format_cell(old).endswith("paper 50.00 · Δ -10.00")
+
+
+def test_fetch_places_a_blocks_inline_eval_sets(tmp_path, monkeypatch):
+    """`strae fetch --eval-sets LANG` (the fetch_all rule for air-gapped clusters): url sets downloaded and
+    verified, local ones checked; a manifest records file and sha256 of each."""
+    semrel = write_semrel(tmp_path / "published.csv")
+    url = "https://example.invalid/arq_test_with_labels.csv"
+
+    def download(got_url, tmp):
+        assert got_url == url
+        tmp.write_bytes(semrel.read_bytes())
+        return sha256_file(tmp)
+
+    monkeypatch.setattr(fetch, "_download", download)
+    common = {"format": "semrel2024", "level": "sentence", "split": "test", "score_range": [0, 1]}
+    config = {"data": {"resources_dir": str(tmp_path / "resources"), "registry": "config/registry.yaml"},
+              "languages": {"arq": {"eval_sets": {"remote": {"url": url, "sha256": sha256_file(semrel), **common},
+                                                  "local": {"path": str(semrel), **common}}}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    manifest = tmp_path / "manifest.json"
+    assert fetch.main(["--eval-sets", "arq", "--config", str(tmp_path / "config.yaml"), "--resources-dir",
+                       str(tmp_path / "resources"), "--manifest", str(manifest)]) == 0
+    placed = json.loads(manifest.read_text())["arq"]
+    assert placed["remote"]["sha256"] == placed["local"]["sha256"] == sha256_file(semrel)
+    assert placed["remote"]["file"].startswith(str(tmp_path / "resources" / "data" / "external"))
+    config["languages"]["arq"]["eval_sets"]["remote"]["sha256"] = "f" * 64  # a different file than published
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(ChecksumError):
+        fetch.fetch_eval_sets("arq", tmp_path / "config.yaml", resources_dir=tmp_path / "other")

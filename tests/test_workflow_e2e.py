@@ -62,5 +62,6 @@ def test_synthetic_language_runs_to_a_table_row(tmp_path):
     lines = (workdir / "results/banyan/table5.md").read_text(encoding="utf-8").splitlines()
     header = next(line for line in lines if line.startswith("| row"))
     banyan = next(line for line in lines if line.startswith("| Banyan"))
-    cells = dict(zip([c.strip() for c in header.strip("|").split("|")], [c.strip() for c in banyan.strip("|").split("|")]))
+    cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
+                     [c.strip() for c in banyan.strip("|").split("|")]))
     assert "Synthetic" in cells and "paper —" in cells["Synthetic"] and "n=1" in cells["Synthetic"]

@@ -208,7 +208,8 @@ def _eval_errors(config: dict[str, Any], lang: str, block: dict[str, Any], regis
         errors += inline_set_errors(spec, where)
         if isinstance(spec, dict) and spec.get("path") and not Path(spec["path"]).exists():
             errors.append(f"{where}.path: {spec['path']!r} does not exist")
-        if isinstance(spec, dict) and spec.get("registry") and registry is not None and spec["registry"] not in registry:
+        if isinstance(spec, dict) and spec.get("registry") and registry is not None \
+                and spec["registry"] not in registry:
             errors.append(f"{where}.registry: {spec['registry']!r} is not in {config['data']['registry']}")
         if catalogue is not None and name in catalogue.names():
             errors.append(f"{where}: {name!r} is also a task of {catalogue.source}; rename the inline set "

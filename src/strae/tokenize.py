@@ -231,7 +231,8 @@ def bpemb_spec_errors(spec: dict[str, Any], where: str) -> list[str]:
     errors = []
     if "language" in given:
         if not _BPEMB_LANGUAGE.match(str(spec["language"])):
-            errors.append(f"{where}.language: {spec['language']!r} is not a BPEmb language code (e.g. ar, mr, hi)")
+            errors.append(f"{where}.language: {spec['language']!r} is not a BPEmb language code "
+                          "(lowercase letters and _, as in BPEmb's file names)")
         if not isinstance(spec.get("vocab_size"), int):
             errors.append(f"{where}.vocab_size: BPEmb's vocabulary size is required with language "
                           "(1000, 3000, 5000, 10000, 25000, 50000, 100000 or 200000)")

@@ -69,6 +69,9 @@ def encoder_options(wildcards):
     return " ".join(f"--encoder-option {option}" for option in options)
 
 
+LANGUAGES_WITH_EVAL_SETS = sorted(lang for lang, block in config["languages"].items() if block.get("eval_sets"))
+
+
 def eval_sets_settings(wildcards):
     """The language block's inline eval sets (file, format, level, ...) as a param: editing one re-runs evaluation."""
     import json

@@ -447,17 +447,18 @@ def read_pairs(path: str | Path, level: str, expected_rows: int | None = None,
         reader = csv.reader(handle)
         header = next(reader, None)
         if header != HEADERS[level]:
-            raise SystemExit(
-                f"{path}: header {header!r} does not match a {level}-level task (expected {HEADERS[level]})"
-            )
+            raise _file_error(path, 1, DEFAULT_FORMAT, f"header {header!r} does not match a {level}-level task "
+                              f"(expected {','.join(HEADERS[level])})")
         left, right, gold, gold_text = [], [], [], []
-        for line_no, row in enumerate(reader, start=2):
+        line_no = reader.line_num
+        for row in reader:
+            line_no, start = reader.line_num, line_no + 1  # a quoted field may span lines: report where it starts
             if len(row) != 3:
-                raise SystemExit(f"{path}:{line_no}: expected 3 fields, got {len(row)}")
+                raise _file_error(path, start, DEFAULT_FORMAT, f"{len(row)} fields, not 3")
             try:
                 gold.append(float(row[2]))
             except ValueError:
-                raise SystemExit(f"{path}:{line_no}: score {row[2]!r} is not a number") from None
+                raise _file_error(path, start, DEFAULT_FORMAT, f"score {row[2]!r} is not a number") from None
             gold_text.append(row[2].strip())
             left.append(row[0])
             right.append(row[1])
