@@ -70,6 +70,16 @@ def test_sts_tsv_and_word_pairs(tmp_path):
     (tmp_path / "sts.tsv").write_text('4.2\tA man "plays\tA man  plays\n\n0\tx\ty\n', encoding="utf-8")
     pairs = read_pairs(tmp_path / "sts.tsv", "sentence", 2, file_format="sts_tsv")
     assert (pairs.left, pairs.right, list(pairs.gold)) == (['A man "plays', "x"], ["A man plays", "y"], [4.2, 0.0])
+    # the STS Benchmark release layout, including a line with trailing source fields and an unbalanced quote
+    (tmp_path / "sts-test.csv").write_text(
+        "main-captions\tMSRvid\t2012test\t0001\t5.000\tA girl is styling her hair.\tA girl is brushing her hair.\n"
+        'main-news\theadlines\t2013\t0002\t1.5\tHe said "no\tShe left\tsrc-a\tsrc-b\n', encoding="utf-8")
+    pairs = read_pairs(tmp_path / "sts-test.csv", "sentence", 2, file_format="stsb_tsv")
+    assert (pairs.right, list(pairs.gold)) == (["A girl is brushing her hair.", "She left"], [5.0, 1.5])
+    assert pairs.left[1] == 'He said "no'
+    (tmp_path / "sts-test.csv").write_text("main\tMSRvid\t2012\t1\t5.0\tonly one sentence\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"sts-test.csv:1: 6 tab-separated fields; format stsb_tsv expects genre"):
+        read_pairs(tmp_path / "sts-test.csv", "sentence", file_format="stsb_tsv")
     for text in ("word1\tword2\tsim\ncat\tdog\t7.5\nsea\tsky\t2\n", "cat,dog,7.5\nsea,sky,2\n",
                  "w1,w2,score\ncat,dog,7.5\nsea,sky,2\n"):
         (tmp_path / "words.txt").write_text(text, encoding="utf-8")

@@ -16,6 +16,8 @@ and the expected columns:
 - ``semrel2024``: SemRel-2024 as published (``PairID,Text,Score``; ``Text`` holds the two sentences separated by a
   newline, the second often with a stray leading space).
 - ``sts_tsv``: STS-style tab-separated lines ``score<TAB>sentence1<TAB>sentence2`` (no header, no quoting).
+- ``stsb_tsv``: the STS Benchmark release's ``sts-{train,dev,test}.csv`` (tab-separated, no header: genre, file,
+  year, id, score, sentence1, sentence2, and on a few lines trailing source fields, which are ignored).
 - ``word_pairs``: word-pair lists ``word1 word2 score``, tab- or comma-separated, with or without a header line.
 
 The published formats' texts get the corpus' own line normalisation (:func:`strae.data.segment.clean_line`: BOM
@@ -42,6 +44,8 @@ FORMATS: dict[str, tuple[tuple[str, ...], str]] = {
     "mirror_csv": (LEVELS, "header sent1,sent2,score (sentence level) or word1,word2,score (word level)"),
     "semrel2024": (("sentence",), "header PairID,Text,Score; Text = the two sentences separated by a newline"),
     "sts_tsv": (("sentence",), "score<TAB>sentence1<TAB>sentence2 (no header)"),
+    "stsb_tsv": (("sentence",), "genre<TAB>file<TAB>year<TAB>id<TAB>score<TAB>sentence1<TAB>sentence2[<TAB>...] "
+                                "(no header; the STS Benchmark release's sts-*.csv)"),
     "word_pairs": (("word",), "word1,word2,score or word1<TAB>word2<TAB>score (optional header line)"),
 }
 # keys of an inline eval set that say where its file is (strae.data.fetch.fetch_source); sha256 goes with them
@@ -380,19 +384,21 @@ def _read_semrel2024(path: Path, handle) -> tuple[list, list, list, list]:
     return left, right, gold, gold_text
 
 
-def _read_sts_tsv(path: Path, handle) -> tuple[list, list, list, list]:
-    fmt = "sts_tsv"
+def _read_sts_tsv(path: Path, handle, fmt: str = "sts_tsv") -> tuple[list, list, list, list]:
+    # (score, sentence1, sentence2) field positions and the field count each layout allows (no quoting: STS text
+    # has unbalanced quotes, so lines are split on tabs, never parsed as CSV)
+    positions, allowed = {"sts_tsv": ((0, 1, 2), lambda n: n == 3), "stsb_tsv": ((4, 5, 6), lambda n: n >= 7)}[fmt]
     left, right, gold, gold_text = [], [], [], []
     for line_no, line in enumerate(handle, start=1):
         line = line.rstrip("\r\n")
         if not line.strip():
             continue
         fields = line.split("\t")
-        if len(fields) != 3:
+        if not allowed(len(fields)):
             raise _file_error(path, line_no, fmt, f"{len(fields)} tab-separated fields")
-        value, text = _gold(path, line_no, fmt, fields[0])
-        left.append(_clean(path, line_no, fmt, fields[1], "sentence1"))
-        right.append(_clean(path, line_no, fmt, fields[2], "sentence2"))
+        value, text = _gold(path, line_no, fmt, fields[positions[0]])
+        left.append(_clean(path, line_no, fmt, fields[positions[1]], "sentence1"))
+        right.append(_clean(path, line_no, fmt, fields[positions[2]], "sentence2"))
         gold.append(value)
         gold_text.append(text)
     return left, right, gold, gold_text
@@ -424,7 +430,8 @@ def _read_word_pairs(path: Path, handle) -> tuple[list, list, list, list]:
     return left, right, gold, gold_text
 
 
-_READERS = {"semrel2024": _read_semrel2024, "sts_tsv": _read_sts_tsv, "word_pairs": _read_word_pairs}
+_READERS = {"semrel2024": _read_semrel2024, "sts_tsv": _read_sts_tsv,
+            "stsb_tsv": lambda path, handle: _read_sts_tsv(path, handle, "stsb_tsv"), "word_pairs": _read_word_pairs}
 
 
 def read_pairs(path: str | Path, level: str, expected_rows: int | None = None,
