@@ -39,12 +39,10 @@ rule fetch_eval_sets:
     params:
         config=EFFECTIVE_CONFIG,
         eval_sets=eval_sets_settings,
-        resources=RES,
     log:
         "logs/fetch_eval_sets/{lang}.log",
     threads: 1
     conda:
         "../envs/strae.yaml"
     shell:
-        "strae fetch --eval-sets {wildcards.lang} --config {params.config} --resources-dir {params.resources} "
-        "--manifest {output.manifest} > {log} 2>&1"
+        "strae fetch --eval-sets {wildcards.lang} --config {params.config} --manifest {output.manifest} > {log} 2>&1"

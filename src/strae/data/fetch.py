@@ -315,7 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("names", nargs="*", help="registry NAMEs (keys of config/registry.yaml)")
     parser.add_argument("--all", action="store_true", help="fetch every registered file")
     parser.add_argument("--kind", choices=("corpus", "eval", "tokenizer"), help="fetch every file of this kind")
-    parser.add_argument("--resources-dir", default="resources")
+    parser.add_argument("--resources-dir", default=None,
+                        help="default: resources (with --eval-sets: data.resources_dir of --config)")
     parser.add_argument("--mirror", default=None, help=f"mirror directory (default: ${MIRROR_ENV})")
     parser.add_argument("--registry", default=DEFAULT_REGISTRY)
     parser.add_argument("--paper-corpus", metavar="LANG", action="append", default=[],
@@ -328,13 +329,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     registry = load_registry(args.registry)
+    eval_resources = args.resources_dir  # None: the config's data.resources_dir
+    args.resources_dir = args.resources_dir or "resources"
     for lang in args.paper_corpus:
         for path in fetch_paper_corpus(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
                                        registry=registry):
             print(f"{path}  sha256 {sha256_file(path)} (trust on first use)")
     manifest = {}
     for lang in args.eval_sets:
-        manifest[lang] = fetch_eval_sets(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
+        manifest[lang] = fetch_eval_sets(lang, args.config, resources_dir=eval_resources, mirror=args.mirror,
                                          registry=registry)
         for name, placed in manifest[lang].items():
             print(f"{lang}/{name}: {placed['file']}  sha256 {placed['sha256']}")
