@@ -321,3 +321,30 @@ def test_fetch_places_a_blocks_inline_eval_sets(tmp_path, monkeypatch):
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ChecksumError):
         fetch.fetch_eval_sets("arq", tmp_path / "config.yaml", resources_dir=tmp_path / "other")
+
+
+def test_readme_example_block_is_a_valid_language_block(monkeypatch):
+    """The README's complete block (SemRel-2024 Marathi from upstream) passes the schema and the cross-key checks
+    once its two sha256 placeholders are filled in; a url without its sha256 is refused, naming the key."""
+    import copy
+    import re
+
+    from strae import plan
+    from test_workflow import REPO, _schema_errors, paper_config
+
+    monkeypatch.chdir(REPO)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Adding a language"):]
+    block_text = re.search(r"```yaml\n(languages:\n.*?)```", section, re.S).group(1)
+    assert block_text.count("<fill in on first fetch") == 2  # never a made-up hash
+    block = yaml.safe_load(block_text.replace("<fill in on first fetch: curl -sL URL | sha256sum>", "0" * 64))  # quoted
+    config = copy.deepcopy(paper_config())
+    config["languages"].update(block["languages"])
+    config["experiments"]["banyan_languages"]["languages"].append("mar")
+    assert _schema_errors(config) == [] and plan.check_config(config) == []
+    for spec in block["languages"]["mar"]["eval_sets"].values():
+        assert spec["url"].startswith("https://raw.githubusercontent.com/semantic-textual-relatedness/"
+                                      "Semantic_Relatedness_SemEval2024/")
+    del config["languages"]["mar"]["eval_sets"]["semrel_mar_dev"]["sha256"]
+    assert any(e.startswith("languages.mar.eval_sets.semrel_mar_dev.sha256: a url needs")
+               for e in plan.check_config(config))
