@@ -206,6 +206,12 @@ def test_right_to_left_uncased_script_round_trips(tmp_path):
         assert tokenizer.decode(tokenizer.encode(sentence)) == tokenize.normalize(sentence)
         assert tokenizer.unk_id not in tokenizer.encode(sentence)
     assert tokenizer.normalize(sentences[0]) == "في عام 0000 بدأ السباق."  # Arabic-Indic digits -> 0
+    # treebank pretokenisation only re-spaces punctuation: every letter and digit survives, in order
+    treebank = tokenize.load_tokenizer(tmp_path / "ar.model", pretokenize="treebank")
+    for sentence in sentences[:50]:
+        assert pretokenize(sentence, "treebank").replace(" ", "") == sentence.replace(" ", "")
+        assert treebank.decode(treebank.encode(sentence)) == tokenize.normalize(pretokenize(sentence, "treebank"))
+    assert treebank.normalize(sentences[0]) == "في عام 0000 بدأ السباق ."
     assert record["alphabet_size"] >= len(ARABIC_LETTERS)
     # the same sentences as a published SemRel file: the eval side reaches the same ids
     path = write_semrel(tmp_path / "eval.csv", [("P1", f"  {sentences[0]}\n {sentences[1]}  ", "1")])
