@@ -21,7 +21,9 @@ declare -A variant=(
   [a6_induction_dropout]="--recipe strae_0_1 --set induction_dropout=true --data-dir resources/tokenized/en"
   [a7_all]="--recipe banyan --data-dir resources/tokenized/en_treebank"
 )
-names=(${!variant[@]}); IFS=$'\n' names=($(sort <<<"${names[*]}")); unset IFS
+# VARIANTS="a6_induction_dropout a7_all" runs a subset in that order (default: all, sorted)
+if [ -n "${VARIANTS:-}" ]; then read -r -a names <<<"$VARIANTS"
+else names=(${!variant[@]}); IFS=$'\n' names=($(sort <<<"${names[*]}")); unset IFS; fi
 run() {  # train then evaluate one variant (both evaluation variants)
   local name=$1
   OMP_NUM_THREADS=1 strae train "${common[@]}" ${variant[$name]} --out "$OUT/$name" > "$OUT/$name.train.log" 2>&1

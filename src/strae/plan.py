@@ -183,6 +183,61 @@ def _registry_names(config: dict[str, Any]) -> set[str] | None:
     return set(entries)
 
 
+def _catalogue(config: dict[str, Any]) -> Any:
+    """config/tasks.yaml parsed (None when the file is absent: the evaluation CLI reports that itself)."""
+    path = Path((config.get("data") or {}).get("tasks", "config/tasks.yaml"))
+    if not path.exists():
+        return None
+    from strae.evaluate.tasks import load_tasks
+
+    try:
+        return load_tasks(path)
+    except SystemExit:
+        return None  # reported by `strae evaluate` with the file and entry
+
+
+def _eval_errors(config: dict[str, Any], lang: str, block: dict[str, Any], registry: set[str] | None) -> list[str]:
+    """A language block's inline eval sets, the names its `eval.<variant>` lists use, and its `tables:` entries."""
+    from strae.evaluate.tasks import inline_set_errors
+
+    errors: list[str] = []
+    catalogue = _catalogue(config)
+    inline = block.get("eval_sets") or {}
+    for name, spec in inline.items():
+        where = f"languages.{lang}.eval_sets.{name}"
+        errors += inline_set_errors(spec, where)
+        if isinstance(spec, dict) and spec.get("path") and not Path(spec["path"]).exists():
+            errors.append(f"{where}.path: {spec['path']!r} does not exist")
+        if isinstance(spec, dict) and spec.get("registry") and registry is not None \
+                and spec["registry"] not in registry:
+            errors.append(f"{where}.registry: {spec['registry']!r} is not in {config['data']['registry']}")
+        if catalogue is not None and name in catalogue.names():
+            errors.append(f"{where}: {name!r} is also a task of {catalogue.source}; rename the inline set "
+                          "(one name per evaluation set)")
+    listed: set[str] = set()
+    for variant, names in (block.get("eval") or {}).items():
+        for name in names or []:
+            listed.add(name)
+            if name in inline or catalogue is None:
+                continue
+            declared = [t for t in catalogue if t.name == name and t.variant == variant]
+            if not declared:
+                errors.append(f"languages.{lang}.eval.{variant}: {name!r} is neither in languages.{lang}.eval_sets "
+                              f"nor a {variant} task of {catalogue.source}")
+            elif declared[0].language != lang:
+                errors.append(f"languages.{lang}.eval.{variant}: task {name!r} of {catalogue.source} is declared "
+                              f"for language {declared[0].language!r}")
+    tables_path = Path((config.get("report") or {}).get("tables", "config/tables.yaml"))
+    declared_tables = (yaml.safe_load(tables_path.read_text(encoding="utf-8")) or {}).get("tables", {}) \
+        if tables_path.exists() else None
+    for table, name in (block.get("tables") or {}).items():
+        if declared_tables is not None and table not in declared_tables:
+            errors.append(f"languages.{lang}.tables.{table}: no such table in {tables_path}")
+        if name not in listed:
+            errors.append(f"languages.{lang}.tables.{table}: {name!r} is not listed in languages.{lang}.eval")
+    return errors
+
+
 def check_config(config: dict[str, Any]) -> list[str]:
     """Checks that need more than one key at a time; each message starts with the offending key path."""
     errors: list[str] = []
@@ -204,8 +259,11 @@ def check_config(config: dict[str, Any]) -> list[str]:
             if "url" in source and "sha256" not in source:
                 errors.append(f"languages.{lang}: corpus url {source['url']!r} needs a sha256")
         tokenizer = block.get("tokenizer") or {}
-        if tokenizer.get("kind") == "bpemb" and not (tokenizer.get("registry") or tokenizer.get("path")):
-            errors.append(f"languages.{lang}.tokenizer: kind bpemb needs `registry` or `path` of the model file")
+        if tokenizer.get("kind") == "bpemb":
+            from strae.tokenize import bpemb_spec_errors
+
+            errors += bpemb_spec_errors(tokenizer, f"languages.{lang}.tokenizer")
+        errors += _eval_errors(config, lang, block, registry)
     for name, model in models.items():
         recipe = model.get("recipe")
         try:

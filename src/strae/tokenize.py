@@ -11,6 +11,13 @@ tokenisation, SentencePiece training and a trained model's encoder all apply the
 
 ``strae tokenizer --lang L --config config/config.yaml --out resources/tokenizers/L.model`` writes the model and
 ``L.json`` beside it (kind, vocab size and how it was chosen, sha256s).
+
+``tokenizer: {kind: bpemb, ...}`` names BPEmb's model file by ``registry`` name or local ``path``, or by BPEmb's own
+``language`` code and ``vocab_size`` (+ optional ``sha256``): the file ``{language}.wiki.bpe.vs{vocab_size}.model``
+is taken from resources/data/tokenizers/, the mirror's tokenizers/, or BPEmb's site (:data:`BPEMB_URL`), and
+checksummed like any other download (without a ``sha256``: trust on first use). When it cannot be had (offline)
+and ``fallback`` is ``sentencepiece`` (the default), a SentencePiece model is trained on the corpus with the same
+vocabulary size instead, as for ``kind: sentencepiece``; the record says so (``fallback_reason``).
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ from typing import Any, Iterable
 
 import sentencepiece as spm
 
+from strae.data.fetch import ChecksumError, FetchError
 from strae.data.pretokenize import check_kind, get_pretokenizer
 from strae.data.registry import DEFAULT_CONFIG, language_block, load_config, load_registry
 from strae.io import atomic_path, provenance, sha256_file, write_json
@@ -56,6 +64,13 @@ TRAINER_SETTINGS: dict[str, Any] = {
     # a corpus too small for the chosen size gets fewer pieces instead of an error; the record says how many
     "hard_vocab_limit": False,
 }
+
+
+# BPEmb's own download location: bpemb 0.3.6's BPEmb.base_url + model_tpl ("{lang}/{lang}.wiki.bpe.vs{vs}.model")
+BPEMB_URL = "https://nlp.h-its.org/bpemb/{language}/{language}.wiki.bpe.vs{vocab_size}.model"
+BPEMB_FILE = "tokenizers/{language}.wiki.bpe.vs{vocab_size}.model"  # under the mirror and resources/data/
+BPEMB_FALLBACKS = ("sentencepiece", "none")
+_BPEMB_LANGUAGE = re.compile(r"^[a-z][a-z_]*$")
 
 
 def normalize(text: str) -> str:
@@ -167,29 +182,37 @@ def language_pretokenize(block: dict[str, Any], lang: str, config_path: str | Pa
 
 def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: str | Path | None = None,
                     corpus: str | Path | None = None, mirror: str | Path | None = None) -> dict[str, Any]:
-    from strae.data.fetch import fetch
-
     config = load_config(config_path)
     block = language_block(config, lang, config_path)
     resources = Path((config.get("data") or {}).get("resources_dir", "resources"))
     out = Path(out) if out is not None else resources / "tokenizers" / f"{lang}.model"
     spec = block.get("tokenizer") or {}
     kind = spec.get("kind")
+    where = f"{config_path}: languages.{lang}.tokenizer"
+    fallback_reason = None
     if kind == "bpemb":
-        if "registry" not in spec:
-            raise SystemExit(f"{config_path}: languages.{lang}.tokenizer.registry is missing for kind bpemb")
-        registry = load_registry((config.get("data") or {}).get("registry", "config/registry.yaml"))
-        # fetch() verifies the checksum and never triggers bpemb's own downloader
-        source = fetch(spec["registry"], resources_dir=resources, mirror=mirror, registry=registry)
-        with atomic_path(out, suffix=".model") as tmp:
-            shutil.copyfile(source, tmp)
-            spm.SentencePieceProcessor(model_file=str(tmp))  # a file that does not load never gets the final name
-        record = {"kind": "bpemb", "registry": spec["registry"], "source_file": str(source)}
-    elif kind == "sentencepiece":
+        # fetch()/fetch_url() verify the checksum and never trigger bpemb's own downloader
+        try:
+            source, record = _bpemb_model_file(spec, where, config, resources, mirror)
+        except ChecksumError:
+            raise  # a file that changed is an error, never a reason to fall back
+        except FetchError as error:
+            if spec.get("fallback", "sentencepiece") != "sentencepiece" or "language" not in spec:
+                raise
+            fallback_reason = str(error)
+            log.warning("%s: BPEmb model not available (%s); training the SentencePiece fallback", lang, error)
+        if fallback_reason is None:
+            with atomic_path(out, suffix=".model") as tmp:
+                shutil.copyfile(source, tmp)
+                spm.SentencePieceProcessor(model_file=str(tmp))  # a file that does not load never gets the final name
+            record.update(kind="bpemb", source_file=str(source))
+    if kind == "sentencepiece" or fallback_reason is not None:
         corpus = Path(corpus) if corpus is not None else resources / "corpora" / lang / "train.txt"
         record = train_sentencepiece(corpus, out, requested_vocab=int(spec.get("vocab_size", 25000)),
                                      pretokenize=language_pretokenize(block, lang, config_path))
-    else:
+        if fallback_reason is not None:
+            record.update(requested_kind="bpemb", bpemb_language=spec["language"], fallback_reason=fallback_reason)
+    elif kind != "bpemb":
         raise SystemExit(f"{config_path}: languages.{lang}.tokenizer.kind is {kind!r}; use bpemb or sentencepiece")
     tokenizer = load_tokenizer(out)
     record.update({"language": lang, "model_file": str(out), "sha256": tokenizer.sha256(),
@@ -197,6 +220,54 @@ def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: st
                    "preprocessing": "lowercase; every digit -> 0 (BPEmb)", "provenance": provenance()})
     write_json(out.with_suffix(".json"), record)
     return record
+
+
+def bpemb_spec_errors(spec: dict[str, Any], where: str) -> list[str]:
+    """Problems of a ``kind: bpemb`` tokenizer block (empty when usable)."""
+    given = [key for key in ("registry", "path", "language") if spec.get(key)]
+    if len(given) != 1:
+        return [f"{where}: kind bpemb needs exactly one of registry, path, or language (+ vocab_size); got "
+                f"{given or 'none'}"]
+    errors = []
+    if "language" in given:
+        if not _BPEMB_LANGUAGE.match(str(spec["language"])):
+            errors.append(f"{where}.language: {spec['language']!r} is not a BPEmb language code "
+                          "(lowercase letters and _, as in BPEmb's file names)")
+        if not isinstance(spec.get("vocab_size"), int):
+            errors.append(f"{where}.vocab_size: BPEmb's vocabulary size is required with language "
+                          "(1000, 3000, 5000, 10000, 25000, 50000, 100000 or 200000)")
+    if spec.get("fallback", "sentencepiece") not in BPEMB_FALLBACKS:
+        errors.append(f"{where}.fallback: {spec['fallback']!r}; use one of {', '.join(BPEMB_FALLBACKS)}")
+    return errors
+
+
+def _bpemb_model_file(spec: dict[str, Any], where: str, config: dict[str, Any], resources: Path,
+                      mirror: str | Path | None) -> tuple[Path, dict[str, Any]]:
+    """The BPEmb model file a ``kind: bpemb`` block names, placed and verified; and its record."""
+    from strae.data.fetch import default_mirror, fetch, fetch_url
+
+    errors = bpemb_spec_errors(spec, where)
+    if errors:
+        raise SystemExit("; ".join(errors))
+    if spec.get("registry"):
+        registry = load_registry((config.get("data") or {}).get("registry", "config/registry.yaml"))
+        return fetch(spec["registry"], resources_dir=resources, mirror=mirror, registry=registry), \
+            {"registry": spec["registry"]}
+    if spec.get("path"):
+        path = Path(spec["path"])
+        if not path.exists():
+            raise SystemExit(f"{where}.path: {path} not found")
+        if spec.get("sha256") and sha256_file(path) != str(spec["sha256"]).lower():
+            raise ChecksumError(f"{path}: sha256 differs from {where}.sha256; fix one of them")
+        return path, {"path": str(path)}
+    names = {"language": spec["language"], "vocab_size": int(spec["vocab_size"])}
+    relative = BPEMB_FILE.format(**names)
+    url = BPEMB_URL.format(**names)
+    mirror = Path(mirror) if mirror is not None else default_mirror()
+    path = fetch_url(url, resources / "data" / relative, sha256=spec.get("sha256"),
+                     mirror_file=mirror / relative if mirror else None, what=f"BPEmb model {relative}")
+    return path, {"bpemb_language": spec["language"], "url": url,
+                  "checksum": "sha256 from the config" if spec.get("sha256") else "trust on first use"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,9 +69,21 @@ def encoder_options(wildcards):
     return " ".join(f"--encoder-option {option}" for option in options)
 
 
+LANGUAGES_WITH_EVAL_SETS = sorted(lang for lang, block in config["languages"].items() if block.get("eval_sets"))
+
+
+def eval_sets_settings(wildcards):
+    """The language block's inline eval sets (file, format, level, ...) as a param: editing one re-runs evaluation."""
+    import json
+
+    return json.dumps(config["languages"][wildcards.lang].get("eval_sets") or {}, sort_keys=True)
+
+
 def tokenizer_inputs(wildcards):
-    """A trained tokenizer needs the prepared corpus; a BPEmb one only its (fetched) model file."""
-    if config["languages"][wildcards.lang]["tokenizer"]["kind"] == "sentencepiece":
+    """A trained tokenizer needs the prepared corpus; a BPEmb one only its (fetched) model file, unless it is named
+    by language code and may fall back to training on the corpus (offline)."""
+    spec = config["languages"][wildcards.lang]["tokenizer"]
+    if spec["kind"] == "sentencepiece" or (spec.get("language") and spec.get("fallback", "sentencepiece") != "none"):
         return {"corpus": f"{RES}/corpora/{wildcards.lang}/train.txt"}
     return {}
 
@@ -86,6 +98,20 @@ def _paper_table(key):
     name = TABLES["tables"][key].get("paper_file")
     path = os.path.join(PAPER_TABLES_DIR, name) if name else None
     return [path] if path and os.path.exists(path) else []
+
+
+def _table_languages(key):
+    """languages.<lang>.tables entries for one table, as a param: adding a language to a table re-runs it."""
+    return " ".join(sorted(f"{lang}={block['tables'][key]}" for lang, block in config["languages"].items()
+                           if (block.get("tables") or {}).get(key))) or "none"
+
+
+def selfstrae_table_languages(wildcards):
+    return _table_languages(f"selfstrae_table{wildcards.n}")
+
+
+def banyan_table_languages(wildcards):
+    return _table_languages(f"banyan_table{wildcards.n}")
 
 
 def selfstrae_paper_table(wildcards):

@@ -28,3 +28,21 @@ rule fetch_all:
     input:
         expand(f"{RES}/corpora/{{lang}}/train.txt", lang=sorted(config["languages"])),
         expand(f"{RES}/tokenizers/{{lang}}.model", lang=sorted(config["languages"])),
+        expand(f"{RES}/data/eval_sets/{{lang}}.json", lang=LANGUAGES_WITH_EVAL_SETS),
+
+
+rule fetch_eval_sets:
+    # A language block's inline eval sets (languages.<lang>.eval_sets), placed and checksummed; the manifest lists
+    # each file and its sha256. Evaluation fetches them itself too; this rule only lets fetch_all bring them along.
+    output:
+        manifest=f"{RES}/data/eval_sets/{{lang}}.json",
+    params:
+        config=EFFECTIVE_CONFIG,
+        eval_sets=eval_sets_settings,
+    log:
+        "logs/fetch_eval_sets/{lang}.log",
+    threads: 1
+    conda:
+        "../envs/strae.yaml"
+    shell:
+        "strae fetch --eval-sets {wildcards.lang} --config {params.config} --manifest {output.manifest} > {log} 2>&1"

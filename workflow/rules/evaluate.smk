@@ -12,6 +12,7 @@ rule evaluate:
     params:
         run_dir=run_dir,
         tasks=eval_tasks,
+        eval_sets=eval_sets_settings,
         config=EFFECTIVE_CONFIG,
         device=DEVICE,
     log:
@@ -42,6 +43,7 @@ rule evaluate_with_options:
     params:
         run_dir=run_dir,
         tasks=eval_tasks,
+        eval_sets=eval_sets_settings,
         options=encoder_options,
         config=EFFECTIVE_CONFIG,
         device=DEVICE,

@@ -27,6 +27,8 @@ rule selfstrae_table:
         md="results/table{n}.md",
     params:
         paper_dir=PAPER_TABLES_DIR,
+        config=EFFECTIVE_CONFIG,
+        languages=selfstrae_table_languages,
     log:
         "logs/report/selfstrae_table{n}.log",
     threads: 1
@@ -34,6 +36,7 @@ rule selfstrae_table:
         "../envs/strae.yaml"
     shell:
         "strae report table --table selfstrae_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
+        "--config {params.config} "
         "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
         "> {log} 2>&1"
 
@@ -49,6 +52,8 @@ rule banyan_table:
         md="results/banyan/table{n}.md",
     params:
         paper_dir=PAPER_TABLES_DIR,
+        config=EFFECTIVE_CONFIG,
+        languages=banyan_table_languages,
     log:
         "logs/report/banyan_table{n}.log",
     threads: 1
@@ -56,6 +61,7 @@ rule banyan_table:
         "../envs/strae.yaml"
     shell:
         "strae report table --table banyan_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
+        "--config {params.config} "
         "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
         "> {log} 2>&1"
 

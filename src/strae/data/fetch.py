@@ -226,6 +226,53 @@ def fetch_source(
     raise FetchError(f"corpus entry {spec!r}: needs one of registry, path, url or hf_dataset")
 
 
+def fetch_url(url: str, dest: str | Path, sha256: str | None = None, mirror_file: str | Path | None = None,
+              what: str | None = None) -> Path:
+    """Place ``url`` at ``dest``: already there (verified) -> ``mirror_file`` (copied, verified) -> download.
+
+    With ``sha256`` every placement is verified against it. Without one (a file whose checksum cannot be known
+    before its first fetch, e.g. a BPEmb model named by language and size), the first placement's checksum is kept
+    in ``dest.sha256`` and every later use is verified against it (trust on first use; delete both to fetch again).
+    """
+    dest = Path(dest)
+    what = what or url
+    first_use = dest.with_name(dest.name + ".sha256")
+    expected = sha256.lower() if sha256 else (first_use.read_text().strip() if first_use.exists() else None)
+    if dest.exists():
+        got = sha256_file(dest)
+        if expected is None or got == expected:
+            if not sha256 and not first_use.exists():
+                with atomic_path(first_use) as tmp:
+                    tmp.write_text(got + "\n")
+            return dest
+        raise ChecksumError(f"{dest}: sha256 {got} differs from {'the config' if sha256 else first_use} ({expected}); "
+                            f"delete {dest} to fetch {what} again")
+
+    def place(writer) -> Path:
+        if expected is not None:
+            return _place_verified(dest, expected, what, writer)
+        with atomic_path(dest) as tmp:
+            got = writer(tmp)
+            with atomic_path(first_use) as tmp_sha:
+                tmp_sha.write_text(got + "\n")
+        log.info("%s: no sha256 given; recorded %s in %s (trust on first use)", what, got, first_use)
+        return dest
+
+    if mirror_file is not None and Path(mirror_file).exists():
+        def copy(tmp: Path) -> str:
+            with open(mirror_file, "rb") as handle:
+                return _copy_hashing(handle, tmp)
+
+        return place(copy)
+    try:
+        return place(lambda tmp: _download(url, tmp))
+    except ChecksumError:
+        raise
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise FetchError(f"{what}: not at {dest}{f' or {mirror_file}' if mirror_file else ''}, and downloading {url} "
+                         f"failed ({exc}); fetch it on a machine with network access and copy resources/ over")
+
+
 def fetch_paper_corpus(lang: str, config_path: str | Path, resources_dir: str | Path = "resources",
                        mirror: str | Path | None = None,
                        registry: dict[str, RegistryEntry] | None = None) -> list[Path]:
@@ -240,29 +287,68 @@ def fetch_paper_corpus(lang: str, config_path: str | Path, resources_dir: str | 
     return [fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) for spec in specs]
 
 
+def fetch_eval_sets(lang: str, config_path: str | Path, resources_dir: str | Path | None = None,
+                    mirror: str | Path | None = None,
+                    registry: dict[str, RegistryEntry] | None = None) -> dict[str, dict[str, str]]:
+    """Place every inline eval set of ``languages.<lang>.eval_sets`` (url downloads, registry files; local paths
+    are checked); returns ``{name: {file, sha256}}``."""
+    from strae.data.registry import language_block, load_config
+
+    config = load_config(config_path)
+    block = language_block(config, lang, config_path)
+    sets = block.get("eval_sets") or {}
+    if not sets:
+        raise FetchError(f"{config_path}: languages.{lang}.eval_sets is not defined; nothing to fetch")
+    resources_dir = resources_dir or (config.get("data") or {}).get("resources_dir", "resources")
+    if registry is None:
+        registry = load_registry((config.get("data") or {}).get("registry", DEFAULT_REGISTRY))
+    placed = {}
+    for name, spec in sets.items():
+        source = {key: spec[key] for key in ("registry", "path", "url", "sha256") if spec.get(key)}
+        path = fetch_source(source, resources_dir=resources_dir, mirror=mirror, registry=registry)
+        placed[name] = {"file": str(path), "sha256": sha256_file(path)}
+    return placed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strae fetch", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="registry NAMEs (keys of config/registry.yaml)")
     parser.add_argument("--all", action="store_true", help="fetch every registered file")
     parser.add_argument("--kind", choices=("corpus", "eval", "tokenizer"), help="fetch every file of this kind")
-    parser.add_argument("--resources-dir", default="resources")
+    parser.add_argument("--resources-dir", default=None,
+                        help="default: resources (with --eval-sets: data.resources_dir of --config)")
     parser.add_argument("--mirror", default=None, help=f"mirror directory (default: ${MIRROR_ENV})")
     parser.add_argument("--registry", default=DEFAULT_REGISTRY)
     parser.add_argument("--paper-corpus", metavar="LANG", action="append", default=[],
                         help="fetch the language block's paper_source (the authors' corpus; needs a network and "
                              "HF_DATASETS_OFFLINE=0) into resources/ so that `strae prepare-corpus` uses it offline")
     parser.add_argument("--config", default="config/config.yaml", help="config holding the language blocks")
+    parser.add_argument("--eval-sets", metavar="LANG", action="append", default=[],
+                        help="place the language block's inline eval sets (languages.LANG.eval_sets) in resources/")
+    parser.add_argument("--manifest", default=None, help="with --eval-sets: write {lang: {name: {file, sha256}}} here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     registry = load_registry(args.registry)
+    eval_resources = args.resources_dir  # None: the config's data.resources_dir
+    args.resources_dir = args.resources_dir or "resources"
     for lang in args.paper_corpus:
         for path in fetch_paper_corpus(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
                                        registry=registry):
             print(f"{path}  sha256 {sha256_file(path)} (trust on first use)")
+    manifest = {}
+    for lang in args.eval_sets:
+        manifest[lang] = fetch_eval_sets(lang, args.config, resources_dir=eval_resources, mirror=args.mirror,
+                                         registry=registry)
+        for name, placed in manifest[lang].items():
+            print(f"{lang}/{name}: {placed['file']}  sha256 {placed['sha256']}")
+    if args.manifest:
+        from strae.io import write_json
+
+        write_json(args.manifest, manifest)
     names: Iterable[str] = args.names
     if args.all or args.kind:
         names = [n for n, e in registry.items() if args.all or e.kind == args.kind]
-    if not names and args.paper_corpus:
+    if not names and (args.paper_corpus or args.eval_sets):
         return 0
     if not names:
         parser.error("name at least one registry NAME, or use --all / --kind / --paper-corpus")

@@ -29,11 +29,18 @@ def normalize_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+def clean_line(text: str) -> str:
+    """The one line normalisation of corpus text, also applied to evaluation texts read from published files:
+    byte-order marks removed, whitespace runs collapsed to one space, ends stripped. Script-neutral: it never
+    touches letters, digits, case or direction marks (the tokenizer's normalisation does the rest, both sides)."""
+    return normalize_whitespace(text.replace("\ufeff", ""))
+
+
 def iter_paragraphs(path: str | Path) -> Iterator[str]:
     """Non-empty, whitespace-normalised lines of a (possibly compressed) text file."""
     with open_text(path) as handle:
         for line in handle:
-            line = normalize_whitespace(line.replace("\ufeff", ""))
+            line = clean_line(line)
             if line:
                 yield line
 

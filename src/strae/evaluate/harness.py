@@ -22,8 +22,7 @@ from tqdm.auto import tqdm
 
 from strae.encode import Encoder, load_encoder
 from strae.evaluate import metrics
-from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_task_names, load_tasks, make_resolver, \
-    read_pairs
+from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
 from strae.io import SCHEMA_VERSION, provenance, read_json, sha256_file, write_json
 
 DEFAULT_CONFIG = "config/config.yaml"
@@ -69,18 +68,22 @@ def _display_path(path: Path) -> str:
 
 
 def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None = None) -> dict[str, Any]:
-    """Score one task; returns the task's entry of the evaluation JSON. ``resolve``: registry name -> local path."""
+    """Score one task; returns the task's entry of the evaluation JSON. ``resolve``: registry name (or an inline
+    set's file spec) -> local path."""
     started = time.perf_counter()
-    path = resolve(task.registry)
+    path = resolve(task.file_spec)
     record: dict[str, Any] = {
         "level": task.level, "split": task.split, "variant": task.variant, "language": task.language,
-        "registry": task.registry, "file": _display_path(path), "sha256": sha256_file(path),
+        "registry": task.registry or None, "origin": task.origin, "format": task.format,
+        "data_id": task.data_id, "file": _display_path(path), "sha256": sha256_file(path),
         "aggregation": task.aggregation, "similarity": "cosine", "metric": "spearman_x100",
         "headline_metric": metrics.SPEARMAN, "score_range": list(task.score_range),
     }
+    if task.source is not None:
+        record["source"] = dict(task.source)
     if task.pooling:
         record["pooling"] = " ".join(task.pooling.split())
-    full = read_pairs(path, task.level, task.rows)
+    full = read_pairs(path, task.level, task.rows, file_format=task.format)
     subsets: dict[str, Any] = {}
     if task.subsets:
         # Pooled = concatenation of the subset files. Encode per subset, then pool; the year file must be exactly
@@ -88,7 +91,7 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
         parts, sub_pairs, sub_scores = [], [], []
         for subset in task.subsets:
             sub_path = resolve(subset.registry)
-            pairs = read_pairs(sub_path, task.level, subset.rows)
+            pairs = read_pairs(sub_path, task.level, subset.rows, file_format=task.format)
             left, right = encode_pairs(encoder, pairs, task.level, batch_size)
             parts.append((left, right, pairs.gold))
             sub_pairs.append(pairs)
@@ -131,14 +134,9 @@ def _load_yaml(path: str | Path) -> dict[str, Any]:
 
 def select_tasks(catalog: TaskCatalog, config: dict[str, Any], language: str, variant: str,
                  only: Sequence[str] | None = None, config_path: str = DEFAULT_CONFIG) -> list[Task]:
-    """The language block's tasks for ``variant``, or exactly ``only`` (validated against tasks.yaml)."""
-    names = list(only) if only else language_task_names(config, language, variant, config_path)
-    tasks = [catalog.get(name, variant) for name in names]
-    for task in tasks:
-        if task.language != language:
-            raise SystemExit(f"{catalog.source}: task {task.name!r} is declared for language {task.language!r}, "
-                             f"not {language!r}")
-    return tasks
+    """The language block's tasks for ``variant``, or exactly ``only``: inline sets of the block (``eval_sets``) and
+    catalogue tasks (tasks.yaml), validated (:func:`strae.evaluate.tasks.language_tasks`)."""
+    return language_tasks(catalog, config, language, variant, list(only) if only else None, config_path)
 
 
 def failed_run_info(spec: str) -> dict[str, Any] | None:
@@ -213,7 +211,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     for task in bar:
         bar.set_postfix_str(task.name)
         results[task.name] = evaluate_task(encoder, task, resolve=resolve, batch_size=batch_size)
-    data_files = {r["registry"]: r["sha256"] for r in results.values()}
+    data_files = {r["data_id"]: r["sha256"] for r in results.values()}
     for r in results.values():
         data_files.update({s["registry"]: s["sha256"] for s in r["subsets"].values()})
     run = _run_record(encoder.run_info() or {}, language)

@@ -143,6 +143,33 @@ def _row_selector(table: dict[str, Any], row: dict[str, Any], column: dict[str, 
     }
 
 
+# paper_note of a cell in a column/row added for a language the paper never had (Markdown: "paper —")
+NOT_IN_PAPER = "the paper has no result for this language"
+
+
+def with_language_entries(tables: dict[str, Any], name: str, config: dict[str, Any] | None) -> dict[str, Any]:
+    """``tables`` with the columns (and, in a table with a row per language, the rows) that language blocks ask
+    for (``languages.<lang>.tables.<name>: TASK``): a language added to the config shows up in the table without
+    editing config/tables.yaml, its paper cells "—"."""
+    entries = {lang: (block or {}).get("tables", {}).get(name)
+               for lang, block in ((config or {}).get("languages") or {}).items()}
+    entries = {lang: task for lang, task in entries.items() if task}
+    if not entries or name not in tables.get("tables", {}):
+        return tables
+    table = dict(tables["tables"][name])
+    columns, rows = dict(table["columns"]), list(table["rows"])
+    language_rows = [row for row in rows if row.get("language")]
+    for lang, task in entries.items():
+        label = config["languages"][lang].get("label", lang)
+        if label in columns:
+            continue
+        columns[label] = {"language": lang, "task": task, "new_language": True}
+        if language_rows:  # one row per language (SemEval Table 3): the new language gets its own row too
+            rows.append(dict(language_rows[0], label=label, language=lang))
+    table.update(columns=columns, rows=rows)
+    return dict(tables, tables={**tables["tables"], name: table})
+
+
 def _column_tasks(column: dict[str, Any]) -> list[str]:
     if "task" in column:
         return [column["task"]]
@@ -180,7 +207,8 @@ def build_table(
                     table=name, half=half_label, row=row["label"], column=column_label, aggregate=aggregate,
                     paper_mean=paper_mean, paper_std=paper_cell.get("std", math.nan),
                     paper_note=paper_cell.get("note", "") if paper_cell else
-                    ("paper table not transcribed" if not paper else "no paper value"),
+                    (NOT_IN_PAPER if column.get("new_language") else
+                     "paper table not transcribed" if not paper else "no paper value"),
                 )
                 record["delta"] = (
                     record["mean"] - paper_mean
@@ -301,7 +329,8 @@ def format_cell(cell: pd.Series) -> str:
     paper = _fmt(paper_mean, 0 if whole else 2)
     if paper and not math.isnan(cell["paper_std"]):
         paper += f" ± {_fmt(cell['paper_std'], 3 if cell['paper_std'] < 0.01 else 2)}"
-    parts = [reproduced, f"paper {paper}" if paper else "paper n/a"]
+    missing = "paper —" if cell.get("paper_note") == NOT_IN_PAPER else "paper n/a"
+    parts = [reproduced, f"paper {paper}" if paper else missing]
     if not math.isnan(cell["delta"]):
         parts.append(f"Δ {cell['delta']:+.2f}")
     return " · ".join(parts)
@@ -405,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     table.add_argument("--paper-dir", default="paper_tables")
     table.add_argument("--out-csv", required=True)
     table.add_argument("--out-md", required=True)
+    table.add_argument("--config", default=None, help="config whose language blocks may add columns "
+                       "(languages.<lang>.tables.<table>: TASK); default: none")
     counts = sub.add_parser("param-counts", help="non-embedding parameter counts of every configured setting")
     counts.add_argument("--config", default="config/config.yaml")
     counts.add_argument("--out", required=True)
@@ -417,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not Path(args.scores).exists():
         raise SystemExit(f"{args.scores}: scores file not found; run `snakemake results/scores.csv` first")
-    tables = load_yaml(args.tables)
+    tables = with_language_entries(load_yaml(args.tables), args.table,
+                                   load_yaml(args.config) if args.config else None)
     scores = load_scores(args.scores)
     cells = build_table(args.table, tables, scores, args.paper_dir, load_param_counts(args.param_counts))
     _write_csv(cells, args.out_csv)
