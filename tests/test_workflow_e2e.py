@@ -62,3 +62,10 @@ def test_synthetic_language_runs_to_a_score(tmp_path):
     assert (workdir / "results/runs/synth/banyan/ce_diagonal_entangled_k128_u2/seed0/encoder.json").exists()
     table = pd.read_csv(workdir / "results/table2.csv")
     assert set(table.loc[table.column != "# Params", "status"]) == {"not run"}  # English never ran: no numbers
+
+    # `snakemake --report` after the run: the report opens with the workflow description and contains the table
+    report = snakemake(workdir, "--report", "report.html", "results/scores.csv", "results/table2.md",
+                       "--configfile", ".test/config.yaml", timeout=300)
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
+    html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert "table2.md" in html and "table2.csv" in html and "Self-StrAE (SemEval 2024)" in html
