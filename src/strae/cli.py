@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "aggregate": ("strae.evaluate.aggregate", "flatten evaluation JSONs into a tidy scores.csv"),
     "report": ("strae.report.tables", "build a paper table (csv + md) from scores.csv"),
     "figure": ("strae.report.figures", "build a paper figure (png + pdf)"),
+    "export": ("strae.export", "export a trained run as a sentence-transformers folder"),
     "train-glove": ("baselines.glove.train", "train the GloVe baseline"),
     "train-roberta": ("baselines.roberta.train", "pre-train the RoBERTa-medium MLM baseline"),
     "train-simcse": ("baselines.roberta.simcse", "continue a RoBERTa run with unsupervised SimCSE"),
