@@ -275,3 +275,13 @@ def test_real_eval_entries_rebuild_from_upstream_shaped_files(registry, mirror, 
         placed = fetch(name, resources_dir=tmp_path / "res", mirror=tmp_path / "no-mirror", registry=rewritten)
         assert placed.read_bytes() == (mirror / registry[name].path).read_bytes(), name
     assert len(rewritten) >= 65
+
+
+def test_unknown_recipe_in_the_registry_is_a_clear_error(tmp_path):
+    from strae.data.registry import RegistryError
+
+    path = tmp_path / "registry.yaml"
+    path.write_text("eval/x/y:\n  path: eval/x/y.csv\n  sha256: ab\n  kind: eval\n  language: xx\n  license: t\n"
+                    "  source: {url: 'http://x', derive: {recipe: nope}}\n", encoding="utf-8")
+    with pytest.raises(RegistryError, match="eval/x/y.*nope"):
+        load_registry(path)

@@ -58,6 +58,13 @@ def load_registry(path: str | Path = DEFAULT_REGISTRY) -> dict[str, RegistryEntr
             raise RegistryError(f"{resolved}: entry {name!r} lacks {', '.join(missing)}; add them")
         if item["kind"] not in KINDS:
             raise RegistryError(f"{resolved}: entry {name!r} has kind {item['kind']!r}; use one of {KINDS}")
+        recipe = ((item["source"] or {}).get("derive") or {}).get("recipe")
+        if recipe is not None:
+            from strae.data.upstream import RECIPES
+
+            if recipe not in RECIPES:
+                raise RegistryError(f"{resolved}: entry {name!r} has source.derive.recipe {recipe!r}; "
+                                    f"use one of {sorted(RECIPES)}")
         entries[name] = RegistryEntry(
             name=name,
             path=item["path"],
