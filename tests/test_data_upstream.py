@@ -285,3 +285,10 @@ def test_unknown_recipe_in_the_registry_is_a_clear_error(tmp_path):
                     "  source: {url: 'http://x', derive: {recipe: nope}}\n", encoding="utf-8")
     with pytest.raises(RegistryError, match="eval/x/y.*nope"):
         load_registry(path)
+
+
+def test_xz_single_layout_is_plain_liblzma_output():
+    data = "पंक्ति एक दो तीन चार\n".encode() * 300
+    built = upstream.RECIPES["xz"]({"xz_layout": "single"}, [data])
+    assert built == lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=9)
+    assert built != upstream.RECIPES["xz"]({}, [data])

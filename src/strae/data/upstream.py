@@ -10,7 +10,7 @@ Recipes (all write UTF-8, header row, RFC-4180 quoting as Python's csv module do
 - ``copy``: the first file, byte for byte.
 - ``xz``: the first file, xz-compressed as ``xz -9 -T0`` (XZ Utils 5.4) writes it: liblzma's preset-9 LZMA2 data
   and CRC64 check in one block whose header carries both sizes (the threaded encoder's layout; plain ``xz -9``
-  and Python's ``lzma.compress`` omit the sizes, so their bytes differ).
+  and Python's ``lzma.compress`` omit the sizes, so their bytes differ; ``xz_layout: single`` gives that form).
 - ``table``: rows of a delimited file -> the chosen columns (by header name or 0-based index) under new names.
 - ``sts_gold``: SemEval STS releases: each (``STS.input.*``, ``STS.gs.*``) pair of files pasted line by line,
   pairs without a gold score dropped; several pairs are concatenated in the listed (SentEval) order.
@@ -198,9 +198,21 @@ def xz_threaded_layout(data: bytes, preset: int = 9) -> bytes:
     return bytes(out)
 
 
+def _compress_xz(data: bytes, spec: dict[str, Any]) -> bytes:
+    """``xz_layout: threaded`` (default; ``xz -9 -T0``) or ``single`` (``xz -9 -T1``, no sizes in the block header:
+    what Python's lzma writes)."""
+    preset = int(spec.get("preset", 9))
+    layout = spec.get("xz_layout", "threaded")
+    if layout == "single":
+        return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, preset=preset)
+    if layout != "threaded":
+        raise DeriveError(f"xz_layout {layout!r}; use threaded or single")
+    return xz_threaded_layout(data, preset=preset)
+
+
 @recipe("xz")
 def _xz(spec: dict[str, Any], files: list[bytes]) -> bytes:
-    return xz_threaded_layout(files[0], preset=int(spec.get("preset", 9)))
+    return _compress_xz(files[0], spec)
 
 
 @recipe("table")
@@ -349,5 +361,5 @@ def _lines(spec: dict[str, Any], files: list[bytes]) -> bytes:
         lines = [lines[i] for i in sorted(chosen)]
     data = ("\n".join(lines) + "\n").encode("utf-8")
     if spec.get("compress") == "xz":
-        data = xz_threaded_layout(data, preset=int(spec.get("preset", 9)))
+        data = _compress_xz(data, spec)
     return data
