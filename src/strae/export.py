@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import json
 import re
 import shutil
 import sys
