@@ -15,7 +15,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 $(BIN)/strae: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e ".[dev,export]"
 	@touch $(BIN)/strae
 
 setup: $(BIN)/strae

@@ -13,6 +13,10 @@ configfile: "config/config.yaml"
 validate(config, schema="workflow/schemas/config.schema.yaml")
 
 
+# `snakemake --report report.html`: this page, then every table and figure (report() outputs in report.smk)
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/tokenize.smk"

@@ -65,3 +65,10 @@ def test_synthetic_language_runs_to_a_table_row(tmp_path):
     cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
                      [c.strip() for c in banyan.strip("|").split("|")]))
     assert "Synthetic" in cells and "paper —" in cells["Synthetic"] and "n=1" in cells["Synthetic"]
+
+    # `snakemake --report` after the run: the report opens with the workflow description and contains the table
+    report = snakemake(workdir, "--report", "report.html", "results/scores.csv", "results/table2.md",
+                       "--configfile", ".test/config.yaml", timeout=300)
+    assert report.returncode == 0, report.stdout[-3000:] + report.stderr[-3000:]
+    html = (workdir / "report.html").read_text(encoding="utf-8", errors="replace")
+    assert "table2.md" in html and "table2.csv" in html and "Self-StrAE (SemEval 2024)" in html

@@ -7,7 +7,10 @@ arguments.
 """
 from __future__ import annotations
 
+import functools
 import importlib
+import logging
+import os
 import sys
 
 # sub-command -> module with a main(argv) function
@@ -22,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("strae.report.tables", "build a paper table (csv + md) from scores.csv"),
     "figure": ("strae.report.figures", "build a paper figure (png + pdf)"),
     "record": ("strae.report.record", "freeze results/ into a committed reproduction record; README results block"),
+    "export": ("strae.export", "export a trained run as a sentence-transformers folder"),
     "train-glove": ("baselines.glove.train", "train the GloVe baseline"),
     "train-roberta": ("baselines.roberta.train", "pre-train the RoBERTa-medium MLM baseline"),
     "train-simcse": ("baselines.roberta.simcse", "continue a RoBERTa run with unsupervised SimCSE"),
@@ -30,14 +34,55 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _usage() -> str:
     width = max(len(c) for c in COMMANDS)
-    lines = ["usage: strae <command> [options]", "", "commands:"]
+    lines = ["usage: strae [--quiet | --verbose] <command> [options]", "", "commands:"]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "`strae <command> --help` for a command's options."]
+    lines += ["", "global options (before the command):",
+              "  -q, --quiet    warnings and errors only; no progress bars",
+              "  -v, --verbose  debug messages too",
+              "", "`strae <command> --help` for a command's options."]
     return "\n".join(lines)
+
+
+# One logging setup for every command: the root logger is configured here, before the command's module runs, so a
+# module's own logging.basicConfig(...) is a no-op and every command honours --quiet / --verbose the same way.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LEVELS = {"quiet": logging.WARNING, "default": logging.INFO, "verbose": logging.DEBUG}
+
+
+def configure_logging(verbosity: str = "default") -> None:
+    """Root logger at the level for ``verbosity``; ``quiet`` also turns tqdm's progress bars off.
+
+    tqdm reads TQDM_DISABLE for every bar that does not pass ``disable=`` itself (tqdm >= 4.66), so the switch
+    reaches all modules (and subprocesses) without editing each one.
+    """
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    logging.basicConfig(level=LEVELS[verbosity], format=LOG_FORMAT, datefmt="%H:%M:%S", stream=sys.stderr)
+    if verbosity == "quiet":
+        os.environ["TQDM_DISABLE"] = "1"
+        # tqdm reads TQDM_* when it is imported; if it already was, give its constructor the same default
+        std = sys.modules.get("tqdm.std")
+        if std is not None and not getattr(std.tqdm.__dict__["__init__"], "strae_quiet", False):
+            quiet_init = functools.partialmethod(std.tqdm.__dict__["__init__"], disable=True)
+            quiet_init.strae_quiet = True
+            std.tqdm.__init__ = quiet_init
+
+
+def _global_options(argv: list[str]) -> tuple[str, list[str]]:
+    """Strip the global options that precede the command; returns (verbosity, remaining argv)."""
+    verbosity = "default"
+    while argv and argv[0] in {"-q", "--quiet", "-v", "--verbose"}:
+        chosen = "quiet" if argv.pop(0) in {"-q", "--quiet"} else "verbose"
+        if verbosity != "default" and verbosity != chosen:
+            raise SystemExit("strae: --quiet and --verbose contradict each other; give one")
+        verbosity = chosen
+    return verbosity, argv
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    verbosity, argv = _global_options(argv)
     if not argv or argv[0] in {"-h", "--help"}:
         print(_usage())
         return 0
@@ -50,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"strae: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
+    configure_logging(verbosity)
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)
 

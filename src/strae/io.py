@@ -21,6 +21,13 @@ SCHEMA_VERSION = 2  # bump when the layout of evaluation JSON / scores.csv chang
 READABLE_SCHEMA_VERSIONS = (1, 2)  # evaluation JSONs that aggregate still reads (1 lacks the extra metrics)
 
 
+def current_umask() -> int:
+    """The process umask (os.umask can only be read by setting it, so set it back at once)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` only if the block succeeds.
@@ -34,6 +41,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        # mkstemp creates 0600; give the file the mode a plain open() would (0666 minus the umask), so group
+        # members on a shared cluster can read results
+        os.chmod(tmp_path, 0o666 & ~current_umask())
         os.replace(tmp_path, path)
     finally:
         if tmp_path.exists():

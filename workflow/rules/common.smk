@@ -30,11 +30,20 @@ FIGURES = TABLES.get("figures", {})
 
 # The merged config (config.yaml + every --configfile overlay) as one file the CLIs read with --config, so an
 # overlay such as quick.yaml or a test's extra language reaches them. Rewritten only when its content changes.
+# Written when the workflow starts executing jobs (onstart), never while parsing: `snakemake -n`, --lint,
+# --report and a run with nothing to do write no files. onstart runs before the first job is scheduled.
 EFFECTIVE_CONFIG = "results/config.effective.yaml"
 _effective_text = yaml.safe_dump(dict(config), sort_keys=False)
-if not os.path.exists(EFFECTIVE_CONFIG) or open(EFFECTIVE_CONFIG, encoding="utf-8").read() != _effective_text:
-    with atomic_open(EFFECTIVE_CONFIG, "w", encoding="utf-8") as _handle:
-        _handle.write(_effective_text)
+
+
+def write_effective_config():
+    if not os.path.exists(EFFECTIVE_CONFIG) or open(EFFECTIVE_CONFIG, encoding="utf-8").read() != _effective_text:
+        with atomic_open(EFFECTIVE_CONFIG, "w", encoding="utf-8") as _handle:
+            _handle.write(_effective_text)
+
+
+onstart:
+    write_effective_config()
 
 # The baselines' model names are the keys of `baselines:`; Self-StrAE/Banyan presets are the keys of `models:`.
 TRAINABLE_MODELS = list(config["models"])

@@ -23,8 +23,11 @@ rule selfstrae_table:
         tables=TABLES_FILE,
         paper=selfstrae_paper_table,
     output:
-        csv="results/table{n}.csv",
-        md="results/table{n}.md",
+        # report(): `snakemake --report report.html` shows every table and figure (workflow/report/*.rst captions)
+        csv=report("results/table{n}.csv", caption="../report/table.rst", category="Tables",
+                   subcategory="Self-StrAE (SemEval 2024)", labels={"paper": "Self-StrAE", "table": "{n}", "file": "csv"}),
+        md=report("results/table{n}.md", caption="../report/table.rst", category="Tables",
+                  subcategory="Self-StrAE (SemEval 2024)", labels={"paper": "Self-StrAE", "table": "{n}", "file": "md"}),
     params:
         paper_dir=PAPER_TABLES_DIR,
         config=EFFECTIVE_CONFIG,
@@ -48,8 +51,10 @@ rule banyan_table:
         tables=TABLES_FILE,
         paper=banyan_paper_table,
     output:
-        csv="results/banyan/table{n}.csv",
-        md="results/banyan/table{n}.md",
+        csv=report("results/banyan/table{n}.csv", caption="../report/table.rst", category="Tables",
+                   subcategory="Banyan", labels={"paper": "Banyan", "table": "{n}", "file": "csv"}),
+        md=report("results/banyan/table{n}.md", caption="../report/table.rst", category="Tables",
+                  subcategory="Banyan", labels={"paper": "Banyan", "table": "{n}", "file": "md"}),
     params:
         paper_dir=PAPER_TABLES_DIR,
         config=EFFECTIVE_CONFIG,
@@ -78,7 +83,8 @@ rule figure:
         runs=figure_runs,
         tokenized=figure_tokenized,
     output:
-        png="results/figures/{figure}.png",
+        png=report("results/figures/{figure}.png", caption="../report/figure.rst", category="Figures",
+                   labels={"figure": "{figure}", "file": "png"}),
         pdf="results/figures/{figure}.pdf",
     params:
         config=EFFECTIVE_CONFIG,

@@ -12,11 +12,13 @@ import hashlib
 import logging
 import os
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any, Iterable
 
+from strae.data import upstream
 from strae.data.registry import DEFAULT_REGISTRY, RegistryEntry, RegistryError, load_registry
 from strae.io import atomic_path, sha256_file
 
@@ -85,11 +87,57 @@ def _write_hf_csv(source: dict[str, Any], tmp: Path) -> str:
     return sha256_file(tmp)
 
 
+def _download_bytes(url: str) -> bytes:
+    """One upstream file's bytes (through ``_download``, so every download goes the same way)."""
+    with tempfile.TemporaryDirectory(prefix="strae-fetch-") as scratch:
+        target = Path(scratch) / "download"
+        _download(url, target)
+        return target.read_bytes()
+
+
+def _write_derived(source: dict[str, Any], tmp: Path) -> str:
+    """Download every upstream file of ``source`` and apply its ``derive`` recipe into ``tmp``; returns sha256."""
+    data = upstream.derive(source, _download_bytes)
+    with open(tmp, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    return hashlib.sha256(data).hexdigest()
+
+
 def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Path:
     source = entry.source
     where = f"not in mirror {mirror}" if mirror else f"no mirror configured (${MIRROR_ENV} unset)"
     hint = f"put the file at {dest} or at <mirror>/{entry.path} and set {MIRROR_ENV}"
     errors: list[str] = []
+    url = source.get("url")
+    if url and source.get("derive"):
+        # the pinned upstream file(s) + the recorded derivation rebuild the mirror's bytes (sha256-checked)
+        recipe = source["derive"].get("recipe")
+        try:
+            log.info("fetch %s: rebuilding from upstream (%s, %d file(s))", entry.name, recipe,
+                     len(upstream.upstream_urls(source)))
+            return _place_verified(dest, entry.sha256, f"{entry.name} rebuilt from {url} (derive: {recipe})",
+                                   lambda tmp: _write_derived(source, tmp))
+        except ChecksumError:
+            raise
+        except upstream.DeriveError as exc:
+            errors.append(f"derive {recipe} from {url}: {exc}")
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            errors.append(f"download {url}: {exc}")
+    elif url and not source.get("transform"):
+        try:
+            return _place_verified(dest, entry.sha256, f"{entry.name} from {url}", lambda tmp: _download(url, tmp))
+        except ChecksumError:
+            raise
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            errors.append(f"download {url}: {exc}")
+    elif url:
+        # The mirror file was built from these upstream bytes by a conversion that is not recorded as a recipe
+        # (see the mirror's PROVENANCE); downloading them cannot reproduce the registered checksum.
+        errors.append(f"upstream {url} needs a conversion ({source['transform']}) that the registry records no "
+                      f"derive recipe for")
+    # an HF datasets copy is the fallback: the pinned file at a commit (above) is the reference
     if source.get("hf_dataset") and source.get("columns"):
         try:
             return _place_verified(dest, entry.sha256, f"{entry.name} from HF {source['hf_dataset']}",
@@ -98,18 +146,6 @@ def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Pa
             raise
         except Exception as exc:  # offline mode, missing dataset, network: report all attempts at once
             errors.append(f"HF dataset {source['hf_dataset']}: {type(exc).__name__}: {exc}")
-    url = source.get("url")
-    if url and not source.get("transform"):
-        try:
-            return _place_verified(dest, entry.sha256, f"{entry.name} from {url}", lambda tmp: _download(url, tmp))
-        except ChecksumError:
-            raise
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            errors.append(f"download {url}: {exc}")
-    elif url:
-        # The mirror file was built from these upstream bytes by a conversion (see the mirror's PROVENANCE);
-        # downloading them cannot reproduce the registered checksum, so don't pretend to.
-        errors.append(f"upstream {url} needs a conversion ({source['transform']}), which strae does not redo")
     detail = "; ".join(errors) or "the registry entry names no upstream source"
     raise FetchError(f"{entry.name} ({entry.path}): not in resources/, {where}; {detail}. To fix: {hint}.")
 

@@ -58,6 +58,13 @@ def load_registry(path: str | Path = DEFAULT_REGISTRY) -> dict[str, RegistryEntr
             raise RegistryError(f"{resolved}: entry {name!r} lacks {', '.join(missing)}; add them")
         if item["kind"] not in KINDS:
             raise RegistryError(f"{resolved}: entry {name!r} has kind {item['kind']!r}; use one of {KINDS}")
+        recipe = ((item["source"] or {}).get("derive") or {}).get("recipe")
+        if recipe is not None:
+            from strae.data.upstream import RECIPES
+
+            if recipe not in RECIPES:
+                raise RegistryError(f"{resolved}: entry {name!r} has source.derive.recipe {recipe!r}; "
+                                    f"use one of {sorted(RECIPES)}")
         entries[name] = RegistryEntry(
             name=name,
             path=item["path"],
@@ -95,3 +102,26 @@ def data_setting(config: dict[str, Any], key: str, config_path: str | Path = DEF
     if key not in data:
         raise RegistryError(f"{config_path}: data.{key} is missing; add it (see workflow/schemas/config.schema.yaml)")
     return data[key]
+
+
+def licence_markdown(registry: dict[str, RegistryEntry]) -> str:
+    """DATA_LICENSES.md: every registered file with its licence and upstream (the code's MIT licence does not cover
+    them). Regenerate with `python -c "from strae.data.registry import *; print(licence_markdown(load_registry()), end='')" > DATA_LICENSES.md`."""
+    lines = [
+        "# Data licences",
+        "",
+        "strae's code is MIT-licensed (`LICENSE`). The data files it fetches are not part of this repository and keep",
+        "their own licences, listed here from `config/registry.yaml` (generated from it; a test keeps the two in step).",
+        "Where the source states no licence, that is said; ask the dataset's authors before redistributing those.",
+        "",
+        "| name | kind | licence | upstream |",
+        "|---|---|---|---|",
+    ]
+    for name in sorted(registry):
+        entry = registry[name]
+        source = entry.source
+        upstream = source.get("repo") or source.get("hf_dataset") or source.get("url") or "not pinned"
+        if source.get("commit"):
+            upstream += f" @ {str(source['commit'])[:10]}"
+        lines.append(f"| `{name}` | {entry.kind} | {entry.license.replace('|', '/')} | {upstream} |")
+    return "\n".join(lines) + "\n"

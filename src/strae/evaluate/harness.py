@@ -238,7 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", required=True, help="builtin encoder (random-token) or a run directory")
     parser.add_argument("--lang", required=True, help="key of a language block under `languages:` in the config")
     parser.add_argument("--variant", required=True, choices=["paper", "official"])
-    parser.add_argument("--out", required=True, help="output JSON path (written atomically)")
+    parser.add_argument("--out", default=None,
+                        help="output JSON path, written atomically (default: the workflow's path for a run directory, "
+                             "results/eval/LANG/MODEL/SETTING[@OPTIONS]/seedN.VARIANT.json; "
+                             "results/eval/LANG/NAME.VARIANT.json for a builtin encoder)")
     parser.add_argument("--tasks", default=None, help="comma-separated task names (default: the language block's list)")
     parser.add_argument("--encoder-option", action="append", default=[], metavar="KEY=VALUE",
                         help="passed to the encoder loader, e.g. stopwords=remove (repeatable)")
@@ -262,6 +265,19 @@ def _summary_line(name: str, record: dict[str, Any]) -> str:
     return f"{name:<16} {score}  n={record['n_pairs']} oov={record['n_oov']}{others_text}{extra}"
 
 
+def default_out_path(model: str, lang: str, variant: str, options: dict[str, Any]) -> Path:
+    """Where `strae evaluate` writes without --out: the DAG's path for a run directory (from its train.json run
+    block), else results/eval/LANG/NAME.VARIANT.json. Encoder options are part of the name (`@key-value`)."""
+    suffix = "@" + "_".join(f"{key}-{value}" for key, value in sorted(options.items()) if key != "device") \
+        if any(key != "device" for key in options) else ""
+    record = Path(model) / "train.json"
+    if record.is_file():
+        run = (read_json(record).get("run") or {})
+        if all(run.get(key) is not None for key in ("model", "setting", "seed")):
+            return Path("results/eval", lang, run["model"], f"{run['setting']}{suffix}", f"seed{run['seed']}.{variant}.json")
+    return Path("results/eval", lang, f"{Path(model).name or 'model'}{suffix}.{variant}.json")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
@@ -273,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     document = evaluate(args.model, args.lang, args.variant, config_path=args.config, tasks_path=args.tasks_file,
                         only=only, encoder_options=options, batch_size=args.batch_size,
                         resources_dir=args.resources_dir, progress=not args.quiet)
+    if args.out is None:
+        args.out = str(default_out_path(args.model, args.lang, args.variant, options))
     write_json(args.out, document)
     if document["run"]["status"] == "failed":
         print(f"{args.out}: run failed ({document['run']['failure_reason']}); recorded without scores")
