@@ -93,8 +93,10 @@ import sentencepiece as spm
 import torch
 from torch import nn
 
+from .strae_data_pretokenize import pretokenize
 from .strae_models_config import ModelConfig
 from .strae_models_model import StraeModel
+from .strae_recipes import from_record, legacy
 
 {normalize}
 
@@ -106,7 +108,12 @@ class {cls}(nn.Module):
         super().__init__()
         payload = torch.load(os.path.join(model_dir, "model.pt"), map_location="cpu", weights_only=True)
         config = ModelConfig.from_dict({{k: v for k, v in payload["config"].items() if v not in ({{}}, [])}})
-        self.model = StraeModel(config)
+        # the recipe the run trained with (its bias and functions' init shape the weights); pre-recipe runs: legacy
+        recipe = from_record(payload["recipe"]) if "recipe" in payload else legacy(payload["config"])
+        self.model = StraeModel(config, recipe)
+        with open(os.path.join(model_dir, "strae_export.json"), encoding="utf-8") as handle:
+            # the run's pretokenisation (languages.<lang>.pretokenize), applied to raw text as strae evaluate does
+            self.pretokenize = json.load(handle).get("pretokenize", "none")
         self.model.load_state_dict(payload["state_dict"])
         self.model.eval()
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(model_dir, "tokenizer.model"))
@@ -119,7 +126,7 @@ class {cls}(nn.Module):
     # sentence-transformers interface ------------------------------------------------------------------------
     def tokenize(self, texts, **kwargs):
         texts = [t if isinstance(t, str) else " ".join(map(str, t)) for t in texts]
-        pieces = self.sp.encode([normalize(t) for t in texts], out_type=int)
+        pieces = self.sp.encode([normalize(pretokenize(t, self.pretokenize)) for t in texts], out_type=int)
         lengths = torch.tensor([len(p) for p in pieces], dtype=torch.long)
         ids = torch.full((len(pieces), max(int(lengths.max()) if len(pieces) else 0, 1)), self.pad_id,
                          dtype=torch.long)
@@ -192,8 +199,13 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
         shutil.copyfile(run_dir / name, staging / name)
     # the encoder code: the module + the engine closure (relative imports)
     _write_text(staging / MODULE_FILE, MODULE_TEMPLATE.format(cls=MODULE_CLASS, normalize=_normalize_source()))
-    for stem, source in engine_sources().items():
-        _write_text(staging / f"{stem}.py", source)
+    for root in (ENGINE_ROOT, "strae.data.pretokenize"):
+        for stem, source in engine_sources(root).items():
+            _write_text(staging / f"{stem}.py", source)
+    # the recipes file strae.recipes reads (only for runs written before model.pt carried their recipe)
+    from strae.recipes import RECIPES_FILE
+
+    shutil.copyfile(RECIPES_FILE, staging / RECIPES_FILE.name)
     # sentence-transformers metadata
     write_json(staging / "modules.json", [{"idx": 0, "name": "0", "path": "", "type": f"{Path(MODULE_FILE).stem}.{MODULE_CLASS}"}])
     write_json(staging / "config_sentence_transformers.json", {
@@ -205,6 +217,10 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
         "format": "sentence-transformers",
         "load": f"SentenceTransformer({str(out)!r}, trust_remote_code=True)",
         "model_config": payload["config"],
+        "recipe": (payload.get("recipe") or {}).get("name"),
+        # raw text is pretokenised like the run's training corpus (as `strae evaluate --variant official` does)
+        "pretokenize": read_json(manifest).get("pretokenize") or (train.get("data") or {}).get("pretokenize")
+        or "none",
         "run": train.get("run"),
         "status": train.get("status"),
         "source_run_dir": str(run_dir.resolve()),
@@ -219,7 +235,8 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
                      "```python\nfrom sentence_transformers import SentenceTransformer\n"
                      f"model = SentenceTransformer(\"{out.name}\", trust_remote_code=True)\n"
                      "vectors = model.encode([\"a sentence\", \"another one\"])\n```\n\n"
-                     "Needs torch, numpy and sentencepiece (not strae). Provenance: `strae_export.json`.\n")
+                     "Needs torch, numpy, pyyaml, sentencepiece and (for pretokenised runs) nltk - not strae. "
+                     "Provenance: `strae_export.json`.\n")
     staging.rename(out)
     return out
 

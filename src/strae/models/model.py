@@ -17,23 +17,24 @@ from torch import nn
 
 import numpy as np
 
-from strae import recipes
 from strae.models.config import ModelConfig
 from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
 from strae.objectives import leaf_cross_entropy, symmetric_contrastive
+from strae.recipes import Recipe
+from strae.recipes import load as load_recipe
 
 __all__ = ["StraeModel", "fast_dropout"]
 
 
 class StraeModel(nn.Module):
-    def __init__(self, config: ModelConfig, recipe: recipes.Recipe | None = None) -> None:
+    def __init__(self, config: ModelConfig, recipe: Recipe | None = None) -> None:
         super().__init__()
         config.validate()
         self.config = config
         # No recipe given: the model family's reference-code recipe (the one `strae train --model` uses).
-        self.recipe = recipe if recipe is not None else recipes.load(config.model)
+        self.recipe = recipe if recipe is not None else load_recipe(config.model)
         if self.recipe.decoder_child_order == "node_id" and config.structure != "sentential":
             raise ValueError(f"recipe {self.recipe.name!r}: decoder_child_order node_id reproduces the Self-StrAE "
                              "reference decoder (sentential trees only); use position for entangled structures")
