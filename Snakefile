@@ -20,6 +20,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/multiview.smk"
 
 
 rule all:
@@ -27,3 +28,4 @@ rule all:
     input:
         TABLE_TARGETS,
         FIGURE_TARGETS,
+        MV_TABLE_TARGETS,

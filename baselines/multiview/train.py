@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int, default=None, help="stop after N steps (recorded)")
     p.add_argument("--checkpoint-every-steps", type=int, default=50)
     p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--setting", default=None, help="run label (default: the model name + hidden size)")
     p.add_argument("--record-failure", action="store_true", help="exit 0 after recording a failed run")
     p.add_argument("--quiet", action="store_true")
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parse_meta = read_json(args.parses / META_FILE) if (args.parses / META_FILE).exists() else None
     if parse_meta is None:
         raise SystemExit(f"{args.parses / META_FILE}: not found; run `strae parse-corpus` first")
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     seed_everything(args.seed)
 
