@@ -20,6 +20,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/multiview_common.smk"
 include: "workflow/rules/multiview.smk"
 
 
