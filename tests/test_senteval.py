@@ -74,7 +74,7 @@ def test_binary_separable_is_100_and_uninformative_is_majority(tmp_path):
     files = {"neg": _write(tmp_path / "neg", [f"bad {i}" for i in range(15)]),
              "pos": _write(tmp_path / "pos", [f"good {i}" for i in range(15)])}
     task = SentevalTask(name="BIN", reader="binary", protocol="inner_kfold", files={"neg": "neg", "pos": "pos"},
-                        folds=5, rows={"neg": 15, "pos": 15})
+                        folds=5, rows={"neg": 15, "pos": 15}, c_grid=(0.5, 4.0))
     resolve = lambda name: files[name]  # noqa: E731
     record = evaluate_task(KeywordEncoder(), task, resolve)["BIN"]
     assert record["score"] == pytest.approx(100.0)
@@ -82,7 +82,8 @@ def test_binary_separable_is_100_and_uninformative_is_majority(tmp_path):
     # identical sentences: the classifier can only predict the majority class -> 12 / 20 correct
     files = {"neg": _write(tmp_path / "n2", ["same"] * 8), "pos": _write(tmp_path / "p2", ["same"] * 12)}
     record = evaluate_task(KeywordEncoder(), SentevalTask(name="BIN", reader="binary", protocol="inner_kfold",
-                                                          files={"neg": "neg", "pos": "pos"}, folds=4),
+                                                          files={"neg": "neg", "pos": "pos"}, folds=4,
+                                                          c_grid=(1.0,)),
                            lambda name: files[name])["BIN"]
     assert record["score"] == pytest.approx(60.0)
     # a row count that disagrees with the task declaration is an error naming the file
@@ -126,7 +127,12 @@ def test_trec_mrpc_sick_readers_and_scores(tmp_path):
     assert out["MRPC_f1"]["metric"] == "f1_x100"
 
 
-def test_sick_relatedness_and_entailment(tmp_path):
+def test_sick_relatedness_and_entailment(tmp_path, monkeypatch):
+    import functools
+
+    # SentEval's loop (rounds of 50 epochs, early stop) with shorter rounds: same code path, fewer epochs
+    monkeypatch.setattr(senteval, "relatedness", functools.partial(senteval.relatedness, epochs_per_round=10,
+                                                                  max_epochs=100))
     rng = np.random.default_rng(1)
 
     def rows(n):
@@ -137,12 +143,12 @@ def test_sick_relatedness_and_entailment(tmp_path):
         return out
 
     files = {split: _sick(tmp_path / f"{split}.txt", rows(n)) for split, n in
-             (("train", 200), ("dev", 50), ("test", 60))}
+             (("train", 100), ("dev", 40), ("test", 60))}
     resolve = lambda name: files[name]  # noqa: E731
     sick_r = SentevalTask(name="SICK-R", reader="sick", label="relatedness", protocol="relatedness",
                           metric="pearson_x100", files={"train": "train", "dev": "dev", "test": "test"})
     record = evaluate_task(KeywordEncoder(), sick_r, resolve)["SICK-R"]
-    assert record["metric"] == "pearson_x100" and record["score"] > 95 and record["mse"] < 0.2
+    assert record["metric"] == "pearson_x100" and record["score"] > 95 and record["spearman"] > 90
     sick_e = SentevalTask(name="SICK-E", reader="sick", label="entailment", protocol="split",
                           files={"train": "train", "dev": "dev", "test": "test"})
     assert evaluate_task(KeywordEncoder(), sick_e, resolve)["SICK-E"]["score"] == 100.0

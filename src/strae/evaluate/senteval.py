@@ -64,7 +64,7 @@ class SentevalTask:
     folds: int = 10
     rows: dict[str, int] = field(default_factory=dict)
     metric: str = "accuracy_x100"
-    language: str = "en"
+    language: str | None = None  # a config language code (required in tasks.yaml)
     group: str = "transfer"  # transfer | probing
 
 
@@ -91,6 +91,8 @@ def load_senteval_tasks(path: str | Path) -> dict[str, SentevalTask]:
             task = SentevalTask(**kwargs)
         except TypeError as error:
             raise SentevalError(f"{where}: {error}") from error
+        if not task.language:
+            raise SentevalError(f"{where} ({task.name}): give its `language` (a config language code)")
         if task.reader not in READERS:
             raise SentevalError(f"{where} ({task.name}): reader {task.reader!r}; use one of {READERS}")
         if task.protocol not in PROTOCOLS:
