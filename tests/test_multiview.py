@@ -3,6 +3,7 @@ synthetic corpus (resumable shards, book boundaries), and a tiny end-to-end trai
 from __future__ import annotations
 
 import gzip
+import re
 import json
 import math
 from pathlib import Path
@@ -265,3 +266,19 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     with torch.no_grad():
         expected = torch.cat([encoder.model.target(batch), encoder.model.context(batch)], dim=-1)[0].numpy()
     np.testing.assert_allclose(vectors[0], expected, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ workflow
+def test_dry_run_multiview_target_builds_both_tables(tmp_path):
+    from test_workflow import copy_workdir, snakemake
+
+    workdir = copy_workdir(tmp_path)
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for rule in ("multiview_parse", "multiview_train", "evaluate_senteval", "multiview_evaluate_zero_shot",
+                 "multiview_scores", "multiview_table"):
+        assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), f"no {rule} job"
+    # the quick overlay's settings reach the commands; the parse directory is named by its settings
+    assert "--paragraphs-per-book 20 --out resources/parses/en/p20_sall" in result.stdout
+    assert "--hidden 64" in result.stdout and "--inner-folds 2" in result.stdout
+    assert "results/multiview/table2.md" in result.stdout
