@@ -24,6 +24,8 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/baselines.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/multiview_common.smk"
+include: "workflow/rules/multiview.smk"
 
 
 rule all:
@@ -31,3 +33,4 @@ rule all:
     input:
         TABLE_TARGETS,
         FIGURE_TARGETS,
+        MV_TABLE_TARGETS,

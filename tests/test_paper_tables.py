@@ -36,6 +36,8 @@ EXPECTED_SHAPES = {
     "banyan_table7.csv": ((), 1, 9, 9),
     "banyan_table8.csv": ((), 1, 4, 4),
     "banyan_table9.csv": ((), 7, 2, 14),
+    "multiview_table1.csv": ((), 10, 8, 54),  # "—" cells (not reported) are not transcribed
+    "multiview_table2.csv": ((), 10, 2, 20),
 }
 
 # (file, row, column, half or None) -> (mean, std or None): typed from the papers' PDFs/markdown.
@@ -65,6 +67,11 @@ SPOT_CHECKS = {
     ("banyan_table8.csv", "Banyan old functions", "Score", None): (26.2, 26.2),
     ("banyan_table9.csv", "k=16 u=16", "STS Score", None): (62.2, 0.01),
     ("banyan_table9.csv", "k=128 u=2", "Lex Score", None): (49.61, 0.02),
+    ("multiview_table1.csv", "Contrastive Tree", "MR", None): (64.0, None),
+    ("multiview_table1.csv", "Contrastive Tree", "SICKR", None): (76.8, None),
+    ("multiview_table1.csv", "Quick-thoughts", "MRPC", None): (84.0, None),
+    ("multiview_table1.csv", "Tree-LSTM", "SICKR", None): (86.8, None),
+    ("multiview_table2.csv", "WC", "Contrastive Tree LSTM (CTL)", None): (23.1, None),
 }
 
 
@@ -168,7 +175,8 @@ def test_parameter_counts_follow_the_model_equations():
 
 # ---- cross-check against the paper texts (skipped when ../shared/papers is absent) ----
 
-PAPER_FILE = {"selfstrae": "selfstrae_semeval2024.md", "banyan": "banyan.md"}
+PAPER_FILE = {"selfstrae": "selfstrae_semeval2024.md", "banyan": "banyan.md",
+              "multiview": "contrastive_multiview_treelstm.md"}
 # Cells that are not in the row's printed line, with the reason (see the cell's `note`).
 NOT_IN_ROW_LINE = {
     ("selfstrae_table3.csv", "Afrikaans", "Competition Rank"): "the rank digit is merged into the extracted header",

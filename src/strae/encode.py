@@ -23,6 +23,7 @@ ENCODER_LOADERS: dict[str, str] = {
     "strae": "strae.models.encoder:load_run",
     "glove": "baselines.glove.encoder:load_run",
     "roberta": "baselines.roberta.encoder:load_run",
+    "multiview": "baselines.multiview.encoder:load_run",
 }
 # Encoders that need no training, addressed by name on the command line.
 BUILTIN_ENCODERS: dict[str, str] = {

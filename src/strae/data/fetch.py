@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from strae.data import upstream
-from strae.data.registry import DEFAULT_REGISTRY, RegistryEntry, RegistryError, load_registry
+from strae.data.registry import DEFAULT_REGISTRY, KINDS, RegistryEntry, RegistryError, load_registry
 from strae.io import atomic_path, sha256_file
 
 log = logging.getLogger(__name__)
@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strae fetch", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="registry NAMEs (keys of config/registry.yaml)")
     parser.add_argument("--all", action="store_true", help="fetch every registered file")
-    parser.add_argument("--kind", choices=("corpus", "eval", "tokenizer"), help="fetch every file of this kind")
+    parser.add_argument("--kind", choices=KINDS, help="fetch every file of this kind")
     parser.add_argument("--resources-dir", default=None,
                         help="default: resources (with --eval-sets: data.resources_dir of --config)")
     parser.add_argument("--mirror", default=None, help=f"mirror directory (default: ${MIRROR_ENV})")

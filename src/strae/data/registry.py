@@ -16,7 +16,9 @@ from strae.io import project_root
 
 DEFAULT_REGISTRY = "config/registry.yaml"
 DEFAULT_CONFIG = "config/config.yaml"
-KINDS = ("corpus", "eval", "tokenizer")
+# eval = CSV pairs (strae.evaluate.tasks); eval_raw = a file in its source format with its own loader (SentEval);
+# package = an installable wheel (the dependency parser)
+KINDS = ("corpus", "eval", "tokenizer", "eval_raw", "package")
 
 
 class RegistryError(SystemExit):

@@ -279,6 +279,10 @@ def default_out_path(model: str, lang: str, variant: str, options: dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a == "--suite" or a.startswith("--suite=") for a in argv):  # SentEval-style linear probes
+        from strae.evaluate import senteval
+        return senteval.main(argv)
     args = build_parser().parse_args(argv)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     options = dict(_parse_option(o) for o in args.encoder_option)

@@ -1,0 +1,102 @@
+"""Multi-view run directory (``encoder.json`` kind ``multiview``) -> ``strae.encode.Encoder``.
+
+A text is parsed with the spaCy pipeline the training parse used (``parser.json``; all sentences spaCy finds in
+one input become one tree, later roots under the first), its tokens mapped to the run's vocabulary, and encoded
+by both views. ``view=both`` (default, the paper's test-time vector) concatenates [target; context]; ``target``
+or ``context`` gives one view. Batching by length is an inference knob only; it never changes a vector.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from baselines.multiview.data import Vocabulary
+from baselines.multiview.model import MultiviewConfig, MultiviewModel, make_batch
+from baselines.multiview.parse import doc_to_tree, load_pipeline
+from strae.encode import Encoder
+from strae.io import read_json, sha256_file
+from strae.runtime import describe_device, resolve_device
+
+VIEW_CHOICES = ("both", "target", "context")
+
+
+class MultiviewEncoder(Encoder):
+    def __init__(self, run_dir: str | Path, device: str = "auto", view: str = "both", nlp=None) -> None:
+        self.run_dir = Path(run_dir)
+        for name in ("model.pt", "vocab.json", "parser.json"):
+            if not (self.run_dir / name).exists():
+                raise SystemExit(f"{self.run_dir / name}: missing; is {self.run_dir} a finished train-multiview run?")
+        if view not in VIEW_CHOICES:
+            raise SystemExit(f"--encoder-option view={view}: use one of {VIEW_CHOICES}")
+        self.view = view
+        payload = torch.load(self.run_dir / "model.pt", map_location="cpu", weights_only=True)
+        self.config = MultiviewConfig.from_dict(payload["config"])
+        self.device = resolve_device(device)
+        self.model = MultiviewModel(self.config)
+        self.model.load_state_dict(payload["state_dict"])
+        self.model.to(self.device).eval()
+        self.vocab = Vocabulary.from_dict(read_json(self.run_dir / "vocab.json"))
+        self.parser_info = read_json(self.run_dir / "parser.json")
+        if nlp is None:
+            nlp, _ = load_pipeline(self.parser_info["package"])
+        self.nlp = nlp
+        train_json = self.run_dir / "train.json"
+        self.train_record: dict[str, Any] = read_json(train_json) if train_json.exists() else {}
+        run = self.train_record.get("run", {})
+        self.encoder_id = f"{run.get('model', 'multiview')}/{run.get('setting', '?')}/seed{run.get('seed', '?')}" + (
+            "" if view == "both" else f"@{view}")
+
+    def parse(self, texts: Sequence[str]) -> list[tuple[list[int], list[int]]]:
+        trees = []
+        for doc in self.nlp.pipe(list(texts), batch_size=256):  # an empty text -> no tokens -> NaN row
+            tokens, heads = doc_to_tree(doc)
+            trees.append((self.vocab.ids(tokens), heads))
+        return trees
+
+    @torch.no_grad()
+    def encode_trees(self, trees: Sequence[tuple[list[int], list[int]]], batch_size: int = 256) -> np.ndarray:
+        order = np.argsort([len(t[0]) for t in trees], kind="stable")
+        hidden = self.config.hidden
+        width = {"both": 2 * hidden, "target": hidden, "context": hidden}[self.view]
+        out = np.full((len(trees), width), np.nan, dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            keep = [i for i in idx if len(trees[i][0]) > 0]
+            if not keep:
+                continue
+            batch = make_batch([trees[i] for i in keep], self.config.pad_id).to(self.device)
+            if self.view == "target":
+                vectors = self.model.target(batch)
+            elif self.view == "context":
+                vectors = self.model.context(batch)
+            else:
+                vectors = self.model.encode(batch)
+            out[keep] = vectors.float().cpu().numpy()
+        return out
+
+    def encode_sentences(self, sentences: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        return self.encode_trees(self.parse(sentences), batch_size)
+
+    def encode_words(self, words: Sequence[str], batch_size: int = 1024) -> np.ndarray:
+        return self.encode_sentences(words, batch_size)
+
+    def describe(self) -> dict[str, Any]:
+        return {"encoder_id": self.encoder_id, "run_dir": str(self.run_dir), "kind": "multiview", "view": self.view,
+                "weights_sha256": sha256_file(self.run_dir / "model.pt"), "config": self.config.to_dict(),
+                "parser": self.parser_info, "device": describe_device(self.device),
+                "seed": self.train_record.get("run", {}).get("seed")}
+
+    def run_info(self) -> dict[str, Any]:
+        run = dict(self.train_record.get("run", {}))
+        if self.view != "both" and run.get("setting"):
+            run["setting"] = f"{run['setting']}@{self.view}"
+        run.setdefault("status", self.train_record.get("status", "completed"))
+        run.setdefault("failure_reason", self.train_record.get("failure_reason"))
+        return run
+
+
+def load_run(run_dir: Path, **options: Any) -> MultiviewEncoder:
+    return MultiviewEncoder(run_dir, **options)

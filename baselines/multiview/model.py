@@ -1,0 +1,284 @@
+"""Contrastive multi-view sentence encoders: a BiLSTM view and a dependency Child-Sum Tree-LSTM view.
+
+Quick-Thoughts-style training (Logeswaran & Lee 2018): a *target* encoder f embeds every sentence of a batch of
+consecutive sentences, a *context* encoder g embeds them too, and for each sentence the softmax over inner products
+f(s_i)·g(s_j), j ≠ i, must pick out its neighbours s_{i-1}, s_{i+1} (in-batch negatives, NLL). The multi-view
+model ("Contrastive Tree LSTM", CTL) uses a BiLSTM for f and a Child-Sum Tree-LSTM (Tai et al. 2015) over the
+dependency parse for g; the comparison model "Contrastive LSTM" (CL) uses a second BiLSTM for g. At test time the
+sentence vector is the concatenation [f(s); g(s)].
+
+Batches of trees are computed level by level (a node's level = 1 + the highest level among its children, leaves 0),
+so all nodes of one level run in one batched cell call; ``naive_tree_lstm`` is the per-sentence recursion the tests
+compare it with.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+VIEWS = ("bilstm", "treelstm")
+#: model name -> (target view f, context view g)
+MODELS: dict[str, tuple[str, str]] = {
+    "ctl": ("bilstm", "treelstm"),  # the paper's Contrastive Tree LSTM (multi-view)
+    "cl": ("bilstm", "bilstm"),  # the paper's comparison model, Contrastive LSTM (one view, two encoders)
+}
+
+
+@dataclass
+class MultiviewConfig:
+    """Architecture; paper §4.2 unless said otherwise."""
+
+    model: str = "ctl"
+    vocab_size: int = 20000  # + <pad>, <unk> rows (ids vocab_size, vocab_size + 1)
+    embedding_dim: int = 300
+    # Size of each view's sentence vector. The inner product f·g needs both views the same size, so the BiLSTM's
+    # two directions have hidden // 2 units each (their final states concatenated = hidden) and the Tree-LSTM has
+    # hidden units (its root state). The paper: "hidden layer ... fixed to 1000".
+    hidden: int = 1000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"model {self.model!r}: use one of {sorted(MODELS)}")
+        if self.hidden % 2:
+            raise ValueError(f"hidden {self.hidden}: must be even (the BiLSTM splits it over two directions)")
+
+    @property
+    def views(self) -> tuple[str, str]:
+        return MODELS[self.model]
+
+    @property
+    def pad_id(self) -> int:
+        return self.vocab_size
+
+    @property
+    def unk_id(self) -> int:
+        return self.vocab_size + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "MultiviewConfig":
+        return cls(**data)
+
+
+# ------------------------------------------------------------------------------------------------ batches
+@dataclass
+class TreeBatch:
+    """A batch of sentences as padded id rows (sequential view) and as one forest (tree view).
+
+    ``heads[k]``: the batch-global node index of token k's head, -1 for a root (one root per sentence).
+    ``roots[b]``: the node index of sentence b's root. Nodes are the tokens in sentence order.
+    """
+
+    ids: torch.Tensor  # (B, T) long, padded with pad_id
+    lengths: torch.Tensor  # (B,) long
+    node_ids: torch.Tensor  # (N,) long, token id per node
+    heads: torch.Tensor  # (N,) long
+    roots: torch.Tensor  # (B,) long
+
+    def to(self, device: torch.device) -> "TreeBatch":
+        return TreeBatch(*(t.to(device) for t in (self.ids, self.lengths, self.node_ids, self.heads, self.roots)))
+
+
+def make_batch(sentences: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id: int) -> TreeBatch:
+    """``sentences``: (token ids, heads) per sentence, heads sentence-local (-1 = root)."""
+    if not sentences:
+        raise ValueError("make_batch: empty batch")
+    lengths = [len(ids) for ids, _ in sentences]
+    if min(lengths) < 1:
+        raise ValueError("make_batch: a sentence has no tokens")
+    ids = np.full((len(sentences), max(lengths)), pad_id, dtype=np.int64)
+    node_ids, heads, roots = [], [], []
+    offset = 0
+    for b, (tok, head) in enumerate(sentences):
+        n = len(tok)
+        if len(head) != n:
+            raise ValueError(f"make_batch: sentence {b} has {n} tokens but {len(head)} heads")
+        ids[b, :n] = tok
+        local = np.asarray(head, dtype=np.int64)
+        root_positions = np.flatnonzero(local < 0)
+        if len(root_positions) != 1:
+            raise ValueError(f"make_batch: sentence {b} has {len(root_positions)} roots (need exactly 1)")
+        node_ids.append(np.asarray(tok, dtype=np.int64))
+        heads.append(np.where(local < 0, -1, local + offset))
+        roots.append(offset + int(root_positions[0]))
+        offset += n
+    return TreeBatch(
+        ids=torch.from_numpy(ids), lengths=torch.tensor(lengths, dtype=torch.long),
+        node_ids=torch.from_numpy(np.concatenate(node_ids)), heads=torch.from_numpy(np.concatenate(heads)),
+        roots=torch.tensor(roots, dtype=torch.long),
+    )
+
+
+def node_levels(heads: np.ndarray) -> np.ndarray:
+    """Level of every node: 0 for leaves, else 1 + max level of its children. Raises on a cycle."""
+    n = len(heads)
+    level = np.zeros(n, dtype=np.int64)
+    # Walk up from every node; a node's level is at least (distance from a descendant leaf). Iterate to a fixpoint:
+    # at most depth rounds, each vectorised.
+    parent = heads.copy()
+    has_parent = parent >= 0
+    for _ in range(n + 1):
+        candidate = np.zeros(n, dtype=np.int64)
+        np.maximum.at(candidate, parent[has_parent], level[has_parent] + 1)
+        new_level = np.maximum(level, candidate)
+        if np.array_equal(new_level, level):
+            return level
+        level = new_level
+    raise ValueError("dependency heads contain a cycle")
+
+
+# ------------------------------------------------------------------------------------------------ cells
+def _xavier(module: nn.Module) -> None:
+    """Xavier-uniform weights, zero biases (paper §4.2)."""
+    for name, param in module.named_parameters():
+        if param.dim() >= 2:
+            nn.init.xavier_uniform_(param)
+        else:
+            nn.init.zeros_(param)
+
+
+class BiLSTMEncoder(nn.Module):
+    """Final hidden states of both directions, concatenated: (B, hidden)."""
+
+    def __init__(self, config: MultiviewConfig):
+        super().__init__()
+        self.embedding = nn.Embedding(config.vocab_size + 2, config.embedding_dim, padding_idx=config.pad_id)
+        self.lstm = nn.LSTM(config.embedding_dim, config.hidden // 2, batch_first=True, bidirectional=True)
+        _xavier(self)
+        with torch.no_grad():
+            self.embedding.weight[config.pad_id].zero_()
+
+    def forward(self, batch: TreeBatch) -> torch.Tensor:
+        embedded = self.embedding(batch.ids)
+        packed = pack_padded_sequence(embedded, batch.lengths.cpu(), batch_first=True, enforce_sorted=False)
+        _, (h_n, _) = self.lstm(packed)  # (2, B, hidden/2): forward direction's last step, backward's first
+        return torch.cat([h_n[0], h_n[1]], dim=-1)
+
+
+class ChildSumTreeLSTM(nn.Module):
+    """Child-Sum Tree-LSTM (Tai et al. 2015, Eq. 2-8); leaves see zero child states. Output: root h, (B, hidden)."""
+
+    def __init__(self, config: MultiviewConfig):
+        super().__init__()
+        d, e = config.hidden, config.embedding_dim
+        self.hidden = d
+        self.embedding = nn.Embedding(config.vocab_size + 2, e, padding_idx=config.pad_id)
+        self.W_iou = nn.Linear(e, 3 * d)  # input, output, update gates from the node's word
+        self.U_iou = nn.Linear(d, 3 * d, bias=False)  # ... and from the sum of its children's h
+        self.W_f = nn.Linear(e, d)  # forget gate, one per child: W_f x_j + U_f h_k + b_f
+        self.U_f = nn.Linear(d, d, bias=False)
+        _xavier(self)
+        with torch.no_grad():
+            self.embedding.weight[config.pad_id].zero_()
+
+    def cell(self, x_iou: torch.Tensor, x_f_per_child: torch.Tensor, child_h: torch.Tensor,
+             child_c: torch.Tensor, child_parent: torch.Tensor, n_parents: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """One batched step for ``n_parents`` nodes. ``child_parent[k]`` = which of them child k belongs to."""
+        h_sum = x_iou.new_zeros(n_parents, self.hidden).index_add(0, child_parent, child_h)
+        i, o, u = (x_iou + self.U_iou(h_sum)).chunk(3, dim=-1)
+        f = torch.sigmoid(x_f_per_child + self.U_f(child_h))
+        fc = x_iou.new_zeros(n_parents, self.hidden).index_add(0, child_parent, f * child_c)
+        c = torch.sigmoid(i) * torch.tanh(u) + fc
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return h, c
+
+    def forward(self, batch: TreeBatch) -> torch.Tensor:
+        x = self.embedding(batch.node_ids)
+        x_iou, x_f = self.W_iou(x), self.W_f(x)
+        heads = batch.heads.cpu().numpy()
+        levels = node_levels(heads)
+        n = len(heads)
+        device = x.device
+        H = x.new_zeros(n, self.hidden)
+        C = x.new_zeros(n, self.hidden)
+        heads_t = batch.heads.to(device)
+        for level in range(int(levels.max()) + 1):
+            nodes = np.flatnonzero(levels == level)
+            position = np.full(n, -1, dtype=np.int64)
+            position[nodes] = np.arange(len(nodes))
+            children = np.flatnonzero((heads >= 0) & (levels < level) & np.isin(heads, nodes))
+            nodes_t = torch.from_numpy(nodes).to(device)
+            children_t = torch.from_numpy(children).to(device)
+            child_parent = torch.from_numpy(position[heads[children]]).to(device)
+            h, c = self.cell(x_iou[nodes_t], x_f[heads_t[children_t]], H[children_t], C[children_t], child_parent,
+                             len(nodes))
+            # out-of-place so autograd keeps every level's states
+            H = H.index_copy(0, nodes_t, h)
+            C = C.index_copy(0, nodes_t, c)
+        return H[batch.roots]
+
+
+def naive_tree_lstm(encoder: ChildSumTreeLSTM, token_ids: Sequence[int], heads: Sequence[int]) -> torch.Tensor:
+    """Reference: one sentence, plain recursion from the root (sentence-local heads, -1 = root). Returns (hidden,)."""
+    children: dict[int, list[int]] = {i: [] for i in range(len(heads))}
+    for i, head in enumerate(heads):
+        if head >= 0:
+            children[head].append(i)
+    device = encoder.embedding.weight.device
+    emb = encoder.embedding(torch.tensor(list(token_ids), dtype=torch.long, device=device))
+
+    def visit(j: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x = emb[j]
+        kids = [visit(k) for k in children[j]]
+        zero = x.new_zeros(encoder.hidden)
+        h_sum = sum((h for h, _ in kids), zero)
+        i, o, u = (encoder.W_iou(x) + encoder.U_iou(h_sum)).chunk(3, dim=-1)
+        c = torch.sigmoid(i) * torch.tanh(u)
+        for h_k, c_k in kids:
+            f_k = torch.sigmoid(encoder.W_f(x) + encoder.U_f(h_k))
+            c = c + f_k * c_k
+        return torch.sigmoid(o) * torch.tanh(c), c
+
+    root = [i for i, head in enumerate(heads) if head < 0][0]
+    return visit(root)[0]
+
+
+def _make_view(name: str, config: MultiviewConfig) -> nn.Module:
+    return BiLSTMEncoder(config) if name == "bilstm" else ChildSumTreeLSTM(config)
+
+
+# ------------------------------------------------------------------------------------------------ model
+class MultiviewModel(nn.Module):
+    def __init__(self, config: MultiviewConfig):
+        super().__init__()
+        self.config = config
+        target_view, context_view = config.views
+        self.target = _make_view(target_view, config)  # f
+        self.context = _make_view(context_view, config)  # g
+
+    def loss(self, batch: TreeBatch, books: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, dict]:
+        """Quick-Thoughts NLL. ``books``/``positions``: (B,) book id and sentence index in the book; sentence j is
+        a positive for i when it is in the same book at position ±1 (it must also be in the batch)."""
+        f = self.target(batch)
+        g = self.context(batch)
+        scores = f @ g.T  # inner-product critic, h(u, v) = uᵀv
+        eye = torch.eye(len(f), dtype=torch.bool, device=f.device)
+        scores = scores.masked_fill(eye, float("-inf"))  # a sentence is not its own context
+        log_p = torch.log_softmax(scores, dim=-1)
+        same_book = books[:, None] == books[None, :]
+        adjacent = (positions[:, None] - positions[None, :]).abs() == 1
+        positive = same_book & adjacent
+        n_pos = int(positive.sum())
+        if n_pos == 0:
+            raise ValueError("batch has no context pairs (sentences not consecutive?)")
+        loss = -log_p[positive].mean()
+        with torch.no_grad():
+            # share of positives ranked first among the sentence's candidates
+            top = scores.argmax(dim=-1)
+            hit = positive[torch.arange(len(f), device=f.device), top]
+            has_pos = positive.any(dim=-1)
+            accuracy = float(hit[has_pos].float().mean())
+        return loss, {"loss": float(loss.detach()), "context_top1": accuracy, "pairs": n_pos}
+
+    @torch.no_grad()
+    def encode(self, batch: TreeBatch) -> torch.Tensor:
+        """Test-time sentence vector: [f(s); g(s)], (B, 2 * hidden)."""
+        return torch.cat([self.target(batch), self.context(batch)], dim=-1)

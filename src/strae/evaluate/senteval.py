@@ -1,0 +1,498 @@
+"""``strae evaluate --suite senteval``: SentEval-style transfer evaluation of any strae encoder (linear probes).
+
+    strae evaluate --suite senteval --model SPEC --lang L --out PATH.json [--tasks MR,CR,...]
+                   [--inner-folds K] [--config config/config.yaml] [--tasks-file config/tasks.yaml]
+
+The tasks are data: ``senteval_tasks:`` of ``config/tasks.yaml`` (files = registry names of SentEval's own
+processed files, the reader, the protocol, the feature recipe, the regularisation grid). The protocols re-implement
+SentEval's scikit-learn path (facebookresearch/SentEval ``senteval/tools/validation.py``, ``relatedness.py``):
+
+- ``inner_kfold`` (MR, CR, SUBJ, MPQA): stratified K-fold (shuffled, seed 1111); in each outer fold the inverse
+  regularisation C is chosen by an inner stratified K-fold on the training part; score = mean test accuracy.
+- ``kfold_test`` (TREC, MRPC): C chosen by K-fold cross-validation on the train split, refit on all of it, scored
+  on the test split (MRPC: accuracy and F1 of the positive class).
+- ``split`` (SICK-E, probing tasks): C chosen on the dev split, scored on test.
+- ``relatedness`` (SICK-R): SentEval's recipe — the gold score y in [1, 5] becomes a distribution over 1..5
+  (weight on floor(y) and floor(y)+1), a softmax layer (Linear(d, 5)) is trained with summed squared error to it
+  (Adam, batch 64, rounds of 50 epochs, early stopping on dev Pearson after 4 rounds without improvement);
+  prediction = expected score; Pearson / Spearman x 100 and MSE on test.
+
+Pair features follow each task's ``features`` list (SentEval: [|u-v|, u*v] for SICK and MRPC). Classifier:
+``sklearn.linear_model.LogisticRegression(C, random_state=seed)`` (lbfgs, multinomial for >2 classes). Scores are
+accuracy x 100 (classification), Pearson x 100 (relatedness); a NaN vector from an encoder becomes zeros (counted
+in ``n_oov``). Results: the same versioned JSON as the zero-shot suite (``variant: senteval``), so
+``strae aggregate`` puts them in ``scores.csv``; MRPC adds a task ``MRPC_f1`` whose score is the F1.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import yaml
+from tqdm.auto import tqdm
+
+from strae.io import SCHEMA_VERSION, provenance, sha256_file, write_json
+
+SUITE = "senteval"
+READERS = ("binary", "trec", "sick", "mrpc", "probing")
+PROTOCOLS = ("inner_kfold", "kfold_test", "split", "relatedness")
+FEATURES = ("u", "v", "abs_diff", "product")
+SENTEVAL_SEED = 1111  # SentEval's default seed (KFold shuffling and the classifier)
+
+
+class SentevalError(SystemExit):
+    pass
+
+
+# ----------------------------------------------------------------------------------------------- task catalogue
+@dataclass(frozen=True)
+class SentevalTask:
+    name: str
+    reader: str
+    protocol: str
+    files: dict[str, str]  # role -> registry name (binary: label -> file; others: split -> file)
+    encoding: str = "utf-8"
+    label: str | None = None  # sick: "entailment" | "relatedness"
+    features: tuple[str, ...] = ("abs_diff", "product")
+    c_grid: tuple[float, ...] = tuple(2.0 ** t for t in range(-2, 4))
+    folds: int = 10
+    rows: dict[str, int] = field(default_factory=dict)
+    metric: str = "accuracy_x100"
+    language: str | None = None  # a config language code (required in tasks.yaml)
+    group: str = "transfer"  # transfer | probing
+
+
+def load_senteval_tasks(path: str | Path) -> dict[str, SentevalTask]:
+    from strae.data.registry import resolve_project_file
+
+    resolved = resolve_project_file(path)
+    if not resolved.exists():
+        raise SentevalError(f"{path}: task file not found (pass --tasks-file)")
+    document = yaml.safe_load(resolved.read_text(encoding="utf-8")) or {}
+    entries = document.get("senteval_tasks")
+    if not isinstance(entries, list):
+        raise SentevalError(f"{resolved}: no `senteval_tasks:` list")
+    tasks: dict[str, SentevalTask] = {}
+    for i, entry in enumerate(entries):
+        where = f"{resolved}: senteval_tasks[{i}]"
+        try:
+            kwargs = dict(entry)
+            for key in ("features", "c_grid"):
+                if key in kwargs:
+                    kwargs[key] = tuple(kwargs[key])
+            if "c_grid" in kwargs:
+                kwargs["c_grid"] = tuple(float(c) for c in kwargs["c_grid"])
+            task = SentevalTask(**kwargs)
+        except TypeError as error:
+            raise SentevalError(f"{where}: {error}") from error
+        if not task.language:
+            raise SentevalError(f"{where} ({task.name}): give its `language` (a config language code)")
+        if task.reader not in READERS:
+            raise SentevalError(f"{where} ({task.name}): reader {task.reader!r}; use one of {READERS}")
+        if task.protocol not in PROTOCOLS:
+            raise SentevalError(f"{where} ({task.name}): protocol {task.protocol!r}; use one of {PROTOCOLS}")
+        bad = [f for f in task.features if f not in FEATURES]
+        if bad:
+            raise SentevalError(f"{where} ({task.name}): features {bad}; use {FEATURES}")
+        if task.name in tasks:
+            raise SentevalError(f"{where}: duplicate task name {task.name!r}")
+        tasks[task.name] = task
+    return tasks
+
+
+# ----------------------------------------------------------------------------------------------- readers
+@dataclass
+class Split:
+    """One split: ``texts`` (single-sentence tasks) or ``left``/``right`` (pairs), and labels or scores."""
+
+    y: np.ndarray
+    texts: list[str] | None = None
+    left: list[str] | None = None
+    right: list[str] | None = None
+
+    def __len__(self) -> int:
+        return len(self.y)
+
+
+def _lines(path: Path, encoding: str) -> list[str]:
+    with open(path, encoding=encoding, newline="") as handle:
+        return [line.rstrip("\r\n") for line in handle]
+
+
+def _tokens(text: str) -> str:
+    """SentEval splits on whitespace and hands the tokens on; we hand the encoder the re-joined string."""
+    return " ".join(text.split())
+
+
+def _check_rows(task: SentevalTask, role: str, n: int, path: Path) -> None:
+    expected = task.rows.get(role)
+    if expected is not None and expected != n:
+        raise SentevalError(f"{path}: {n} rows for {task.name}/{role}, config/tasks.yaml says {expected}")
+
+
+def read_task(task: SentevalTask, resolve: Callable[[str], Path]) -> tuple[dict[str, Split], dict[str, Any]]:
+    """The task's splits (``all`` for inner_kfold tasks) and the files read (registry -> {file, sha256})."""
+    files = {role: resolve(name) for role, name in task.files.items()}
+    info = {task.files[role]: {"file": str(p), "sha256": sha256_file(p)} for role, p in files.items()}
+    if task.reader == "binary":
+        texts, labels = [], []
+        for label, (role, path) in enumerate(sorted(files.items(), key=lambda kv: kv[0])):
+            # every line, blank ones too: SentEval's loader keeps them (CR has 2 empty lines -> empty sentences)
+            lines = [_tokens(line) for line in _lines(path, task.encoding)]
+            _check_rows(task, role, len(lines), path)
+            texts += lines
+            labels += [label] * len(lines)
+        return {"all": Split(np.asarray(labels), texts=texts)}, info
+    splits: dict[str, Split] = {}
+    for role, path in files.items():
+        if task.reader == "trec":
+            texts, labels = [], []
+            for n, line in enumerate(_lines(path, task.encoding), 1):
+                if not line.strip():
+                    continue
+                target, _, rest = line.strip().partition(":")
+                if not rest or " " not in rest:
+                    raise SentevalError(f"{path}:{n}: expected 'COARSE:fine question ...'")
+                texts.append(_tokens(rest.split(" ", 1)[1]))
+                labels.append(target)
+            splits[role] = Split(np.asarray(labels), texts=texts)
+        elif task.reader in ("sick", "mrpc"):
+            rows = [line.split("\t") for line in _lines(path, task.encoding)[1:] if line.strip()]
+            left, right, y = [], [], []
+            for n, cols in enumerate(rows, 2):
+                if task.reader == "sick":
+                    if len(cols) < 5:
+                        raise SentevalError(f"{path}:{n}: expected 5 tab-separated SICK columns")
+                    left.append(_tokens(cols[1]))
+                    right.append(_tokens(cols[2]))
+                    y.append(float(cols[3]) if task.label == "relatedness" else cols[4].strip())
+                else:
+                    if len(cols) < 5:
+                        raise SentevalError(f"{path}:{n}: expected 5 tab-separated MRPC columns")
+                    left.append(_tokens(cols[3]))
+                    right.append(_tokens(cols[4]))
+                    y.append(int(cols[0].lstrip("\ufeff")))
+            splits[role] = Split(np.asarray(y), left=left, right=right)
+        elif task.reader == "probing":  # SentEval probing layout: split \t label \t sentence, split in tr/va/te
+            by_split: dict[str, tuple[list[str], list[str]]] = {"tr": ([], []), "va": ([], []), "te": ([], [])}
+            for n, line in enumerate(_lines(path, task.encoding), 1):
+                cols = line.split("\t")
+                if len(cols) != 3 or cols[0] not in by_split:
+                    raise SentevalError(f"{path}:{n}: expected 'tr|va|te<TAB>label<TAB>sentence'")
+                by_split[cols[0]][0].append(_tokens(cols[2]))
+                by_split[cols[0]][1].append(cols[1])
+            for key, role_name in (("tr", "train"), ("va", "dev"), ("te", "test")):
+                splits[role_name] = Split(np.asarray(by_split[key][1]), texts=by_split[key][0])
+        if task.reader != "probing":
+            _check_rows(task, role, len(splits[role]), path)
+    return splits, info
+
+
+# ----------------------------------------------------------------------------------------------- classifiers
+def _logreg(c: float, seed: int, max_iter: int):
+    from sklearn.linear_model import LogisticRegression
+
+    return LogisticRegression(C=c, random_state=seed, max_iter=max_iter)
+
+
+def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter) -> tuple[float, Any]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ConvergenceWarning: counted via n_iter_ instead
+        clf = _logreg(c, seed, max_iter).fit(x_tr, y_tr)
+    return float(np.mean(clf.predict(x_te) == y_te)), clf
+
+
+def _select_c(x, y, c_grid, folds, seed, max_iter) -> tuple[float, list[float]]:
+    """C with the best mean accuracy over a stratified shuffled K-fold of (x, y) (first best on ties)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    means = []
+    for c in c_grid:
+        accs = [_fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)[0] for tr, te in skf.split(x, y)]
+        means.append(100 * float(np.mean(accs)))
+    return float(c_grid[int(np.argmax(means))]), means
+
+
+def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_folds=None) -> dict[str, Any]:
+    from sklearn.model_selection import StratifiedKFold
+
+    inner_folds = inner_folds or folds
+    skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    test_acc, dev_acc, chosen = [], [], []
+    for tr, te in skf.split(x, y):
+        c, means = _select_c(x[tr], y[tr], c_grid, inner_folds, seed, max_iter)
+        acc, _ = _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)
+        test_acc.append(100 * acc)
+        dev_acc.append(max(means))
+        chosen.append(c)
+    return {"score": float(np.mean(test_acc)), "dev_score": float(np.mean(dev_acc)), "fold_scores": test_acc,
+            "c_selected": chosen, "folds": folds, "inner_folds": inner_folds}
+
+
+def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100) -> dict[str, Any]:
+    c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter)
+    acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
+    return {"score": 100 * acc, "dev_score": max(means), "c_selected": c, "cv_scores": means, "folds": folds,
+            "predictions": clf.predict(x_te)}
+
+
+def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEED, max_iter=100) -> dict[str, Any]:
+    devs = [100 * _fit_score(x_tr, y_tr, x_dev, y_dev, c, seed, max_iter)[0] for c in c_grid]
+    c = float(c_grid[int(np.argmax(devs))])
+    acc, _ = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
+    return {"score": 100 * acc, "dev_score": max(devs), "c_selected": c, "dev_scores": devs}
+
+
+def relatedness_targets(scores: np.ndarray, n_classes: int = 5) -> np.ndarray:
+    """SentEval's encode_labels: y -> probability floor(y)+1-y on class floor(y), y-floor(y) on floor(y)+1."""
+    out = np.zeros((len(scores), n_classes), dtype=np.float32)
+    for j, y in enumerate(scores):
+        lo = int(np.floor(y))
+        if lo < 1 or lo > n_classes or (lo == n_classes and y != lo):
+            raise SentevalError(f"relatedness score {y} outside 1..{n_classes}")
+        out[j, lo - 1] = lo - y + 1
+        if lo < n_classes:
+            out[j, lo] = y - lo
+    return out
+
+
+def relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed=SENTEVAL_SEED, batch_size=64, epochs_per_round=50,
+                max_epochs=1000, patience=3) -> dict[str, Any]:
+    """SentEval RelatednessPytorch on the CPU (same loop; ``patience`` = its early_stop_count threshold)."""
+    import copy
+
+    import torch
+    from scipy.stats import pearsonr, spearmanr
+
+    rng = np.random.RandomState(seed)
+    torch.manual_seed(seed)
+    n_classes = 5
+    model = torch.nn.Sequential(torch.nn.Linear(x_tr.shape[1], n_classes), torch.nn.Softmax(dim=-1))
+    optimizer = torch.optim.Adam(model.parameters(), weight_decay=0.0)
+    loss_fn = torch.nn.MSELoss(reduction="sum")
+    xt, yt = torch.from_numpy(np.asarray(x_tr, np.float32)), torch.from_numpy(relatedness_targets(s_tr))
+    xd, xe = torch.from_numpy(np.asarray(x_dev, np.float32)), torch.from_numpy(np.asarray(x_te, np.float32))
+    r = np.arange(1, n_classes + 1)
+
+    def predict(x):
+        model.eval()
+        with torch.no_grad():
+            return model(x).numpy() @ r
+
+    best, best_state, bad, epoch, rounds = -1.0, None, 0, 0, 0
+    while epoch <= max_epochs:
+        model.train()
+        for _ in range(epochs_per_round):
+            perm = rng.permutation(len(xt))
+            for i in range(0, len(xt), batch_size):
+                idx = torch.from_numpy(perm[i:i + batch_size])
+                loss = loss_fn(model(xt[idx]), yt[idx])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        epoch += epochs_per_round
+        rounds += 1
+        pr = float(pearsonr(predict(xd), s_dev)[0])
+        if pr > best:
+            best, best_state = pr, copy.deepcopy(model.state_dict())
+        else:
+            if bad >= patience:
+                break
+            bad += 1
+    model.load_state_dict(best_state)
+    yhat = predict(xe)
+    return {"score": 100 * float(pearsonr(yhat, s_te)[0]), "metric": "pearson_x100",
+            "spearman": 100 * float(spearmanr(yhat, s_te)[0]), "mse": float(np.mean((yhat - s_te) ** 2)),
+            "dev_score": 100 * best, "epochs": epoch, "rounds": rounds}
+
+
+# ----------------------------------------------------------------------------------------------- features
+def pair_features(a: np.ndarray, b: np.ndarray, recipe: Sequence[str]) -> np.ndarray:
+    parts = {"u": lambda: a, "v": lambda: b, "abs_diff": lambda: np.abs(a - b), "product": lambda: a * b}
+    return np.concatenate([parts[name]() for name in recipe], axis=1).astype(np.float32, copy=False)
+
+
+def f1_positive(y_true: np.ndarray, y_pred: np.ndarray) -> float:
+    tp = float(np.sum((y_pred == 1) & (y_true == 1)))
+    fp = float(np.sum((y_pred == 1) & (y_true != 1)))
+    fn = float(np.sum((y_pred != 1) & (y_true == 1)))
+    return 100 * 2 * tp / (2 * tp + fp + fn) if tp else 0.0
+
+
+# ----------------------------------------------------------------------------------------------- one task
+class _Embedder:
+    """Encodes texts once per task (unique strings), NaN rows -> zeros (counted)."""
+
+    def __init__(self, encoder, batch_size: int | None):
+        self.encoder = encoder
+        self.batch_size = batch_size
+        self.n_nan = 0
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        from strae.evaluate.harness import encode_texts
+
+        vectors = encode_texts(self.encoder, texts, "sentence", self.batch_size)
+        bad = ~np.isfinite(vectors).all(axis=1)
+        self.n_nan += int(bad.sum())
+        vectors = np.array(vectors, dtype=np.float32)
+        vectors[bad] = 0.0
+        return vectors
+
+
+def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None = None, inner_folds: int | None = None,
+                  max_iter: int = 100, seed: int = SENTEVAL_SEED) -> dict[str, dict[str, Any]]:
+    """Score one task; returns {task name: record} (MRPC also gives MRPC_f1)."""
+    started = time.perf_counter()
+    splits, files = read_task(task, resolve)
+    embed = _Embedder(encoder, batch_size)
+    base = {"level": "sentence", "suite": SUITE, "protocol": task.protocol, "language": task.language,
+            "registry": list(task.files.values()), "files": files, "metric": task.metric, "seed": seed,
+            "c_grid": list(task.c_grid), "features": list(task.features) if task.reader in ("sick", "mrpc") else None,
+            "classifier": f"sklearn LogisticRegression(lbfgs, max_iter={max_iter})"
+            if task.protocol != "relatedness" else "softmax regression to the score distribution (torch, Adam)"}
+
+    def feats(split: Split) -> np.ndarray:
+        if split.texts is not None:
+            return embed(split.texts)
+        both = embed(split.left + split.right)
+        return pair_features(both[: len(split)], both[len(split):], task.features)
+
+    extra: dict[str, dict[str, Any]] = {}
+    if task.protocol == "inner_kfold":
+        data = splits["all"]
+        result = inner_kfold(feats(data), data.y, task.c_grid, task.folds, seed, max_iter, inner_folds)
+        sizes = {"all": len(data)}
+        split_name = f"{task.folds}-fold cv"
+    elif task.protocol == "kfold_test":
+        tr, te = splits["train"], splits["test"]
+        result = kfold_test(feats(tr), tr.y, feats(te), te.y, task.c_grid, task.folds, seed, max_iter)
+        predictions = result.pop("predictions")
+        sizes = {"train": len(tr), "test": len(te)}
+        split_name = "test"
+        if task.reader == "mrpc":
+            result["f1"] = f1_positive(te.y, predictions)
+            extra[f"{task.name}_f1"] = {"score": result["f1"], "metric": "f1_x100", "derived_from": task.name}
+    elif task.protocol == "split":
+        tr, dev, te = splits["train"], splits["dev"], splits["test"]
+        result = split_select(feats(tr), tr.y, feats(dev), dev.y, feats(te), te.y, task.c_grid, seed, max_iter)
+        sizes = {"train": len(tr), "dev": len(dev), "test": len(te)}
+        split_name = "test"
+    else:
+        tr, dev, te = splits["train"], splits["dev"], splits["test"]
+        result = relatedness(feats(tr), tr.y, feats(dev), dev.y, feats(te), te.y, seed)
+        sizes = {"train": len(tr), "dev": len(dev), "test": len(te)}
+        split_name = "test"
+    n_items = sizes.get("test", sizes.get("all"))
+    record = {**base, "metric": result.pop("metric", task.metric), **result, "sizes": sizes, "split": split_name,
+              "n_pairs": n_items, "n_oov": embed.n_nan, "n_scored": n_items, "subsets": {},
+              "seconds": round(time.perf_counter() - started, 2)}
+    out = {task.name: record}
+    for name, rec in extra.items():
+        out[name] = {**base, **rec, "sizes": sizes, "split": split_name, "n_pairs": n_items, "n_oov": embed.n_nan,
+                     "n_scored": n_items, "subsets": {}}
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- whole run
+def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml", tasks_path: str | None = None,
+             only: Sequence[str] | None = None, encoder_options: dict[str, Any] | None = None,
+             batch_size: int | None = None, resources_dir: str | None = None, resolve=None,
+             inner_folds: int | None = None, max_iter: int = 100, progress: bool = True) -> dict[str, Any]:
+    from strae.encode import load_encoder
+    from strae.evaluate.harness import _load_yaml, _run_record, failed_run_info
+    from strae.evaluate.tasks import make_resolver
+
+    config = _load_yaml(config_path)
+    data_cfg = config.get("data") or {}
+    tasks_path = tasks_path or data_cfg.get("tasks") or "config/tasks.yaml"
+    catalog = load_senteval_tasks(tasks_path)
+    suite_cfg = ((config.get("multiview") or {}).get("senteval") or {})
+    names = list(only) if only else list(suite_cfg.get("tasks") or [t for t, v in catalog.items()
+                                                                      if v.group == "transfer"])
+    unknown = [n for n in names if n not in catalog]
+    if unknown:
+        raise SentevalError(f"{tasks_path}: unknown SentEval task(s) {unknown}; known: {sorted(catalog)}")
+    tasks = [catalog[n] for n in names]
+    for task in tasks:
+        if task.language != language:
+            raise SentevalError(f"{tasks_path}: SentEval task {task.name!r} is for language {task.language!r}, "
+                                f"not {language!r}")
+    if inner_folds is None:
+        inner_folds = suite_cfg.get("inner_folds")
+    max_iter = int(suite_cfg.get("max_iter", max_iter))
+    if resolve is None:
+        resolve = make_resolver(resources_dir or data_cfg.get("resources_dir") or "resources", data_cfg.get("registry"))
+    planned = [t.name for t in tasks] + [f"{t.name}_f1" for t in tasks if t.reader == "mrpc"]
+    extra_prov = {"command": sys.argv, "config": str(config_path), "tasks_file": str(tasks_path),
+                  "encoder_options": encoder_options or {}, "suite": SUITE, "inner_folds": inner_folds,
+                  "max_iter": max_iter}
+    failed = failed_run_info(spec)
+    if failed is not None:
+        return {"schema_version": SCHEMA_VERSION, "suite": SUITE, "variant": SUITE, "language": language,
+                "run": _run_record(failed, language), "encoder": {"encoder_id": spec, "run_dir": spec},
+                "planned_tasks": planned, "tasks": {}, "provenance": provenance(**extra_prov, device=None)}
+    encoder = load_encoder(spec, **(encoder_options or {}))
+    described = encoder.describe()
+    results: dict[str, Any] = {}
+    bar = tqdm(tasks, desc=f"senteval {language}", unit="task", disable=not progress)
+    for task in bar:
+        bar.set_postfix_str(task.name)
+        results.update(evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter))
+    run = _run_record(encoder.run_info() or {}, language)
+    data_files = {name: info["sha256"] for r in results.values() for name, info in (r.get("files") or {}).items()}
+    return {"schema_version": SCHEMA_VERSION, "suite": SUITE, "variant": SUITE, "language": language, "run": run,
+            "encoder": described, "planned_tasks": planned, "tasks": results,
+            "provenance": provenance(**extra_prov, seed=run.get("seed"), device=described.get("device", "cpu"),
+                                     batch_size=batch_size, data_files=data_files)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="strae evaluate --suite senteval", description=__doc__.split("\n\n")[0])
+    p.add_argument("--suite", choices=[SUITE], required=True)
+    p.add_argument("--model", required=True, help="builtin encoder or a run directory")
+    p.add_argument("--lang", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--variant", default=SUITE, choices=[SUITE], help="always 'senteval' (accepted for symmetry)")
+    p.add_argument("--tasks", default=None, help="comma-separated (default: multiview.senteval.tasks of the config)")
+    p.add_argument("--inner-folds", type=int, default=None,
+                   help="inner CV folds of inner_kfold tasks (default: the task's folds, SentEval = outer folds)")
+    p.add_argument("--encoder-option", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--config", default="config/config.yaml")
+    p.add_argument("--tasks-file", default=None)
+    p.add_argument("--resources-dir", default=None)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--device", default=None)
+    p.add_argument("--quiet", action="store_true")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from strae.evaluate.harness import _parse_option
+
+    args = build_parser().parse_args(argv)
+    only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
+    options = dict(_parse_option(o) for o in args.encoder_option)
+    if args.device is not None:
+        options["device"] = args.device
+    document = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
+                        encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
+                        inner_folds=args.inner_folds, progress=not args.quiet)
+    write_json(args.out, document)
+    if document["run"]["status"] == "failed":
+        print(f"{args.out}: run failed ({document['run']['failure_reason']}); recorded without scores")
+        return 0
+    for name, record in document["tasks"].items():
+        print(f"{name:<10} {record['score']:6.2f}  ({record['metric']}, n={record['n_pairs']})")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

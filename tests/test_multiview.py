@@ -1,0 +1,284 @@
+"""Multi-view baseline: batched Tree-LSTM == per-sentence recursion, the contrastive loss, the parse step on a
+synthetic corpus (resumable shards, book boundaries), and a tiny end-to-end train -> resume -> encode."""
+from __future__ import annotations
+
+import gzip
+import re
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from baselines.multiview.data import Vocabulary, count_context_pairs, load_parsed, select_training
+from baselines.multiview.model import (
+    MultiviewConfig, MultiviewModel, TreeBatch, make_batch, naive_tree_lstm, node_levels,
+)
+from baselines.multiview.parse import doc_to_tree, iter_parsed, parse_corpus, read_shard
+
+# (token ids, sentence-local heads, -1 = root): a chain, a star, a single token, a mixed tree
+TREES = [
+    ([1, 2, 3, 4, 5], [1, 2, 3, 4, -1]),
+    ([6, 7, 8, 9], [-1, 0, 0, 0]),
+    ([10], [-1]),
+    ([11, 12, 13, 14, 15, 16, 17], [2, 2, -1, 5, 5, 2, 5]),
+]
+
+
+def _tiny(model: str = "ctl", hidden: int = 6) -> MultiviewModel:
+    torch.manual_seed(3)
+    model = MultiviewModel(MultiviewConfig(model=model, vocab_size=20, embedding_dim=5, hidden=hidden))
+    with torch.no_grad():  # non-zero biases too, so a bias mix-up between levels would show
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                p.normal_(0, 0.3)
+    return model
+
+
+def test_node_levels_and_cycle():
+    heads = np.array([1, 2, -1, 2, 3])
+    assert node_levels(heads).tolist() == [0, 1, 2, 1, 0]
+    with pytest.raises(ValueError, match="cycle"):
+        node_levels(np.array([1, 0, -1]))
+
+
+def test_make_batch_rejects_two_roots():
+    with pytest.raises(ValueError, match="2 roots"):
+        make_batch([([1, 2], [-1, -1])], pad_id=20)
+
+
+def test_batched_tree_lstm_equals_naive_recursion_values_and_gradients():
+    model = _tiny()
+    tree = model.context
+    batch = make_batch(TREES, model.config.pad_id)
+    batched = tree(batch)
+    naive = torch.stack([naive_tree_lstm(tree, ids, heads) for ids, heads in TREES])
+    torch.testing.assert_close(batched, naive, rtol=1e-5, atol=1e-6)
+    weights = torch.randn_like(batched)
+    grads_batched = torch.autograd.grad((batched * weights).sum(), list(tree.parameters()))
+    naive = torch.stack([naive_tree_lstm(tree, ids, heads) for ids, heads in TREES])
+    grads_naive = torch.autograd.grad((naive * weights).sum(), list(tree.parameters()))
+    for (name, _), g_b, g_n in zip(tree.named_parameters(), grads_batched, grads_naive):
+        torch.testing.assert_close(g_b, g_n, rtol=1e-4, atol=1e-6, msg=name)
+        assert g_b.abs().sum() > 0 or name == "embedding.weight", name
+
+
+def test_leaf_is_zero_child_state_cell():
+    """A one-token sentence: c = sigmoid(i) * tanh(u) with no child terms, h = sigmoid(o) * tanh(c)."""
+    model = _tiny()
+    tree = model.context
+    out = tree(make_batch([([10], [-1])], model.config.pad_id))[0]
+    x = tree.embedding.weight[10]
+    i, o, u = tree.W_iou(x).chunk(3)
+    c = torch.sigmoid(i) * torch.tanh(u)
+    torch.testing.assert_close(out, torch.sigmoid(o) * torch.tanh(c))
+
+
+def test_bilstm_view_is_final_states_of_both_directions():
+    model = _tiny()
+    bilstm = model.target
+    batch = make_batch(TREES, model.config.pad_id)
+    out = bilstm(batch)
+    assert out.shape == (len(TREES), model.config.hidden)
+    # one sentence alone (no padding) gives the same vector as inside the padded batch
+    alone = bilstm(make_batch([TREES[1]], model.config.pad_id))
+    torch.testing.assert_close(out[1:2], alone, rtol=1e-5, atol=1e-6)
+    # forward half = the forward LSTM's state after the last real token
+    emb = bilstm.embedding(torch.tensor([TREES[1][0]]))
+    full, _ = bilstm.lstm(emb)
+    half = model.config.hidden // 2
+    torch.testing.assert_close(out[1, :half], full[0, -1, :half], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(out[1, half:], full[0, 0, half:], rtol=1e-5, atol=1e-6)
+
+
+def test_contrastive_loss_by_hand():
+    model = _tiny()
+    batch = make_batch(TREES, model.config.pad_id)
+    books = torch.tensor([0, 0, 0, 1])  # sentence 3 starts another book: no pair with sentence 2
+    positions = torch.tensor([0, 1, 2, 0])
+    loss, metrics = model.loss(batch, books, positions)
+    f, g = model.target(batch), model.context(batch)
+    s = f @ g.T
+    terms = []
+    for i, j in [(0, 1), (1, 0), (1, 2), (2, 1)]:
+        others = [k for k in range(4) if k != i]
+        terms.append(-(s[i, j] - torch.logsumexp(s[i, others], dim=0)))
+    torch.testing.assert_close(loss, torch.stack(terms).mean())
+    assert metrics["pairs"] == 4
+    with pytest.raises(ValueError, match="no context pairs"):
+        model.loss(batch, torch.tensor([0, 1, 2, 3]), positions)
+
+
+def test_cl_model_uses_two_bilstms_and_concatenates_at_test_time():
+    model = _tiny("cl")
+    assert type(model.target).__name__ == type(model.context).__name__ == "BiLSTMEncoder"
+    batch = make_batch(TREES, model.config.pad_id)
+    vec = model.encode(batch)
+    torch.testing.assert_close(vec, torch.cat([model.target(batch), model.context(batch)], dim=-1))
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+class _FakeNLP:
+    """spaCy-shaped stand-in (the real pipeline is a separate install): whitespace tokens, sentences end at '.',
+    inside a sentence every token's head is the next token, the last token is the root."""
+
+    meta = {"lang": "xx", "name": "fake_parser", "version": "0.0"}
+    pipe_names = ["parser"]
+
+    def __init__(self):
+        import spacy
+
+        self.vocab = spacy.blank("xx").vocab
+
+    def pipe(self, texts, batch_size=64):
+        from spacy.tokens import Doc
+
+        for text in texts:
+            words = text.split()
+            heads, starts, start = [], [], 0
+            for i, w in enumerate(words):
+                starts.append(i == start)
+                end = next((k for k in range(i, len(words)) if words[k] == "."), len(words) - 1)
+                heads.append(i + 1 if i < end else i)
+                if i == end:
+                    start = i + 1
+            yield Doc(self.vocab, words=words, heads=heads, deps=["dep"] * len(words), sent_starts=starts)
+
+
+def _corpus(tmp_path: Path) -> Path:
+    lines = ["### book_a", "a1 b1 . c1 d1 e1 .", "f1 g1 .", "", "### book_b", "a2 b2 c2 .", "d2 . e2 f2 .", "g2 ."]
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_parse_corpus_shards_books_and_resume(tmp_path):
+    pytest.importorskip("spacy")
+    corpus = _corpus(tmp_path)
+    out = tmp_path / "parses"
+    meta = parse_corpus(corpus, out, _FakeNLP(), "fake", shard_paragraphs=1, progress=False)
+    assert meta["n_sentences"] == 7 and meta["n_books_used"] == 2
+    rows = list(iter_parsed(out))
+    assert [(b, p) for b, p, _, _ in rows] == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2), (1, 3)]
+    assert rows[1][2] == ["c1", "d1", "e1", "."] and rows[1][3] == [1, 2, 3, -1]
+    # resume: a lost shard is re-made identically, the others are reused
+    shard = out / meta["shards"][2]
+    before = shard.read_bytes()
+    shard.unlink()
+    parse_corpus(corpus, out, _FakeNLP(), "fake", shard_paragraphs=1, progress=False)
+    assert shard.read_bytes() == before
+    # other settings on the same directory: refused
+    with pytest.raises(SystemExit, match="other settings"):
+        parse_corpus(corpus, out, _FakeNLP(), "fake", shard_paragraphs=2, progress=False)
+    # budget: stop after the shard reaching 3 sentences; prefix per book
+    small = parse_corpus(corpus, tmp_path / "p2", _FakeNLP(), "fake", shard_paragraphs=1, max_sentences=3,
+                         progress=False)
+    assert small["n_sentences"] == 3
+    prefix = parse_corpus(corpus, tmp_path / "p3", _FakeNLP(), "fake", paragraphs_per_book=1, progress=False)
+    assert [(b, len(t)) for b, _, t, _ in iter_parsed(tmp_path / "p3")] == [(0, 3), (0, 4), (1, 4)]
+
+
+def test_doc_to_tree_joins_sentences_under_first_root():
+    pytest.importorskip("spacy")
+    doc = next(_FakeNLP().pipe(["a b . c d ."]))
+    tokens, heads = doc_to_tree(doc)
+    assert tokens == ["a", "b", ".", "c", "d", "."]
+    assert heads == [1, 2, -1, 4, 5, 2]
+
+
+def test_length_filter_leaves_gaps_and_context_pairs(tmp_path):
+    pytest.importorskip("spacy")
+    out = tmp_path / "parses"
+    parse_corpus(_corpus(tmp_path), out, _FakeNLP(), "fake", progress=False)
+    parsed = load_parsed(out, max_tokens=3)  # drops "c1 d1 e1 ." and "a2 b2 c2 ."
+    assert parsed.n_dropped_length == 2
+    assert parsed.positions.tolist() == [0, 2, 1, 2, 3]
+    # pairs: book 0 (0, 2) not adjacent; book 1 (1,2), (2,3) -> 2 pairs x 2 directions
+    assert count_context_pairs(parsed.books, parsed.positions, batch_size=100) == 4
+    assert count_context_pairs(parsed.books, parsed.positions, batch_size=4) == 2  # (2,3) split across batches
+    sub = select_training(parsed, max_sentences=None, sentences_per_book=1)
+    assert sub.books.tolist() == [0, 1]
+
+
+def test_vocabulary_ranks_by_count_then_string():
+    vocab = Vocabulary.build([["B", "a", "c"], ["a", "c"], ["b"]], size=2, lowercase=True)
+    assert vocab.tokens == ["a", "b"]
+    assert vocab.ids(["A", "zzz"]) == [0, vocab.unk_id] and vocab.unk_id == 3
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+def _write_fake_parses(directory: Path, n_books: int = 2, per_book: int = 30, seed: int = 0) -> None:
+    """A parse directory as `strae parse-corpus` writes it (shards + meta.json), synthetic sentences."""
+    from strae.io import write_json
+
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True)
+    words = [f"w{i}" for i in range(40)]
+    shards = []
+    for book in range(n_books):
+        name = f"shard_{book:04d}_00000.jsonl.gz"
+        with gzip.open(directory / name, "wt", encoding="utf-8") as handle:
+            for k in range(per_book):
+                n = int(rng.integers(1, 7))
+                heads = [-1] + [int(rng.integers(0, j)) for j in range(1, n)]
+                handle.write(json.dumps([book, k, [str(rng.choice(words)) for _ in range(n)], heads]) + "\n")
+        shards.append(name)
+    write_json(directory / "meta.json", {"schema_version": 1, "corpus": "synthetic", "corpus_sha256": "0" * 64,
+                                         "paragraphs_per_book": None, "max_sentences": None,
+                                         "n_sentences": n_books * per_book, "shards": shards,
+                                         "parser": {"package": "fake", "pipeline": "xx_fake_parser"}})
+
+
+def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
+    from baselines.multiview import train
+    from baselines.multiview.encoder import MultiviewEncoder
+
+    parses = tmp_path / "parses"
+    _write_fake_parses(parses)
+    common = ["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4",
+              "--batch-size", "10", "--checkpoint-every-steps", "1", "--quiet"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    assert train.main(common + ["--out", str(straight)]) == 0
+    assert train.main(common + ["--out", str(resumed), "--max-steps", "2"]) == 0
+    first = json.loads((resumed / "train.json").read_text())
+    assert first["status"] == "completed" and first["timings"]["steps"] == 2
+    (resumed / "encoder.json").unlink()  # extend the time-boxed run: resumes from its checkpoint
+    assert train.main(common + ["--out", str(resumed)]) == 0
+    a = torch.load(straight / "model.pt", weights_only=True)["state_dict"]
+    b = torch.load(resumed / "model.pt", weights_only=True)["state_dict"]
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+    record = json.loads((straight / "train.json").read_text())
+    assert record["status"] == "completed" and record["timings"]["steps"] == 6
+    assert record["data"]["context_pairs_per_epoch"] == 2 * 2 * 9 * 3  # 2 books x 3 batches x 9 pairs x 2 dirs
+    assert math.isfinite(record["summary"]["last50_mean_loss"])
+    assert json.loads((straight / "encoder.json").read_text())["kind"] == "multiview"
+
+    encoder = MultiviewEncoder(straight, device="cpu", nlp=_FakeNLP())
+    vectors = encoder.encode_sentences(["w1 w2 .", "w3 .", ""])
+    assert vectors.shape == (3, 16)
+    assert np.isfinite(vectors[:2]).all() and np.isnan(vectors[2]).all()
+    # the vector is [BiLSTM view; Tree-LSTM view] of the parse
+    trees = encoder.parse(["w1 w2 ."])
+    batch = make_batch(trees, encoder.config.pad_id)
+    with torch.no_grad():
+        expected = torch.cat([encoder.model.target(batch), encoder.model.context(batch)], dim=-1)[0].numpy()
+    np.testing.assert_allclose(vectors[0], expected, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------------ workflow
+def test_dry_run_multiview_target_builds_both_tables(tmp_path):
+    from test_workflow import copy_workdir, snakemake
+
+    workdir = copy_workdir(tmp_path)
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    for rule in ("multiview_parse", "multiview_train", "evaluate_senteval", "multiview_evaluate_zero_shot",
+                 "multiview_scores", "multiview_table"):
+        assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), f"no {rule} job"
+    # the quick overlay's settings reach the commands; the parse directory is named by its settings
+    assert "--paragraphs-per-book 20 --out resources/parses/en/p20_sall" in result.stdout
+    assert "--hidden 64" in result.stdout and "--inner-folds 2" in result.stdout
+    assert "results/multiview/table2.md" in result.stdout

@@ -1,0 +1,207 @@
+"""SentEval-style evaluator on small synthetic tasks with known answers, its readers (SentEval's file formats) and
+the ``strae evaluate --suite senteval`` entry point (JSON -> scores.csv)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from strae.encode import Encoder
+from strae.evaluate import senteval
+from strae.evaluate.senteval import (
+    SentevalTask, evaluate_task, f1_positive, inner_kfold, load_senteval_tasks, pair_features, read_task,
+    relatedness_targets,
+)
+from strae.io import sha256_file
+
+KEYWORDS = ["good", "bad", "alpha", "beta", "k1", "k2", "k3", "k4", "k5", "anchor", "same"]
+
+
+class KeywordEncoder(Encoder):
+    """Sentence -> counts of a few keywords (NaN row when the text is empty)."""
+
+    encoder_id = "keyword-test"
+
+    def encode_sentences(self, sentences, batch_size=256):
+        out = np.zeros((len(sentences), len(KEYWORDS)), dtype=np.float32)
+        for i, s in enumerate(sentences):
+            if not s.strip():
+                out[i] = np.nan
+            for w in s.split():
+                if w in KEYWORDS:
+                    out[i, KEYWORDS.index(w)] += 1
+        return out
+
+    def encode_words(self, words, batch_size=1024):
+        return self.encode_sentences(words)
+
+    def run_info(self):
+        return {"model": "keyword", "setting": "test", "seed": 0}
+
+
+def make_encoder(**_options):
+    return KeywordEncoder()
+
+
+def _write(path: Path, lines: list[str], encoding: str = "utf-8") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding=encoding)
+    return path
+
+
+def _sick(path: Path, rows: list[tuple[str, str, float, str]]) -> Path:
+    lines = ["pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"]
+    lines += [f"{i}\t{a}\t{b}\t{s}\t{e}" for i, (a, b, s, e) in enumerate(rows)]
+    return _write(path, lines)
+
+
+def test_relatedness_targets_and_f1_by_hand():
+    np.testing.assert_allclose(relatedness_targets(np.array([3.6, 5.0, 1.0])),
+                               [[0, 0, 0.4, 0.6, 0], [0, 0, 0, 0, 1], [1, 0, 0, 0, 0]], atol=1e-6)
+    with pytest.raises(SystemExit, match="outside"):
+        relatedness_targets(np.array([0.5]))
+    # tp=2, fp=1, fn=1 -> 2*2 / (4 + 2) = 66.67
+    assert f1_positive(np.array([1, 1, 1, 0, 0]), np.array([1, 1, 0, 1, 0])) == pytest.approx(200 / 3)
+    a, b = np.array([[1.0, -2.0]]), np.array([[3.0, 1.0]])
+    np.testing.assert_allclose(pair_features(a, b, ["u", "v", "abs_diff", "product"]),
+                               [[1, -2, 3, 1, 2, 3, 3, -2]])
+
+
+def test_binary_separable_is_100_and_uninformative_is_majority(tmp_path):
+    files = {"neg": _write(tmp_path / "neg", [f"bad {i}" for i in range(15)]),
+             "pos": _write(tmp_path / "pos", [f"good {i}" for i in range(15)])}
+    task = SentevalTask(name="BIN", reader="binary", protocol="inner_kfold", files={"neg": "neg", "pos": "pos"},
+                        folds=5, rows={"neg": 15, "pos": 15}, c_grid=(0.5, 4.0))
+    resolve = lambda name: files[name]  # noqa: E731
+    record = evaluate_task(KeywordEncoder(), task, resolve)["BIN"]
+    assert record["score"] == pytest.approx(100.0)
+    assert record["n_pairs"] == 30 and len(record["c_selected"]) == 5
+    # identical sentences: the classifier can only predict the majority class -> 12 / 20 correct
+    files = {"neg": _write(tmp_path / "n2", ["same"] * 8), "pos": _write(tmp_path / "p2", ["same"] * 12)}
+    record = evaluate_task(KeywordEncoder(), SentevalTask(name="BIN", reader="binary", protocol="inner_kfold",
+                                                          files={"neg": "neg", "pos": "pos"}, folds=4,
+                                                          c_grid=(1.0,)),
+                           lambda name: files[name])["BIN"]
+    assert record["score"] == pytest.approx(60.0)
+    # a row count that disagrees with the task declaration is an error naming the file
+    with pytest.raises(SystemExit, match="n2: 8 rows"):
+        read_task(SentevalTask(name="BIN", reader="binary", protocol="inner_kfold", files={"neg": "neg", "pos": "pos"},
+                               rows={"neg": 9}), lambda name: files[name])
+
+
+def test_inner_kfold_picks_c_on_inner_folds_only():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(60, 3))
+    y = (x[:, 0] > 0).astype(int)
+    result = inner_kfold(x, y, c_grid=[0.01, 100.0], folds=3, inner_folds=2)
+    assert result["inner_folds"] == 2 and len(result["fold_scores"]) == 3
+    assert result["score"] > 85
+
+
+def test_trec_mrpc_sick_readers_and_scores(tmp_path):
+    trec_train = [f"{'DESC' if i % 2 else 'NUM'}:x{i} {'alpha' if i % 2 else 'beta'} q {i}" for i in range(40)]
+    trec_test = ["DESC:manner alpha how ?", "NUM:count beta how many ?"]
+    mrpc_header = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"
+    mrpc_rows = [f"{i % 2}\t{i}\t{i + 100}\tanchor {'good' if i % 2 else 'bad'}\tanchor good" for i in range(40)]
+    files = {
+        "trec_train": _write(tmp_path / "train_5500.label", trec_train, "latin-1"),
+        "trec_test": _write(tmp_path / "TREC_10.label", trec_test, "latin-1"),
+        "mrpc_train": _write(tmp_path / "mrpc_train.txt", [mrpc_header] + mrpc_rows),
+        "mrpc_test": _write(tmp_path / "mrpc_test.txt", [mrpc_header] + mrpc_rows[:10]),
+    }
+    resolve = lambda name: files[name]  # noqa: E731
+    trec = SentevalTask(name="TREC", reader="trec", protocol="kfold_test", encoding="latin-1", folds=4,
+                        files={"train": "trec_train", "test": "trec_test"})
+    splits, _ = read_task(trec, resolve)
+    assert splits["test"].texts == ["alpha how ?", "beta how many ?"] and list(splits["test"].y) == ["DESC", "NUM"]
+    assert evaluate_task(KeywordEncoder(), trec, resolve)["TREC"]["score"] == 100.0
+    mrpc = SentevalTask(name="MRPC", reader="mrpc", protocol="kfold_test", folds=4,
+                        files={"train": "mrpc_train", "test": "mrpc_test"})
+    splits, _ = read_task(mrpc, resolve)
+    assert splits["train"].left[1] == "anchor good" and splits["train"].y[:2].tolist() == [0, 1]
+    out = evaluate_task(KeywordEncoder(), mrpc, resolve)
+    assert out["MRPC"]["score"] == 100.0 and out["MRPC_f1"]["score"] == 100.0
+    assert out["MRPC_f1"]["metric"] == "f1_x100"
+
+
+def test_sick_relatedness_and_entailment(tmp_path, monkeypatch):
+    import functools
+
+    # SentEval's loop (rounds of 50 epochs, early stop) with shorter rounds: same code path, fewer epochs
+    monkeypatch.setattr(senteval, "relatedness", functools.partial(senteval.relatedness, epochs_per_round=10,
+                                                                  max_epochs=100))
+    rng = np.random.default_rng(1)
+
+    def rows(n):
+        out = []
+        for _ in range(n):
+            k = int(rng.integers(1, 6))
+            out.append(("anchor", f"k{k}", float(k), ["CONTRADICTION", "NEUTRAL", "ENTAILMENT"][min(k, 3) - 1]))
+        return out
+
+    files = {split: _sick(tmp_path / f"{split}.txt", rows(n)) for split, n in
+             (("train", 100), ("dev", 40), ("test", 60))}
+    resolve = lambda name: files[name]  # noqa: E731
+    sick_r = SentevalTask(name="SICK-R", reader="sick", label="relatedness", protocol="relatedness",
+                          metric="pearson_x100", files={"train": "train", "dev": "dev", "test": "test"})
+    record = evaluate_task(KeywordEncoder(), sick_r, resolve)["SICK-R"]
+    assert record["metric"] == "pearson_x100" and record["score"] > 95 and record["spearman"] > 90
+    sick_e = SentevalTask(name="SICK-E", reader="sick", label="entailment", protocol="split",
+                          files={"train": "train", "dev": "dev", "test": "test"})
+    assert evaluate_task(KeywordEncoder(), sick_e, resolve)["SICK-E"]["score"] == 100.0
+
+
+def test_repository_task_declarations_load(repo_root):
+    tasks = load_senteval_tasks(repo_root / "config/tasks.yaml")
+    assert [n for n, t in tasks.items() if t.group == "transfer"] == [
+        "MR", "CR", "SUBJ", "MPQA", "TREC", "SICK-R", "SICK-E", "MRPC"]
+    registry = yaml.safe_load((repo_root / "config/registry.yaml").read_text())
+    for task in tasks.values():
+        if task.group == "transfer":
+            assert set(task.files.values()) <= set(registry), task.name
+
+
+@pytest.mark.mirror
+def test_real_files_match_declared_row_counts(repo_root, mirror, tmp_path):
+    from strae.evaluate.tasks import make_resolver
+
+    tasks = load_senteval_tasks(repo_root / "config/tasks.yaml")
+    resolve = make_resolver(tmp_path / "resources", repo_root / "config/registry.yaml")
+    for name in ("CR", "TREC", "SICK-E", "MRPC"):
+        splits, _ = read_task(tasks[name], resolve)
+        assert all(len(s) > 0 for s in splits.values()), name
+    cr, _ = read_task(tasks["CR"], resolve)
+    assert len(cr["all"]) == 3775 and int(cr["all"].y.sum()) == 2407
+
+
+def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch):
+    from strae.encode import BUILTIN_ENCODERS
+    from strae.evaluate import aggregate, harness
+
+    monkeypatch.setitem(BUILTIN_ENCODERS, "keyword-test", "test_senteval:make_encoder")
+    resources = tmp_path / "resources"
+    neg = _write(resources / "data/x/neg.txt", [f"bad {i}" for i in range(10)] + [""])
+    pos = _write(resources / "data/x/pos.txt", [f"good {i}" for i in range(10)])
+    registry = {name: {"path": f"x/{path.name}", "sha256": sha256_file(path), "kind": "eval_raw", "language": "xx",
+                       "license": "test", "source": {"url": "http://invalid"}}
+                for name, path in (("x/neg", neg), ("x/pos", pos))}
+    (tmp_path / "registry.yaml").write_text(yaml.safe_dump(registry))
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [], "senteval_tasks": [
+        {"name": "BIN", "reader": "binary", "protocol": "inner_kfold", "folds": 2, "language": "xx",
+         "files": {"neg": "x/neg", "pos": "x/pos"}, "rows": {"neg": 11, "pos": 10}}]}))
+    config = {"data": {"resources_dir": str(resources), "registry": str(tmp_path / "registry.yaml"),
+                       "tasks": str(tmp_path / "tasks.yaml")}, "languages": {"xx": {}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    out = tmp_path / "eval.json"
+    assert harness.main(["--suite", "senteval", "--model", "keyword-test", "--lang", "xx", "--out", str(out),
+                         "--config", str(tmp_path / "config.yaml"), "--quiet"]) == 0
+    document = json.loads(out.read_text())
+    assert document["variant"] == "senteval" and document["suite"] == "senteval"
+    record = document["tasks"]["BIN"]
+    assert record["n_oov"] == 1  # the blank line (kept, as SentEval keeps it) has no vector
+    assert record["score"] > 90
+    rows = aggregate.rows_from_document(document, str(out))
+    assert [(r["task"], r["variant"], r["model"]) for r in rows] == [("BIN", "senteval", "keyword")]

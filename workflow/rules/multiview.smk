@@ -1,0 +1,143 @@
+# Contrastive multi-view sentence embeddings (third paper): corpus -> spaCy parse (cached, resumable) -> ctl / cl
+# runs -> SentEval-style transfer scores + zero-shot STS scores -> results/multiview/table{1,2}.
+# Definitions in multiview_common.smk; the rules only call `strae <stage>`.
+
+rule multiview_parse:
+    output:
+        meta=f"{RES}/parses/{{lang}}/{MV_PARSE_NAME}/meta.json",
+    params:
+        fetch=mv_fetch_names,
+        corpus=mv_corpus_file,
+        label=mv_corpus_label,
+        flags=mv_parser_flags,
+        out_dir=lambda wildcards, output: os.path.dirname(output.meta),
+        resources_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(output.meta)))),
+    log:
+        f"logs/multiview/parse_{{lang}}_{MV_PARSE_NAME}.log",
+    threads: 1
+    conda:
+        "../envs/strae.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=6 * 60,
+    shell:
+        "(strae fetch {params.fetch} --resources-dir {params.resources_dir} && OMP_NUM_THREADS={threads} strae parse-corpus "
+        "--corpus {params.corpus} --corpus-label {params.label} {params.flags} --out {params.out_dir} --quiet) "
+        "> {log} 2>&1"
+
+
+rule multiview_train:
+    input:
+        parses=f"{RES}/parses/{{lang}}/{MV_PARSE_NAME}/meta.json",
+    output:
+        record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
+    wildcard_constraints:
+        model="multiview_(ctl|cl)",
+    params:
+        run_dir=run_dir,
+        parses=lambda wildcards, input: os.path.dirname(input.parses),
+        flags=mv_train_flags,
+        device=DEVICE,
+    log:
+        "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
+    benchmark:
+        "benchmarks/out/train/{lang}/{model}/{setting}/seed{seed}.tsv"
+    threads: MV_TRAIN.get("threads", 1)
+    conda:
+        "../envs/strae.yaml"
+    resources:
+        gpu=GPUS_PER_JOB,
+        mem_mb=8000,
+        runtime=48 * 60,
+    shell:
+        "OMP_NUM_THREADS={threads} strae train-multiview --parses {params.parses} --lang {wildcards.lang} "
+        "--seed {wildcards.seed} {params.flags} --device {params.device} --out {params.run_dir} --record-failure "
+        "--quiet > {log} 2>&1"
+
+
+rule multiview_evaluate_zero_shot:
+    # the generic `evaluate` rule only knows the models of `models:`/`baselines:`; same command here
+    input:
+        record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
+    output:
+        scores="results/eval/{lang}/{model}/{setting}/seed{seed}.{variant}.json",
+    wildcard_constraints:
+        model="multiview_(ctl|cl)",
+    params:
+        run_dir=run_dir,
+        tasks=eval_tasks,
+        config=EFFECTIVE_CONFIG,
+        device=DEVICE,
+    log:
+        "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.log",
+    threads: SCALE.get("eval_threads", 1)
+    conda:
+        "../envs/strae.yaml"
+    shell:
+        "OMP_NUM_THREADS={threads} strae evaluate --model {params.run_dir} --lang {wildcards.lang} "
+        "--variant {wildcards.variant} --tasks {params.tasks} --config {params.config} "
+        "--device {params.device} --out {output.scores} --quiet > {log} 2>&1"
+
+
+rule evaluate_senteval:
+    # any encoder: a multi-view run, another strae run (multiview.senteval.extra_runs) or the random-token floor
+    input:
+        mv_senteval_inputs,
+    output:
+        scores="results/eval/{lang}/{model}/{setting}/seed{seed}.senteval.json",
+    wildcard_constraints:
+        model=r"[A-Za-z0-9_\-]+",
+    params:
+        model=mv_senteval_model,
+        flags=mv_senteval_flags,
+        config=EFFECTIVE_CONFIG,
+        device=DEVICE,
+    log:
+        "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.senteval.log",
+    threads: SCALE.get("eval_threads", 1)
+    conda:
+        "../envs/strae.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=4 * 60,
+    shell:
+        "OMP_NUM_THREADS={threads} strae evaluate --suite senteval --model {params.model} --lang {wildcards.lang} "
+        "{params.flags} --config {params.config} --device {params.device} --out {output.scores} --quiet > {log} 2>&1"
+
+
+rule multiview_scores:
+    input:
+        MV_EVAL_JSONS,
+    output:
+        scores="results/multiview/scores.csv",
+    log:
+        "logs/multiview/aggregate.log",
+    threads: 1
+    conda:
+        "../envs/strae.yaml"
+    shell:
+        "strae aggregate --out {output.scores} {input} > {log} 2>&1"
+
+
+rule multiview_table:
+    input:
+        scores="results/multiview/scores.csv",
+        tables=TABLES_FILE,
+    output:
+        csv="results/multiview/table{n}.csv",
+        md="results/multiview/table{n}.md",
+    params:
+        paper_dir=PAPER_TABLES_DIR,
+    log:
+        "logs/report/multiview_table{n}.log",
+    threads: 1
+    conda:
+        "../envs/strae.yaml"
+    shell:
+        "strae report table --table multiview_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
+        "--paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+
+
+rule multiview:
+    input:
+        MV_TABLE_TARGETS,

