@@ -24,6 +24,8 @@ from strae.data.registry import RegistryEntry, load_registry
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PINNED_RAW = re.compile(r"^https://raw\.githubusercontent\.com/[^/]+/[^/]+/[0-9a-f]{40}/.+")
 PINNED_TREE = re.compile(r"^https://github\.com/[^/]+/[^/]+/tree/[0-9a-f]{40}/")  # a folder at a commit
+# a released PyPI version (its files can never be replaced): how the parser wheel (kind: package) is pinned
+PINNED_PYPI = re.compile(r"^https://pypi\.org/project/[^/]+/[0-9][^/]*/$")
 RAW_PREFIX = "https://raw.githubusercontent.com/"
 
 
@@ -73,7 +75,8 @@ def test_every_entry_has_a_pinned_upstream_and_a_derivation(registry, capsys):
     for name, entry in registry.items():
         urls = upstream.upstream_urls(entry.source)
         pinned_hf = entry.source.get("hf_dataset") and entry.source.get("revision")
-        pinned = PINNED_RAW if entry.source.get("derive") else re.compile(f"{PINNED_RAW.pattern}|{PINNED_TREE.pattern}")
+        pinned = PINNED_RAW if entry.source.get("derive") else re.compile(
+            f"{PINNED_RAW.pattern}|{PINNED_TREE.pattern}" + (f"|{PINNED_PYPI.pattern}" if entry.kind == "package" else ""))
         if not (urls and all(pinned.match(url) for url in urls)) and not pinned_hf:
             unpinned.append(name)
         recipe = (entry.source.get("derive") or {}).get("recipe")
@@ -259,8 +262,8 @@ def _upstream_shape(entry: RegistryEntry, mirror_file: Path) -> dict[str, bytes]
 def test_real_eval_entries_rebuild_from_upstream_shaped_files(registry, mirror, server, tmp_path, monkeypatch):
     """Every eval/tokenizer entry (and the WikiText files), with its registry recipe, from a local server only."""
     root, base = server
-    chosen = {n: e for n, e in registry.items()
-              if e.kind != "corpus" or (e.source.get("derive") or {}).get("recipe") == "xz"}
+    chosen = {n: e for n, e in registry.items() if (e.source.get("derive") or {}).get("recipe") in upstream.RECIPES
+              and (e.kind != "corpus" or e.source["derive"]["recipe"] == "xz")}
     rewritten = {}
     for name, entry in chosen.items():
         for relative, data in _upstream_shape(entry, mirror / entry.path).items():
