@@ -83,7 +83,9 @@ def test_run_info_and_describe(encoder, run_dir):
     record = json.loads((run_dir / "train.json").read_text())
     info = encoder.run_info()
     assert info == {"language": "xx", "model": "banyan", "setting": record["run"]["setting"], "seed": 1,
-                    "status": "completed", "failure_reason": None}
+                    "status": "completed", "failure_reason": None, "recipe": "banyan",
+                    # the fixture's train args override the recipe's batch size and epochs: tables say so
+                    "recipe_overrides": "batch_size=32;epochs=1", "corpus_source": None}
     described = encoder.describe()
     assert described["encoder_id"] == f"banyan/{record['run']['setting']}/seed1"
     assert len(described["model_sha256"]) == 64 and described["config"]["k"] == 4
