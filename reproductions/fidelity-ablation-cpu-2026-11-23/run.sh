@@ -37,4 +37,4 @@ for ((i = 0; i < ${#names[@]}; i += 2)); do
   run "${names[i]}" & [ $((i + 1)) -lt ${#names[@]} ] && run "${names[i+1]}" &
   wait
 done
-python3 "$HERE/summarise.py" "$OUT" > "$HERE/ablation.md"
+python3 "$HERE/summarise.py" "$OUT"   # the Markdown table (README.md holds the recorded ones)
