@@ -200,10 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         batches = synthetic_batches(args.batch_size, vocab_size, rng)
     config = ModelConfig.preset(args.model, vocab_size=vocab_size, objective=args.objective,
                                 structure=args.structure)
-    overrides = []
-    for item in args.recipe_set:
-        key, _, text = item.partition("=")
-        overrides.append((key, recipes.parse_value(key, text), f"--set {item}"))
+    overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
     recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
     model = StraeModel(config, recipe).to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr_for(config.objective))

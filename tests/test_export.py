@@ -18,9 +18,8 @@ if importlib.util.find_spec("sentence_transformers") is None:
     pytest.skip("sentence-transformers (the `export` extra) is not installed", allow_module_level=True)
 
 from strae import export  # noqa: E402
-from strae import train as trainer  # noqa: E402
 from strae.encode import load_encoder  # noqa: E402
-from test_train import make_tiny_corpus  # noqa: E402
+from test_train import train_tiny_run  # noqa: E402
 
 SENTENCES = ["the cat sat on the mat", "a big dog ran over the green hill", "old man ate bread", "bird sang",
              "the cat sat", "Dog 42 RAN", "", "the green hill the green hill the green hill"]
@@ -28,14 +27,7 @@ SENTENCES = ["the cat sat on the mat", "a big dog ran over the green hill", "old
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("export_run")
-    data_dir, tokenizer = make_tiny_corpus(root / "data")
-    out = root / "run"
-    argv = ["--model", "banyan", "--lang", "xx", "--seed", "3", "--out", str(out), "--data-dir", str(data_dir),
-            "--tokenizer", str(tokenizer), "--k", "4", "--u", "2", "--batch-size", "32", "--epochs", "1",
-            "--device", "cpu"]
-    assert trainer.train(argv) == 0
-    return out
+    return train_tiny_run(tmp_path_factory.mktemp("export_run"), seed=3)
 
 
 @pytest.fixture(scope="module")

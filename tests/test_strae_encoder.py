@@ -10,24 +10,16 @@ import torch
 pytest.importorskip("strae.models.model", reason="the model engine (strae.models.model) is not installed yet")
 pytest.importorskip("strae.data.tokenized", reason="strae.data.tokenized is not installed yet")
 
-from strae import train as trainer  # noqa: E402
 from strae.encode import load_encoder  # noqa: E402
 from strae.models.encoder import StraeEncoder  # noqa: E402
-from test_train import WORDS, make_tiny_corpus  # noqa: E402
+from test_train import WORDS, train_tiny_run  # noqa: E402
 
 SENTENCES = ["the cat sat on the mat", "a big dog ran over the green hill", "old man ate bread", "bird sang"]
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("encoder")
-    data_dir, tokenizer = make_tiny_corpus(root / "data")
-    out = root / "run"
-    argv = ["--model", "banyan", "--lang", "xx", "--seed", "1", "--out", str(out), "--data-dir", str(data_dir),
-            "--tokenizer", str(tokenizer), "--k", "4", "--u", "2", "--batch-size", "32", "--epochs", "1",
-            "--device", "cpu"]
-    assert trainer.train(argv) == 0
-    return out
+    return train_tiny_run(tmp_path_factory.mktemp("encoder"), seed=1)
 
 
 @pytest.fixture(scope="module")

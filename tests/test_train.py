@@ -56,6 +56,17 @@ def make_tiny_corpus(root: Path, n_train: int = 96, n_dev: int = 32, seed: int =
     return data_dir, model_file
 
 
+def train_tiny_run(root: Path, seed: int) -> Path:
+    """A finished one-epoch Banyan run (k=4, u=2) on the tiny corpus; returns its run directory."""
+    data_dir, tokenizer = make_tiny_corpus(root / "data")
+    out = root / "run"
+    argv = ["--model", "banyan", "--lang", "xx", "--seed", str(seed), "--out", str(out), "--data-dir", str(data_dir),
+            "--tokenizer", str(tokenizer), "--k", "4", "--u", "2", "--batch-size", "32", "--epochs", "1",
+            "--device", "cpu"]
+    assert trainer.train(argv) == 0
+    return out
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory) -> tuple[Path, Path]:
     return make_tiny_corpus(tmp_path_factory.mktemp("tiny"))

@@ -14,6 +14,8 @@ from typing import Any, Iterable
 
 import yaml
 
+from strae import recipes
+
 # ModelConfig.setting_name() layout (docs/CONTRACTS.md); parsed back to get the training flags of a run directory.
 SETTING_PATTERN = re.compile(
     r"^(?P<objective>[a-z]+)_(?P<functions>[a-z]+)_(?P<structure>[a-z]+)_k(?P<k>\d+)_u(?P<u>\d+)$"
@@ -267,8 +269,6 @@ def check_config(config: dict[str, Any]) -> list[str]:
     for name, model in models.items():
         recipe = model.get("recipe")
         try:
-            from strae import recipes
-
             recipes.resolve(recipe, [(k, v, f"models.{name}.recipe_overrides")
                                      for k, v in _flatten_overrides(model.get("recipe_overrides")).items()])
         except ValueError as error:

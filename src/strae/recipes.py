@@ -146,6 +146,14 @@ def parse_value(key: str, text: str) -> Any:
     return value
 
 
+def parse_set(item: str, source: str) -> tuple[str, Any, str]:
+    """One `--set KEY=VALUE` argument -> an override ``(key, typed value, source)`` for ``resolve``."""
+    key, sep, text = item.partition("=")
+    if not sep:
+        raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+    return key.strip(), parse_value(key.strip(), text), source
+
+
 @dataclass(frozen=True)
 class ResolvedRecipe:
     """A named recipe plus the overrides a run applied to it (each recorded with where it came from)."""
@@ -163,8 +171,8 @@ def resolve(name: str, overrides: list[tuple[str, Any, str]] | None = None,
             path: Path = RECIPES_FILE) -> ResolvedRecipe:
     """Apply ``(key, value, source)`` overrides in order (later wins). ``lr.<objective>`` sets one learning rate."""
     base = load(name, path)
-    values = base.values()
-    values["lr"] = dict(values["lr"])
+    original = base.values()
+    values = {**original, "lr": dict(original["lr"])}
     applied: dict[str, dict[str, Any]] = {}
     for key, value, source in overrides or []:
         top, _, sub = key.partition(".")
@@ -178,7 +186,7 @@ def resolve(name: str, overrides: list[tuple[str, Any, str]] | None = None,
             previous = base.lr[sub]
             values["lr"][sub] = value
         else:
-            previous = base.values()[top]
+            previous = original[top]
             values[top] = value
         if value != previous:
             applied[key] = {"value": value, "recipe_value": previous, "source": source}

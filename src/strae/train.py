@@ -45,9 +45,9 @@ from strae.runtime import (capture_rng_states, configure_determinism, describe_d
 # architecture only.
 TRAIN_SCHEMA_VERSION = 2
 
-# Flags that override one recipe value each (also reachable as --set KEY=VALUE).
-RECIPE_FLAGS = {"lr": "lr", "temperature": "temperature", "epochs": "epochs", "batch_size": "batch_size",
-                "clip_grad_norm": "clip_grad_norm"}
+# Flags that override the recipe value of the same name (also reachable as --set KEY=VALUE; --lr sets the run's
+# objective's learning rate, lr.<objective>).
+RECIPE_FLAGS = ("lr", "temperature", "epochs", "batch_size", "clip_grad_norm")
 
 
 class TrainingFailed(Exception):
@@ -182,17 +182,14 @@ def resolve_recipe(args: argparse.Namespace, objective: str) -> recipes.Resolved
     """--recipe (default: the model's own) + --set / single-value flags, each override recorded with its flag."""
     overrides: list[tuple[str, object, str]] = []
     for item in args.recipe_set:
-        key, sep, text = item.partition("=")
-        if not sep:
-            raise SystemExit(f"strae train --set {item!r}: expected KEY=VALUE")
         try:
-            overrides.append((key.strip(), recipes.parse_value(key.strip(), text), f"strae train --set {item}"))
+            overrides.append(recipes.parse_set(item, f"strae train --set {item}"))
         except ValueError as error:
             raise SystemExit(f"strae train: {error}") from error
-    for attribute, key in RECIPE_FLAGS.items():
-        value = getattr(args, attribute)
+    for key in RECIPE_FLAGS:
+        value = getattr(args, key)
         if value is not None:
-            flag = "--" + attribute.replace("_", "-")
+            flag = "--" + key.replace("_", "-")
             overrides.append((f"lr.{objective}" if key == "lr" else key, value, f"strae train {flag} {value}"))
     try:
         return recipes.resolve(args.recipe or args.model, overrides)

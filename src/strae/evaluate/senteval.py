@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
-import yaml
 from tqdm.auto import tqdm
 
 from strae.io import SCHEMA_VERSION, provenance, sha256_file, write_json
@@ -69,15 +68,9 @@ class SentevalTask:
 
 
 def load_senteval_tasks(path: str | Path) -> dict[str, SentevalTask]:
-    from strae.data.registry import resolve_project_file
+    from strae.evaluate.tasks import read_task_list
 
-    resolved = resolve_project_file(path)
-    if not resolved.exists():
-        raise SentevalError(f"{path}: task file not found (pass --tasks-file)")
-    document = yaml.safe_load(resolved.read_text(encoding="utf-8")) or {}
-    entries = document.get("senteval_tasks")
-    if not isinstance(entries, list):
-        raise SentevalError(f"{resolved}: no `senteval_tasks:` list")
+    resolved, _, entries = read_task_list(path, "senteval_tasks", SentevalError)
     tasks: dict[str, SentevalTask] = {}
     for i, entry in enumerate(entries):
         where = f"{resolved}: senteval_tasks[{i}]"

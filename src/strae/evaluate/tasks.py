@@ -266,17 +266,25 @@ def inline_task(name: str, spec: dict[str, Any], language: str, variant: str, wh
     )
 
 
-def load_tasks(path: str | Path = "config/tasks.yaml") -> TaskCatalog:
-    """Parse and validate ``config/tasks.yaml`` (clear errors naming the file and entry)."""
+def read_task_list(path: str | Path, key: str,
+                   error: type[Exception] = SystemExit) -> tuple[Path, dict[str, Any], list[Any]]:
+    """(resolved path, whole document, the ``key:`` list) of a task file (config/tasks.yaml holds both the zero-shot
+    ``tasks:`` and the SentEval ``senteval_tasks:``); ``error`` names the file when it or the list is missing."""
     from strae.data.registry import resolve_project_file
 
     path = resolve_project_file(path)
     if not path.exists():
-        raise SystemExit(f"{path}: task file not found (pass --tasks-file or run from the repository root)")
+        raise error(f"{path}: task file not found (pass --tasks-file or run from the repository root)")
     document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    entries = document.get("tasks")
+    entries = document.get(key)
     if not isinstance(entries, list):
-        raise SystemExit(f"{path}: expected a top-level list `tasks:`")
+        raise error(f"{path}: expected a top-level list `{key}:`")
+    return path, document, entries
+
+
+def load_tasks(path: str | Path = "config/tasks.yaml") -> TaskCatalog:
+    """Parse and validate ``config/tasks.yaml`` (clear errors naming the file and entry)."""
+    path, document, entries = read_task_list(path, "tasks")
     tasks: list[Task] = []
     for i, entry in enumerate(entries):
         tasks.extend(_parse_task_entries(entry, f"{path}: tasks[{i}]"))
