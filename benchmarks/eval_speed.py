@@ -26,10 +26,10 @@ def main() -> None:
         args.lang = next(iter(yaml.safe_load(open(args.config, encoding="utf-8"))["languages"]))
     evaluate("random-token", args.lang, args.variant, config_path=args.config, progress=False)  # warm: place files
     started = time.perf_counter()
-    document = evaluate("random-token", args.lang, args.variant, config_path=args.config, progress=False)
+    result = evaluate("random-token", args.lang, args.variant, config_path=args.config, progress=False)
     seconds = time.perf_counter() - started
-    pairs = sum(t["n_pairs"] for t in document["tasks"].values())
-    print(f"eval_speed lang={args.lang} variant={args.variant} encoder=random-token tasks={len(document['tasks'])} "
+    pairs = sum(t.n_pairs for t in result.tasks.values())
+    print(f"eval_speed lang={args.lang} variant={args.variant} encoder=random-token tasks={len(result.tasks)} "
           f"pairs={pairs} seconds={seconds:.2f} pairs_per_s={pairs / seconds:.0f}")
 
 

@@ -148,7 +148,7 @@ def test_inline_set_scores_and_records_like_a_catalogue_task(tmp_path, monkeypat
     resolver = harness.make_resolver(tmp_path / "resources", registry_path)
     doc = harness.evaluate("length", "arq", "paper", config_path=str(tmp_path / "config.yaml"),
                            resolve=lambda spec: resolver(spec) if isinstance(spec, dict) else mirror_csv,
-                           progress=False)
+                           progress=False).to_dict()
     catalogued, inline = doc["tasks"]["arq_catalogued"], doc["tasks"]["arq_inline"]
     assert inline["score"] == catalogued["score"] and inline["n_pairs"] == catalogued["n_pairs"] == 3
     assert (inline["origin"], inline["format"], inline["data_id"]) == ("inline", "semrel2024", url)

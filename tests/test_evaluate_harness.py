@@ -13,7 +13,8 @@ import yaml
 from strae.encode import Encoder
 from strae.evaluate import aggregate, harness, metrics
 from strae.evaluate.tasks import load_tasks, read_pairs
-from strae.io import SCHEMA_VERSION, write_json
+from strae.evaluate.result import EVAL_SCHEMA_VERSION, EvalResult
+from strae.io import write_json
 
 ENGLISH_PAPER_COUNTS = {"simlex": 995, "wordsim_sim": 203, "wordsim_rel": 252, "sts12": 3108, "sts13": 1500,
                         "sts14": 3750, "sts15": 3000, "sts16": 1186, "stsb": 1379, "sickr": 4927, "semrel": 5500}
@@ -93,19 +94,20 @@ def run_synthetic(synthetic, variant="paper", **kwargs):
 
 # ------------------------------------------------------------------------------------------------- synthetic
 def test_gold_derived_encoder_scores_100_with_subsets_and_oov(synthetic):
-    doc = run_synthetic(synthetic)
-    sts, words = doc["tasks"]["toy_sts"], doc["tasks"]["toy_words"]
-    assert sts["score"] == pytest.approx(100.0) and sts["n_pairs"] == 5 and sts["aggregation"] == "pooled"
-    assert set(sts["subsets"]) == {"A", "B"}
-    assert sts["subsets"]["A"]["n_pairs"] == 3 and sts["subsets"]["B"]["score"] == pytest.approx(100.0)
+    result = run_synthetic(synthetic)
+    sts, words = result.tasks["toy_sts"], result.tasks["toy_words"]
+    assert sts.score == pytest.approx(100.0) and sts.n_pairs == 5 and sts.details["aggregation"] == "pooled"
+    assert set(sts.subsets) == {"A", "B"}
+    assert sts.subsets["A"].n_pairs == 3 and sts.subsets["B"].score == pytest.approx(100.0)
     # the word pair with an unknown word is counted and dropped, not scored as 0
-    assert (words["n_pairs"], words["n_oov"], words["n_scored"]) == (5, 1, 4)
-    assert words["score"] == pytest.approx(100.0)
+    assert (words.n_pairs, words.n_oov, words.details["n_scored"]) == (5, 1, 4)
+    assert words.score == pytest.approx(100.0)
 
 
 def test_json_has_contract_fields(synthetic):
-    doc = run_synthetic(synthetic)
-    assert doc["schema_version"] == SCHEMA_VERSION == 2 and doc["variant"] == "paper" and doc["language"] == "xx"
+    doc = run_synthetic(synthetic).to_dict()
+    assert doc["schema_version"] == EVAL_SCHEMA_VERSION == 3 and doc["variant"] == "paper" and doc["language"] == "xx"
+    assert doc["evaluation"] == {"label": None, "options": {}}  # no encoder options: the plain evaluation
     assert {"language", "model", "setting", "seed", "status", "failure_reason"} <= set(doc["run"])
     assert doc["run"]["seed"] == 11 and doc["run"]["status"] == "completed" and doc["run"]["language"] == "xx"
     assert doc["encoder"]["encoder_id"] == "table"
@@ -125,7 +127,7 @@ def test_word_tasks_carry_both_protocols_and_sts_the_subset_mean(synthetic, tmp_
                 [("w0", "v0", "1.0"), ("w1", "v1", "9.0"), ("w2", "v2", "5.0"), ("w3", "v3", "10.00"),
                  ("w9", "unknownword", "3.0")])
     synthetic["table"]["v3"] = np.array([1.0, 0.0])  # cosine 1.0: numerically a perfect predictor
-    doc = run_synthetic(synthetic)
+    doc = run_synthetic(synthetic).to_dict()
     words = doc["tasks"]["toy_words"]
     assert words["score"] == pytest.approx(100.0) and words["scores"]["spearman"] == words["score"]
     # predictions rank [1, 3, 2, 4]; gold strings '1.0' < '10.00' < '5.0' < '9.0' rank [1, 4, 3, 2]:
@@ -150,9 +152,10 @@ def test_word_tasks_carry_both_protocols_and_sts_the_subset_mean(synthetic, tmp_
 
 
 def test_aggregate_still_reads_schema_1_json(synthetic, tmp_path):
-    doc = run_synthetic(synthetic)
-    doc["schema_version"] = 1  # the layout before the named metrics
+    doc = run_synthetic(synthetic).to_dict()
+    doc["schema_version"] = 1  # the layout before the named metrics (and the evaluation setting)
     doc.pop("metrics")
+    doc.pop("evaluation")
     for record in doc["tasks"].values():
         for key in ("scores", "score_reasons", "headline_metric"):
             record.pop(key, None)
@@ -167,8 +170,8 @@ def test_aggregate_still_reads_schema_1_json(synthetic, tmp_path):
 
 
 def test_only_selected_tasks_and_unknown_task_error(synthetic):
-    doc = run_synthetic(synthetic, only=["toy_words"])
-    assert list(doc["tasks"]) == ["toy_words"]
+    result = run_synthetic(synthetic, only=["toy_words"])
+    assert list(result.tasks) == ["toy_words"]
     with pytest.raises(SystemExit, match="no task 'toy_words' for variant 'official'"):
         run_synthetic(synthetic, variant="official", only=["toy_words"])
     with pytest.raises(SystemExit, match="no language block 'zz'"):
@@ -181,9 +184,8 @@ def test_constant_encoder_reports_undefined(synthetic, monkeypatch):
             return np.ones((len(texts), 3), dtype=np.float32)
 
     monkeypatch.setattr(harness, "load_encoder", lambda spec, **options: Constant({}))
-    doc = run_synthetic(synthetic)
-    for record in doc["tasks"].values():
-        assert record["score"] is None and record["reason"] == metrics.UNDEFINED_CONSTANT
+    for task in run_synthetic(synthetic).tasks.values():
+        assert task.score is None and task.reason == metrics.UNDEFINED_CONSTANT
 
 
 def test_pooled_file_must_equal_subset_concatenation(synthetic):
@@ -217,7 +219,7 @@ def test_failed_run_writes_status_failed_and_aggregates(synthetic, tmp_path):
     failed = json.loads(failed_json.read_text())
     assert failed["tasks"] == {} and failed["run"]["status"] == "failed"
     assert failed["run"]["failure_reason"] == "loss became NaN at epoch 2" and failed["run"]["seed"] == 3
-    write_json(ok_json, run_synthetic(synthetic))
+    run_synthetic(synthetic).to_disk(ok_json)
 
     out = tmp_path / "scores.csv"
     assert aggregate.main(["--out", str(out), str(ok_json), str(failed_json)]) == 0
@@ -312,8 +314,8 @@ def test_random_token_every_other_configured_language(mirror, monkeypatch, tmp_p
                  if set(block["eval"]["paper"]) != set(ENGLISH_PAPER_COUNTS)]
     assert languages
     for language in languages:
-        doc = harness.evaluate("random-token", language, "paper", resources_dir=str(tmp_path / "resources"),
-                               progress=False)
-        for name, record in doc["tasks"].items():
-            assert record["n_pairs"] == catalog.get(name, "paper").rows
-            assert record["score"] is not None and record["score"] > 10.0, (language, name, record["score"])
+        result = harness.evaluate("random-token", language, "paper", resources_dir=str(tmp_path / "resources"),
+                                  progress=False)
+        for name, task in result.tasks.items():
+            assert task.n_pairs == catalog.get(name, "paper").rows
+            assert task.score is not None and task.score > 10.0, (language, name, task.score)

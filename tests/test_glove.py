@@ -237,6 +237,9 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
     plain, removed = docs["plain"], docs["stopword_rm"]
     assert plain["run"]["model"] == "glove" and plain["run"]["status"] == "completed"
     assert removed["run"]["setting"] == plain["run"]["setting"] + "@stopword_rm"
+    # the evaluation setting is recorded with the config's name for it (baselines.glove.eval_options)
+    assert removed["evaluation"] == {"label": "stopword_rm", "options": {"stopwords": "remove"}}
+    assert plain["evaluation"] == {"label": None, "options": {}}  # --device is not part of the setting
     assert removed["encoder"]["stopwords"] == "remove" and plain["encoder"]["stopwords"] == "keep"
     # the toy vocabulary knows "the", "and", "in", ...: most STS sentences get a vector until stop-words go
     sts_plain, sts_removed = plain["tasks"]["sts12"], removed["tasks"]["sts12"]

@@ -77,15 +77,15 @@ def test_binary_separable_is_100_and_uninformative_is_majority(tmp_path):
                         folds=5, rows={"neg": 15, "pos": 15}, c_grid=(0.5, 4.0))
     resolve = lambda name: files[name]  # noqa: E731
     record = evaluate_task(KeywordEncoder(), task, resolve)["BIN"]
-    assert record["score"] == pytest.approx(100.0)
-    assert record["n_pairs"] == 30 and len(record["c_selected"]) == 5
+    assert record.score == pytest.approx(100.0)
+    assert record.n_pairs == 30 and len(record.details["c_selected"]) == 5
     # identical sentences: the classifier can only predict the majority class -> 12 / 20 correct
     files = {"neg": _write(tmp_path / "n2", ["same"] * 8), "pos": _write(tmp_path / "p2", ["same"] * 12)}
     record = evaluate_task(KeywordEncoder(), SentevalTask(name="BIN", reader="binary", protocol="inner_kfold",
                                                           files={"neg": "neg", "pos": "pos"}, folds=4,
                                                           c_grid=(1.0,)),
                            lambda name: files[name])["BIN"]
-    assert record["score"] == pytest.approx(60.0)
+    assert record.score == pytest.approx(60.0)
     # a row count that disagrees with the task declaration is an error naming the file
     with pytest.raises(SystemExit, match="n2: 8 rows"):
         read_task(SentevalTask(name="BIN", reader="binary", protocol="inner_kfold", files={"neg": "neg", "pos": "pos"},
@@ -117,14 +117,14 @@ def test_trec_mrpc_sick_readers_and_scores(tmp_path):
                         files={"train": "trec_train", "test": "trec_test"})
     splits, _ = read_task(trec, resolve)
     assert splits["test"].texts == ["alpha how ?", "beta how many ?"] and list(splits["test"].y) == ["DESC", "NUM"]
-    assert evaluate_task(KeywordEncoder(), trec, resolve)["TREC"]["score"] == 100.0
+    assert evaluate_task(KeywordEncoder(), trec, resolve)["TREC"].score == 100.0
     mrpc = SentevalTask(name="MRPC", reader="mrpc", protocol="kfold_test", folds=4,
                         files={"train": "mrpc_train", "test": "mrpc_test"})
     splits, _ = read_task(mrpc, resolve)
     assert splits["train"].left[1] == "anchor good" and splits["train"].y[:2].tolist() == [0, 1]
     out = evaluate_task(KeywordEncoder(), mrpc, resolve)
-    assert out["MRPC"]["score"] == 100.0 and out["MRPC_f1"]["score"] == 100.0
-    assert out["MRPC_f1"]["metric"] == "f1_x100"
+    assert out["MRPC"].score == 100.0 and out["MRPC_f1"].score == 100.0
+    assert out["MRPC_f1"].details["metric"] == "f1_x100"
 
 
 def test_sick_relatedness_and_entailment(tmp_path, monkeypatch):
@@ -148,10 +148,10 @@ def test_sick_relatedness_and_entailment(tmp_path, monkeypatch):
     sick_r = SentevalTask(name="SICK-R", reader="sick", label="relatedness", protocol="relatedness",
                           metric="pearson_x100", files={"train": "train", "dev": "dev", "test": "test"})
     record = evaluate_task(KeywordEncoder(), sick_r, resolve)["SICK-R"]
-    assert record["metric"] == "pearson_x100" and record["score"] > 95 and record["spearman"] > 90
+    assert record.details["metric"] == "pearson_x100" and record.score > 95 and record.details["spearman"] > 90
     sick_e = SentevalTask(name="SICK-E", reader="sick", label="entailment", protocol="split",
                           files={"train": "train", "dev": "dev", "test": "test"})
-    assert evaluate_task(KeywordEncoder(), sick_e, resolve)["SICK-E"]["score"] == 100.0
+    assert evaluate_task(KeywordEncoder(), sick_e, resolve)["SICK-E"].score == 100.0
 
 
 def test_repository_task_declarations_load(repo_root):
@@ -178,10 +178,10 @@ def test_real_files_match_declared_row_counts(repo_root, mirror, tmp_path):
 
 
 def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch):
-    from strae.encode import BUILTIN_ENCODERS
+    from strae.encode import ENCODERS, EncoderKind
     from strae.evaluate import aggregate, harness
 
-    monkeypatch.setitem(BUILTIN_ENCODERS, "keyword-test", "test_senteval:make_encoder")
+    monkeypatch.setitem(ENCODERS, "keyword-test", EncoderKind(make_encoder, builtin=True))
     resources = tmp_path / "resources"
     neg = _write(resources / "data/x/neg.txt", [f"bad {i}" for i in range(10)] + [""])
     pos = _write(resources / "data/x/pos.txt", [f"good {i}" for i in range(10)])

@@ -115,7 +115,7 @@ class GloveEncoder(Encoder):
 
 def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,
              device: str = "cpu", **unknown: Any) -> GloveEncoder:
-    """Loader registered in ``strae.encode.ENCODER_LOADERS`` under kind ``glove``.
+    """Loader of kind ``glove`` (``strae.encode.ENCODERS``).
 
     ``device`` is accepted so that ``strae evaluate --device`` (and the workflow, which passes the scale's device)
     works for every encoder; static vectors are averaged with numpy, which the result's provenance says."""

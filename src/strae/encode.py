@@ -1,4 +1,4 @@
-"""The one Encoder interface every model and baseline implements, and the loader the CLI uses.
+"""The one Encoder protocol every model and baseline implements, and the one registry of encoder kinds.
 
 An encoder maps raw text to vectors. It does its own tokenisation (each model knows its tokenizer and
 preprocessing), so the evaluation harness hands it exactly the strings in the eval files.
@@ -6,33 +6,26 @@ preprocessing), so the evaluation harness hands it exactly the strings in the ev
 Out-of-vocabulary convention: a row of NaN means "this encoder has no vector for that input" (e.g. a
 GloVe word never seen in training, or a sentence whose words were all stop-words). The harness counts
 such pairs (``n_oov``) and drops them from the correlation; it never silently substitutes zeros.
+
+Registry: ``ENCODERS`` (below) names every kind. A trained run directory says its kind in ``encoder.json``
+(``write_encoder_manifest``); a builtin kind needs no training and is addressed by name (``--model random-token``).
 """
 from __future__ import annotations
 
 import abc
-import importlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
-# Kinds of trained run directories the CLI can load: kind (``encoder.json``) -> "module:function".
-# Each function has the signature ``load(run_dir: Path, **options) -> Encoder``.
-ENCODER_LOADERS: dict[str, str] = {
-    "strae": "strae.models.encoder:load_run",
-    "glove": "baselines.glove.encoder:load_run",
-    "roberta": "baselines.roberta.encoder:load_run",
-    "multiview": "baselines.multiview.encoder:load_run",
-}
-# Encoders that need no training, addressed by name on the command line.
-BUILTIN_ENCODERS: dict[str, str] = {
-    "random-token": "strae.evaluate.random_token:load",
-}
 
+@runtime_checkable
+class Encoder(Protocol):
+    """Sentences -> (n, d) float32 array; words -> (n, d) float32 array (NaN rows = no vector).
 
-class Encoder(abc.ABC):
-    """Sentences -> (n, d) float32 array; words -> (n, d) float32 array (NaN rows = no vector)."""
+    Encoders subclass it (for the defaults below); any object with these members is accepted."""
 
     #: short identifier written into every result (e.g. "banyan/ce_diagonal_entangled_k128_u2/seed0")
     encoder_id: str = "encoder"
@@ -54,32 +47,90 @@ class Encoder(abc.ABC):
         return {}
 
 
+@dataclass(frozen=True)
+class EncoderKind:
+    """One kind of encoder: ``load(run_dir, **options)`` for a trained run directory, ``load(**options)`` for a
+    builtin (``builtin=True``, addressed by name on the command line)."""
+
+    load: Callable[..., Encoder]
+    builtin: bool = False
+
+
+# Each loader imports its module when called: a kind's module pulls its own heavy dependencies (torch, gensim,
+# transformers, spaCy), which loading another kind, `strae aggregate` or `strae --help` should not pay for.
+def _strae(run_dir: Path, **options: Any) -> Encoder:
+    from strae.models.encoder import load_run
+
+    return load_run(run_dir, **options)
+
+
+def _glove(run_dir: Path, **options: Any) -> Encoder:
+    from baselines.glove.encoder import load_run
+
+    return load_run(run_dir, **options)
+
+
+def _roberta(run_dir: Path, **options: Any) -> Encoder:
+    from baselines.roberta.encoder import load_run
+
+    return load_run(run_dir, **options)
+
+
+def _multiview(run_dir: Path, **options: Any) -> Encoder:
+    from baselines.multiview.encoder import load_run
+
+    return load_run(run_dir, **options)
+
+
+def _random_token(**options: Any) -> Encoder:
+    from strae.evaluate.random_token import load
+
+    return load(**options)
+
+
+# kind (encoder.json "kind", or a builtin's name) -> how to load it. The one list of encoders.
+ENCODERS: dict[str, EncoderKind] = {
+    "strae": EncoderKind(_strae),  # Self-StrAE / Banyan runs (strae train)
+    "glove": EncoderKind(_glove),  # strae train-glove
+    "roberta": EncoderKind(_roberta),  # strae train-roberta / train-simcse
+    "multiview": EncoderKind(_multiview),  # strae train-multiview
+    "random-token": EncoderKind(_random_token, builtin=True),  # the sanity floor, no training
+}
+
+
+def _run_kinds() -> list[str]:
+    return sorted(kind for kind, entry in ENCODERS.items() if not entry.builtin)
+
+
 def write_encoder_manifest(run_dir: str | Path, kind: str, **fields: Any) -> None:
     """Mark a run directory as loadable by ``load_encoder`` (written last, after the weights)."""
     from strae.io import write_json
 
-    if kind not in ENCODER_LOADERS:
-        raise ValueError(f"unknown encoder kind {kind!r}; known: {sorted(ENCODER_LOADERS)}")
+    if kind not in _run_kinds():
+        raise ValueError(f"unknown encoder kind {kind!r}; known: {_run_kinds()}")
     write_json(Path(run_dir) / "encoder.json", {"kind": kind, **fields})
 
 
-def _resolve(target: str):
-    module_name, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+def _checked(encoder: Any, what: str) -> Encoder:
+    if not isinstance(encoder, Encoder):
+        raise TypeError(f"{what}: the loader returned {type(encoder).__name__}, not an Encoder")
+    return encoder
 
 
 def load_encoder(spec: str, **options: Any) -> Encoder:
     """``spec`` is a builtin name (``random-token``) or a run directory containing ``encoder.json``."""
-    if spec in BUILTIN_ENCODERS:
-        return _resolve(BUILTIN_ENCODERS[spec])(**options)
+    entry = ENCODERS.get(spec)
+    if entry is not None and entry.builtin:
+        return _checked(entry.load(**options), spec)
+    builtins = sorted(kind for kind, entry in ENCODERS.items() if entry.builtin)
     run_dir = Path(spec)
     manifest = run_dir / "encoder.json"
     if not manifest.exists():
         raise SystemExit(
-            f"--model {spec}: not a builtin encoder ({', '.join(sorted(BUILTIN_ENCODERS))}) and "
+            f"--model {spec}: not a builtin encoder ({', '.join(builtins)}) and "
             f"{manifest} does not exist (is the training run finished?)"
         )
     kind = json.loads(manifest.read_text())["kind"]
-    if kind not in ENCODER_LOADERS:
-        raise SystemExit(f"{manifest}: unknown encoder kind {kind!r}; known: {sorted(ENCODER_LOADERS)}")
-    return _resolve(ENCODER_LOADERS[kind])(run_dir, **options)
+    if kind not in _run_kinds():
+        raise SystemExit(f"{manifest}: unknown encoder kind {kind!r}; known: {_run_kinds()}")
+    return _checked(ENCODERS[kind].load(run_dir, **options), str(manifest))

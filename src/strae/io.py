@@ -16,10 +16,6 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterator
 
-SCHEMA_VERSION = 2  # bump when the layout of evaluation JSON / scores.csv changes
-# 2: per-task `scores` {spearman, spearman_reference_strings (word level), spearman_subset_mean (STS subsets)}
-READABLE_SCHEMA_VERSIONS = (1, 2)  # evaluation JSONs that aggregate still reads (1 lacks the extra metrics)
-
 
 def current_umask() -> int:
     """The process umask (os.umask can only be read by setting it, so set it back at once)."""

@@ -6,7 +6,9 @@ subsets for STS; the further named metrics of the evaluation JSON (strae.evaluat
 row, empty where they do not apply or the JSON predates them (schema 1): ``spearman_reference_strings`` (word-level
 tasks, the papers' string-ranked protocol) and ``spearman_subset_mean`` (STS years with subsets, SentEval's mean).
 A failed run contributes one row per task it would have been evaluated on (``planned_tasks``) with
-``status=failed`` and an empty score, so tables can show the failure.
+``status=failed`` and an empty score, so tables can show the failure. ``eval_label`` is the evaluation setting's
+label (e.g. ``stopword_rm``; empty for a run's plain evaluation), which the reports select on.
+Every JSON is read through ``strae.evaluate.result.EvalResult`` (older schema versions migrated there).
 Columns: docs/CONTRACTS.md "Evaluation".
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from strae.evaluate.metrics import SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN
-from strae.io import READABLE_SCHEMA_VERSIONS, atomic_open, read_json
+from strae.evaluate.result import EvalResult
+from strae.io import atomic_open
 
 EXTRA_METRICS = [SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN]
 COLUMNS = [
@@ -27,6 +30,8 @@ COLUMNS = [
     *EXTRA_METRICS,  # appended (schema 2), so readers that index the first columns are unaffected
     # how the run was trained (strae runs): recipe name, overridden recipe values, the corpus source it used
     "recipe", "recipe_overrides", "corpus_source",
+    # the evaluation setting's label (schema 3; EvalResult.evaluation): e.g. stopword_rm, empty for plain
+    "eval_label",
 ]
 
 
@@ -34,25 +39,19 @@ def _blank(value: Any) -> Any:
     return "" if value is None else value
 
 
-def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, Any]]:
-    """The CSV rows of one evaluation JSON document."""
-    version = document.get("schema_version")
-    if version not in READABLE_SCHEMA_VERSIONS:
-        raise SystemExit(f"{source}: schema_version {version!r} is not one of {list(READABLE_SCHEMA_VERSIONS)}; "
-                         "re-run `strae evaluate`")
-    run = document.get("run") or {}
-    prov = document.get("provenance") or {}
-    encoder = document.get("encoder") or {}
+def rows_from_result(result: EvalResult, source: str) -> list[dict[str, Any]]:
+    """The CSV rows of one evaluation result (``source``: its file, the ``source_json`` column)."""
+    run, prov = result.run, result.provenance
     base = {
-        "schema_version": version,
-        "language": _blank(run.get("language") or document.get("language")),
+        "schema_version": result.schema_version,
+        "language": _blank(run.get("language") or result.language),
         "model": _blank(run.get("model")),
         "setting": _blank(run.get("setting")),
         "seed": _blank(run.get("seed")),
         "status": _blank(run.get("status")),
         "failure_reason": _blank(run.get("failure_reason")),
-        "variant": _blank(document.get("variant")),
-        "encoder_id": _blank(encoder.get("encoder_id")),
+        "variant": _blank(result.variant),
+        "encoder_id": _blank(result.encoder.get("encoder_id")),
         "git_sha": _blank(prov.get("git_sha")),
         "device": _blank(prov.get("device")),
         "source_json": source,
@@ -60,32 +59,34 @@ def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, 
         "recipe": _blank(run.get("recipe")),
         "recipe_overrides": _blank(run.get("recipe_overrides")),
         "corpus_source": _blank(run.get("corpus_source")),
+        "eval_label": _blank(result.evaluation.label),
     }
     rows: list[dict[str, Any]] = []
-    tasks = document.get("tasks") or {}
-    if run.get("status") == "failed" or not tasks:
-        for name in document.get("planned_tasks") or [""]:
+    if result.failed or not result.tasks:
+        for name in result.planned_tasks or [""]:
             rows.append({**base, "task": name, "subset": "", "level": "", "score": "", "n_pairs": "",
                          "n_oov": "", "split": ""})
         return rows
-    for name, record in tasks.items():
-        common = {**base, "task": name, "level": record.get("level", ""), "split": record.get("split", "")}
-        extra = {metric: _blank((record.get("scores") or {}).get(metric)) for metric in EXTRA_METRICS}
-        rows.append({**common, "subset": "", "score": _blank(record.get("score")),
-                     "n_pairs": record.get("n_pairs", ""), "n_oov": record.get("n_oov", ""), **extra})
-        for subset, sub in (record.get("subsets") or {}).items():
-            rows.append({**common, "subset": subset, "score": _blank(sub.get("score")),
-                         "n_pairs": sub.get("n_pairs", ""), "n_oov": _blank(sub.get("n_oov"))})
+    for name, task in result.tasks.items():
+        common = {**base, "task": name, "level": _blank(task.level), "split": _blank(task.split)}
+        extra = {metric: _blank(task.scores.get(metric)) for metric in EXTRA_METRICS}
+        rows.append({**common, "subset": "", "score": _blank(task.score), "n_pairs": _blank(task.n_pairs),
+                     "n_oov": _blank(task.n_oov), **extra})
+        for subset, sub in (task.subsets or {}).items():
+            rows.append({**common, "subset": subset, "score": _blank(sub.score), "n_pairs": _blank(sub.n_pairs),
+                         "n_oov": _blank(sub.n_oov)})
     return rows
+
+
+def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    """The CSV rows of one evaluation JSON document (as read from ``source``)."""
+    return rows_from_result(EvalResult.from_dict(document, source=source), source)
 
 
 def aggregate(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for path in paths:
-        path = Path(path)
-        if not path.exists():
-            raise SystemExit(f"{path}: evaluation JSON not found")
-        rows.extend(rows_from_document(read_json(path), str(path)))
+        rows.extend(rows_from_result(EvalResult.from_disk(path), str(path)))
     return rows
 
 

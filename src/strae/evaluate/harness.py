@@ -11,6 +11,7 @@ in tables instead of stopping. Layout of the JSON: docs/CONTRACTS.md "Evaluation
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -22,8 +23,9 @@ from tqdm.auto import tqdm
 
 from strae.encode import Encoder, load_encoder
 from strae.evaluate import metrics
+from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
-from strae.io import SCHEMA_VERSION, provenance, read_json, sha256_file, write_json
+from strae.io import provenance, read_json, sha256_file
 
 DEFAULT_CONFIG = "config/config.yaml"
 DEFAULT_TASKS_FILE = "config/tasks.yaml"
@@ -67,24 +69,27 @@ def _display_path(path: Path) -> str:
         return str(path)
 
 
-def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None = None) -> dict[str, Any]:
-    """Score one task; returns the task's entry of the evaluation JSON. ``resolve``: registry name (or an inline
-    set's file spec) -> local path."""
+def _task_result(score: metrics.Score, details: dict[str, Any], **fields: Any) -> TaskResult:
+    """A scored task or subset: the score's headline and named metrics; ``details`` say how it was scored."""
+    return dataclasses.replace(TaskResult.from_dict({**details, **score.to_dict()}), **fields)
+
+
+def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None = None) -> TaskResult:
+    """Score one task. ``resolve``: registry name (or an inline set's file spec) -> local path."""
     started = time.perf_counter()
     path = resolve(task.file_spec)
-    record: dict[str, Any] = {
-        "level": task.level, "split": task.split, "variant": task.variant, "language": task.language,
-        "registry": task.registry or None, "origin": task.origin, "format": task.format,
+    details: dict[str, Any] = {
+        "variant": task.variant, "language": task.language, "registry": task.registry or None, "origin": task.origin, "format": task.format,
         "data_id": task.data_id, "file": _display_path(path), "sha256": sha256_file(path),
         "aggregation": task.aggregation, "similarity": "cosine", "metric": "spearman_x100",
         "headline_metric": metrics.SPEARMAN, "score_range": list(task.score_range),
     }
     if task.source is not None:
-        record["source"] = dict(task.source)
+        details["source"] = dict(task.source)
     if task.pooling:
-        record["pooling"] = " ".join(task.pooling.split())
+        details["pooling"] = " ".join(task.pooling.split())
     full = read_pairs(path, task.level, task.rows, file_format=task.format)
-    subsets: dict[str, Any] = {}
+    subsets: dict[str, TaskResult] = {}
     if task.subsets:
         # Pooled = concatenation of the subset files. Encode per subset, then pool; the year file must be exactly
         # that concatenation, so the pooled score is provably a score of the declared file.
@@ -96,9 +101,8 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
             parts.append((left, right, pairs.gold))
             sub_pairs.append(pairs)
             sub_scores.append(metrics.score_pairs(left, right, pairs.gold))
-            subsets[subset.name] = {**sub_scores[-1].to_dict(),
-                                    "registry": subset.registry, "file": _display_path(sub_path),
-                                    "sha256": sha256_file(sub_path)}
+            subsets[subset.name] = _task_result(sub_scores[-1], {
+                "registry": subset.registry, "file": _display_path(sub_path), "sha256": sha256_file(sub_path)})
         joined = PairSet.concatenate(sub_pairs)
         if joined.left != full.left or joined.right != full.right or not np.array_equal(joined.gold, full.gold):
             raise SystemExit(
@@ -116,10 +120,8 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
         # word level: also the papers' string-ranked protocol, on the file's verbatim gold strings
         gold_text = full.gold_text if task.level == "word" else None
         result = metrics.score_pairs(left, right, full.gold, gold_text=gold_text)
-    record.update(result.to_dict())
-    record["subsets"] = subsets
-    record["seconds"] = round(time.perf_counter() - started, 3)
-    return record
+    details["seconds"] = round(time.perf_counter() - started, 3)
+    return _task_result(result, details, level=task.level, split=task.split, subsets=subsets)
 
 
 # ----------------------------------------------------------------------------------------------- whole run
@@ -162,6 +164,20 @@ def _run_record(encoder_info: dict[str, Any], language: str) -> dict[str, Any]:
     return run
 
 
+def evaluation_setting(options: dict[str, Any] | None, config: dict[str, Any], model: str | None) -> EvalSetting:
+    """The evaluation setting of the encoder options a user (or the workflow) chose. Its label is data: the name the
+    config gives that option set (``baselines.<model>.eval_options``, e.g. ``stopword_rm: [stopwords=remove]``),
+    else ``key-value_...`` (``options_label``); no options (runtime ones aside) = the plain evaluation."""
+    chosen = {key: value for key, value in (options or {}).items() if key not in RUNTIME_OPTIONS}
+    if not chosen:
+        return EvalSetting(label=None, options={})
+    named = (((config.get("baselines") or {}).get(model) or {}).get("eval_options")) or {}
+    for label, items in named.items():
+        if dict(_parse_option(str(item)) for item in items) == chosen:
+            return EvalSetting(label=label, options=chosen)
+    return EvalSetting(label=options_label(chosen), options=chosen)
+
+
 def variant_encoder_options(spec: str, variant: str, options: dict[str, Any] | None) -> dict[str, Any]:
     """Encoder options implied by the evaluation variant (recorded in the JSON's provenance like any other).
 
@@ -181,8 +197,8 @@ def variant_encoder_options(spec: str, variant: str, options: dict[str, Any] | N
 def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAULT_CONFIG,
              tasks_path: str | None = None, only: Sequence[str] | None = None,
              encoder_options: dict[str, Any] | None = None, batch_size: int | None = None,
-             resources_dir: str | None = None, resolve=None, progress: bool = True) -> dict[str, Any]:
-    """Evaluate ``spec`` and return the evaluation JSON document (not written)."""
+             resources_dir: str | None = None, resolve=None, progress: bool = True) -> EvalResult:
+    """Evaluate ``spec`` and return the result (not written)."""
     config = _load_yaml(config_path)
     data_cfg = config.get("data") or {}
     tasks_path = tasks_path or data_cfg.get("tasks") or DEFAULT_TASKS_FILE
@@ -195,34 +211,35 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     extra_prov = {"command": ["strae", "evaluate", *sys.argv[2:]] if sys.argv[1:2] == ["evaluate"] else sys.argv,
                   "config": str(config_path), "tasks_file": str(tasks_path),
                   "tasks_file_sha256": sha256_file(catalog.source), "encoder_options": encoder_options or {}}
+    planned = [t.name for t in tasks]
     failed = failed_run_info(spec)
     if failed is not None:
-        return {"schema_version": SCHEMA_VERSION, "variant": variant, "language": language,
-                "run": _run_record(failed, language), "encoder": {"encoder_id": spec, "run_dir": spec},
-                "planned_tasks": [t.name for t in tasks], "tasks": {},
-                "provenance": provenance(**extra_prov, seed=failed.get("seed"), device=None, data_files={})}
+        return EvalResult(variant=variant, language=language, run=_run_record(failed, language),
+                          evaluation=evaluation_setting(encoder_options, config, failed.get("model")),
+                          encoder={"encoder_id": spec, "run_dir": spec}, planned_tasks=planned, tasks={},
+                          provenance=provenance(**extra_prov, seed=failed.get("seed"), device=None, data_files={}))
 
-    encoder_options = variant_encoder_options(spec, variant, encoder_options)
-    extra_prov["encoder_options"] = encoder_options
-    encoder = load_encoder(spec, **encoder_options)
+    # the evaluation setting is what was chosen; the options the variant implies are provenance only
+    given_options = variant_encoder_options(spec, variant, encoder_options)
+    extra_prov["encoder_options"] = given_options
+    encoder = load_encoder(spec, **given_options)
     described = encoder.describe()
-    results: dict[str, Any] = {}
+    results: dict[str, TaskResult] = {}
     bar = tqdm(tasks, desc=f"evaluate {language}/{variant}", unit="task", disable=not progress)
     for task in bar:
         bar.set_postfix_str(task.name)
         results[task.name] = evaluate_task(encoder, task, resolve=resolve, batch_size=batch_size)
-    data_files = {r["data_id"]: r["sha256"] for r in results.values()}
+    data_files = {r.details["data_id"]: r.details["sha256"] for r in results.values()}
     for r in results.values():
-        data_files.update({s["registry"]: s["sha256"] for s in r["subsets"].values()})
+        data_files.update({s.details["registry"]: s.details["sha256"] for s in r.subsets.values()})
     run = _run_record(encoder.run_info() or {}, language)
-    return {
-        "schema_version": SCHEMA_VERSION, "variant": variant, "language": language, "run": run,
-        "encoder": described, "planned_tasks": [t.name for t in tasks], "metrics": dict(metrics.METRIC_DEFINITIONS),
-        "tasks": results,
-        "provenance": provenance(**extra_prov, seed=run.get("seed", described.get("seed")),
-                                 device=described.get("device", "cpu"), batch_size=batch_size,
-                                 data_files=data_files),
-    }
+    return EvalResult(
+        variant=variant, language=language, run=run,
+        evaluation=evaluation_setting(encoder_options, config, run.get("model")), encoder=described,
+        planned_tasks=planned, metrics=dict(metrics.METRIC_DEFINITIONS), tasks=results,
+        provenance=provenance(**extra_prov, seed=run.get("seed", described.get("seed")),
+                              device=described.get("device", "cpu"), batch_size=batch_size, data_files=data_files),
+    )
 
 
 # ----------------------------------------------------------------------------------------------- CLI
@@ -256,20 +273,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _summary_line(name: str, record: dict[str, Any]) -> str:
-    score = "null" if record["score"] is None else f"{record['score']:6.2f}"
-    extra = f"  ({record['reason']})" if record.get("reason") else ""
+def _summary_line(name: str, task: TaskResult) -> str:
+    score = "null" if task.score is None else f"{task.score:6.2f}"
+    extra = f"  ({task.reason})" if task.reason else ""
     others = [f"{key}={'null' if value is None else f'{value:.2f}'}"
-              for key, value in (record.get("scores") or {}).items() if key != metrics.SPEARMAN]
+              for key, value in task.scores.items() if key != metrics.SPEARMAN]
     others_text = f"  [{', '.join(others)}]" if others else ""
-    return f"{name:<16} {score}  n={record['n_pairs']} oov={record['n_oov']}{others_text}{extra}"
+    return f"{name:<16} {score}  n={task.n_pairs} oov={task.n_oov}{others_text}{extra}"
 
 
 def default_out_path(model: str, lang: str, variant: str, options: dict[str, Any]) -> Path:
     """Where `strae evaluate` writes without --out: the DAG's path for a run directory (from its train.json run
     block), else results/eval/LANG/NAME.VARIANT.json. Encoder options are part of the name (`@key-value`)."""
-    suffix = "@" + "_".join(f"{key}-{value}" for key, value in sorted(options.items()) if key != "device") \
-        if any(key != "device" for key in options) else ""
+    label = options_label(options)
+    suffix = f"@{label}" if label else ""
     record = Path(model) / "train.json"
     if record.is_file():
         run = (read_json(record).get("run") or {})
@@ -290,17 +307,17 @@ def main(argv: list[str] | None = None) -> int:
         if options.get("device", args.device) != args.device:
             raise SystemExit(f"--device {args.device} contradicts --encoder-option device={options['device']}")
         options["device"] = args.device
-    document = evaluate(args.model, args.lang, args.variant, config_path=args.config, tasks_path=args.tasks_file,
-                        only=only, encoder_options=options, batch_size=args.batch_size,
-                        resources_dir=args.resources_dir, progress=not args.quiet)
+    result = evaluate(args.model, args.lang, args.variant, config_path=args.config, tasks_path=args.tasks_file,
+                      only=only, encoder_options=options, batch_size=args.batch_size,
+                      resources_dir=args.resources_dir, progress=not args.quiet)
     if args.out is None:
         args.out = str(default_out_path(args.model, args.lang, args.variant, options))
-    write_json(args.out, document)
-    if document["run"]["status"] == "failed":
-        print(f"{args.out}: run failed ({document['run']['failure_reason']}); recorded without scores")
+    result.to_disk(args.out)
+    if result.failed:
+        print(f"{args.out}: run failed ({result.run['failure_reason']}); recorded without scores")
     else:
-        for name, record in document["tasks"].items():
-            print(_summary_line(name, record))
+        for name, task in result.tasks.items():
+            print(_summary_line(name, task))
         print(f"wrote {args.out}")
     return 0
 

@@ -71,5 +71,5 @@ class RandomTokenEncoder(Encoder):
 
 
 def load(seed: int = 0, dim: int = 256, **_: Any) -> RandomTokenEncoder:
-    """Builtin loader used by ``strae.encode.load_encoder("random-token", **options)``."""
+    """Builtin kind ``random-token`` (``strae.encode.ENCODERS``): ``load_encoder("random-token", **options)``."""
     return RandomTokenEncoder(seed=int(seed), dim=int(dim))

@@ -36,7 +36,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from strae.io import SCHEMA_VERSION, provenance, sha256_file, write_json
+from strae.evaluate.result import EvalResult, TaskResult
+from strae.io import provenance, sha256_file
 
 SUITE = "senteval"
 READERS = ("binary", "trec", "sick", "mrpc", "probing")
@@ -340,8 +341,8 @@ class _Embedder:
 
 
 def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None = None, inner_folds: int | None = None,
-                  max_iter: int = 100, seed: int = SENTEVAL_SEED) -> dict[str, dict[str, Any]]:
-    """Score one task; returns {task name: record} (MRPC also gives MRPC_f1)."""
+                  max_iter: int = 100, seed: int = SENTEVAL_SEED) -> dict[str, TaskResult]:
+    """Score one task; returns {task name: result} (MRPC also gives MRPC_f1)."""
     started = time.perf_counter()
     splits, files = read_task(task, resolve)
     embed = _Embedder(encoder, batch_size)
@@ -386,10 +387,10 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
     record = {**base, "metric": result.pop("metric", task.metric), **result, "sizes": sizes, "split": split_name,
               "n_pairs": n_items, "n_oov": embed.n_nan, "n_scored": n_items, "subsets": {},
               "seconds": round(time.perf_counter() - started, 2)}
-    out = {task.name: record}
+    out = {task.name: TaskResult.from_dict(record)}
     for name, rec in extra.items():
-        out[name] = {**base, **rec, "sizes": sizes, "split": split_name, "n_pairs": n_items, "n_oov": embed.n_nan,
-                     "n_scored": n_items, "subsets": {}}
+        out[name] = TaskResult.from_dict({**base, **rec, "sizes": sizes, "split": split_name, "n_pairs": n_items,
+                                          "n_oov": embed.n_nan, "n_scored": n_items, "subsets": {}})
     return out
 
 
@@ -397,9 +398,9 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
 def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml", tasks_path: str | None = None,
              only: Sequence[str] | None = None, encoder_options: dict[str, Any] | None = None,
              batch_size: int | None = None, resources_dir: str | None = None, resolve=None,
-             inner_folds: int | None = None, max_iter: int = 100, progress: bool = True) -> dict[str, Any]:
+             inner_folds: int | None = None, max_iter: int = 100, progress: bool = True) -> EvalResult:
     from strae.encode import load_encoder
-    from strae.evaluate.harness import _load_yaml, _run_record, failed_run_info
+    from strae.evaluate.harness import _load_yaml, _run_record, evaluation_setting, failed_run_info
     from strae.evaluate.tasks import make_resolver
 
     config = _load_yaml(config_path)
@@ -428,22 +429,25 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
                   "max_iter": max_iter}
     failed = failed_run_info(spec)
     if failed is not None:
-        return {"schema_version": SCHEMA_VERSION, "suite": SUITE, "variant": SUITE, "language": language,
-                "run": _run_record(failed, language), "encoder": {"encoder_id": spec, "run_dir": spec},
-                "planned_tasks": planned, "tasks": {}, "provenance": provenance(**extra_prov, device=None)}
+        return EvalResult(suite=SUITE, variant=SUITE, language=language, run=_run_record(failed, language),
+                          evaluation=evaluation_setting(encoder_options, config, failed.get("model")),
+                          encoder={"encoder_id": spec, "run_dir": spec}, planned_tasks=planned, tasks={},
+                          provenance=provenance(**extra_prov, device=None))
     encoder = load_encoder(spec, **(encoder_options or {}))
     described = encoder.describe()
-    results: dict[str, Any] = {}
+    results: dict[str, TaskResult] = {}
     bar = tqdm(tasks, desc=f"senteval {language}", unit="task", disable=not progress)
     for task in bar:
         bar.set_postfix_str(task.name)
         results.update(evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter))
     run = _run_record(encoder.run_info() or {}, language)
-    data_files = {name: info["sha256"] for r in results.values() for name, info in (r.get("files") or {}).items()}
-    return {"schema_version": SCHEMA_VERSION, "suite": SUITE, "variant": SUITE, "language": language, "run": run,
-            "encoder": described, "planned_tasks": planned, "tasks": results,
-            "provenance": provenance(**extra_prov, seed=run.get("seed"), device=described.get("device", "cpu"),
-                                     batch_size=batch_size, data_files=data_files)}
+    data_files = {name: info["sha256"] for r in results.values()
+                  for name, info in (r.details.get("files") or {}).items()}
+    return EvalResult(suite=SUITE, variant=SUITE, language=language, run=run,
+                      evaluation=evaluation_setting(encoder_options, config, run.get("model")), encoder=described,
+                      planned_tasks=planned, tasks=results,
+                      provenance=provenance(**extra_prov, seed=run.get("seed"), device=described.get("device", "cpu"),
+                                            batch_size=batch_size, data_files=data_files))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -474,15 +478,15 @@ def main(argv: list[str] | None = None) -> int:
     options = dict(_parse_option(o) for o in args.encoder_option)
     if args.device is not None:
         options["device"] = args.device
-    document = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
-                        encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
-                        inner_folds=args.inner_folds, progress=not args.quiet)
-    write_json(args.out, document)
-    if document["run"]["status"] == "failed":
-        print(f"{args.out}: run failed ({document['run']['failure_reason']}); recorded without scores")
+    result = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
+                      encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
+                      inner_folds=args.inner_folds, progress=not args.quiet)
+    result.to_disk(args.out)
+    if result.failed:
+        print(f"{args.out}: run failed ({result.run['failure_reason']}); recorded without scores")
         return 0
-    for name, record in document["tasks"].items():
-        print(f"{name:<10} {record['score']:6.2f}  ({record['metric']}, n={record['n_pairs']})")
+    for name, task in result.tasks.items():
+        print(f"{name:<10} {task.score:6.2f}  ({task.details['metric']}, n={task.n_pairs})")
     print(f"wrote {args.out}")
     return 0
 

@@ -162,7 +162,7 @@ class StraeEncoder(Encoder):
 
 
 def load_run(run_dir: str | Path, **options: Any) -> StraeEncoder:
-    """``strae.encode.ENCODER_LOADERS['strae']``: options are ``device``, ``max_pieces`` and ``pretokenize``."""
+    """``strae.encode.ENCODERS["strae"]``: options are ``device``, ``max_pieces`` and ``pretokenize``."""
     known = {"device", "max_pieces", "pretokenize"}
     unknown = set(options) - known
     if unknown:

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from strae.evaluate.result import table_setting
 from strae.io import atomic_open, atomic_path
 
 CELL_COLUMNS = [
@@ -49,22 +50,31 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def load_scores(path: str | Path) -> pd.DataFrame:
-    """scores.csv plus `eval_setting`: the setting directory of the evaluation JSON (`setting@option` for a
-    baseline's evaluation option such as GloVe stop-word removal), which is what table rows select on."""
-    scores = pd.read_csv(path, dtype={"subset": str, "setting": str, "failure_reason": str}, keep_default_na=True)
+    """scores.csv plus `eval_setting`, what table rows select on: the run's setting, `setting@label` for an
+    evaluation setting such as GloVe stop-word removal (scores.csv `eval_label`, strae.evaluate.result)."""
+    scores = pd.read_csv(path, dtype={"subset": str, "setting": str, "failure_reason": str, "eval_label": str},
+                         keep_default_na=True)
     scores["subset"] = scores["subset"].fillna("")
-    if "source_json" in scores and scores["source_json"].notna().any():
-        scores["eval_setting"] = [
-            Path(str(src)).parent.name if isinstance(src, str) and src else setting
-            for src, setting in zip(scores["source_json"], scores["setting"])
-        ]
+    if "eval_label" in scores:
+        scores["eval_setting"] = [table_setting(setting if isinstance(setting, str) else None,
+                                                label if isinstance(label, str) else None)
+                                  for setting, label in zip(scores["setting"], scores["eval_label"])]
     else:
-        scores["eval_setting"] = scores["setting"]
+        scores["eval_setting"] = _legacy_eval_setting(scores)
     scores["seed"] = pd.to_numeric(scores["seed"], errors="coerce")
     for column in METRIC_COLUMNS.values():
         # scores.csv from schema-1 evaluation JSONs has no extra metric columns: read them as missing
         scores[column] = pd.to_numeric(scores[column], errors="coerce") if column in scores else math.nan
     return scores
+
+
+def _legacy_eval_setting(scores: pd.DataFrame) -> Any:
+    """A scores.csv from before `eval_label` (schema < 3): the setting directory of each evaluation JSON, which
+    the workflow names `setting@label` for an evaluation setting."""
+    if "source_json" not in scores or not scores["source_json"].notna().any():
+        return scores["setting"]
+    return [Path(str(src)).parent.name if isinstance(src, str) and src else setting
+            for src, setting in zip(scores["source_json"], scores["setting"])]
 
 
 def load_paper_table(path: Path | None) -> dict[tuple[str, str, str], dict[str, Any]]:

@@ -1,0 +1,142 @@
+"""strae.evaluate.result: the one evaluation record. Files written before it (schema 2 fixture, the committed schema-1
+reproductions) still read to the same scores.csv rows and the same tables; the evaluation setting's label is data
+(config eval_options), recorded in the JSON, a scores.csv column, and what tables select on."""
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from strae.evaluate import aggregate, harness
+from strae.evaluate.result import EVAL_SCHEMA_VERSION, EvalResult, EvalSetting, table_setting
+from strae.report import tables
+from test_evaluate_harness import run_synthetic, synthetic  # noqa: F401 - fixture
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).parent / "fixtures" / "eval_schema2"  # written by the schema-2 writer (make_fixture.py)
+OLD_JSONS = sorted(str(p.relative_to(FIXTURE)) for p in (FIXTURE / "eval").rglob("*.json"))
+
+
+def _csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _build_table(scores: Path, out: Path) -> tuple[bytes, bytes]:
+    assert tables.main(["table", "--table", "fixture_table", "--tables", str(FIXTURE / "tables.yaml"),
+                        "--scores", str(scores), "--paper-dir", str(FIXTURE), "--out-csv", str(out / "table.csv"),
+                        "--out-md", str(out / "table.md")]) == 0
+    return (out / "table.csv").read_bytes(), (out / "table.md").read_bytes()
+
+
+@pytest.fixture
+def in_fixture(monkeypatch):
+    monkeypatch.chdir(FIXTURE)  # source_json paths as the schema-2 aggregator saw them
+    return FIXTURE
+
+
+# ------------------------------------------------------------------------------------------------- old files
+def test_schema_2_files_read_with_the_label_of_their_directory(in_fixture):
+    assert len(OLD_JSONS) == 5
+    for name in OLD_JSONS:
+        result = EvalResult.from_disk(name)
+        assert result.schema_version == 2
+        expected = "stopword_rm" if "@stopword_rm/" in name else None
+        assert result.evaluation == EvalSetting(label=expected, options=None)
+        assert result.table_setting == str(Path(name).parent.name)
+    failed = EvalResult.from_disk("eval/xx/glove/words_w10_d256/seed2.paper.json")
+    assert failed.failed and failed.tasks == {} and failed.planned_tasks == ["toy_sts", "toy_words"]
+
+
+def test_schema_2_round_trip_keeps_every_field(in_fixture):
+    for name in OLD_JSONS:
+        original = json.loads(Path(name).read_text())
+        written = EvalResult.from_disk(name).to_dict()
+        assert written.pop("schema_version") == EVAL_SCHEMA_VERSION and original.pop("schema_version") == 2
+        assert written.pop("evaluation")["label"] == EvalResult.from_disk(name).evaluation.label
+        assert written == original, name  # nothing lost or changed (key order aside)
+        again = EvalResult.from_dict(EvalResult.from_disk(name).to_dict())
+        assert again.tasks == EvalResult.from_disk(name).tasks and again.run == original["run"]
+
+
+def test_schema_2_files_aggregate_to_the_rows_the_old_aggregator_wrote(in_fixture, tmp_path):
+    out = tmp_path / "scores.csv"
+    assert aggregate.main(["--out", str(out), *OLD_JSONS]) == 0
+    old, new = _csv_rows(FIXTURE / "scores.csv"), _csv_rows(out)
+    key = lambda row: (row["source_json"], row["task"], row["subset"])  # noqa: E731
+    assert sorted(map(key, old)) == sorted(map(key, new))
+    new_by_key = {key(row): row for row in new}
+    for row in old:
+        assert {column: new_by_key[key(row)][column] for column in row} == row
+    assert {(r["setting"], r["eval_label"]) for r in new} == {("words_w10_d256", ""),
+                                                             ("words_w10_d256@stopword_rm", "stopword_rm")}
+
+
+def test_tables_are_identical_from_old_scores_new_scores_and_labels_without_directories(in_fixture, tmp_path):
+    expected = ((FIXTURE / "table.csv").read_bytes(), (FIXTURE / "table.md").read_bytes())
+    (tmp_path / "old").mkdir()
+    assert _build_table(FIXTURE / "scores.csv", tmp_path / "old") == expected  # scores.csv without eval_label
+
+    (tmp_path / "new").mkdir()
+    aggregate.main(["--out", str(tmp_path / "new" / "scores.csv"), *OLD_JSONS])
+    assert _build_table(tmp_path / "new" / "scores.csv", tmp_path / "new") == expected
+
+    # the label alone selects the row: run settings without the option, files in one flat directory
+    flat = tmp_path / "flat"
+    for i, name in enumerate(OLD_JSONS):
+        result = EvalResult.from_disk(name)
+        if result.evaluation.label:
+            result.run["setting"] = result.run["setting"].removesuffix(f"@{result.evaluation.label}")
+        result.to_disk(flat / f"{i}.json")
+    aggregate.main(["--out", str(flat / "scores.csv"), *sorted(str(p) for p in flat.glob("*.json"))])
+    assert {r["setting"] for r in _csv_rows(flat / "scores.csv")} == {"words_w10_d256"}
+    assert _build_table(flat / "scores.csv", flat) == expected
+
+
+def test_committed_schema_1_reproduction_aggregates_to_its_committed_scores(tmp_path):
+    record = REPO_ROOT / "reproductions" / "multiview-cpu-2026-11-23"
+    jsons = sorted((record / "eval").glob("*.json"))
+    assert {EvalResult.from_disk(p).schema_version for p in jsons} == {1}
+    committed = _csv_rows(record / "scores.csv")  # written by the aggregator of that time, from the same JSONs
+    columns = [c for c in committed[0] if c != "source_json"]
+    rows = aggregate.aggregate(jsons)
+    as_text = lambda row: tuple("" if row[c] is None else str(row[c]) for c in columns)  # noqa: E731
+    assert sorted(as_text(r) for r in rows) == sorted(tuple(r[c] for c in columns) for r in committed)
+
+
+def test_future_schema_is_refused_naming_the_file(tmp_path):
+    document = json.loads((FIXTURE / OLD_JSONS[0]).read_text())
+    document["schema_version"] = EVAL_SCHEMA_VERSION + 1
+    (tmp_path / "future.json").write_text(json.dumps(document))
+    with pytest.raises(SystemExit, match=r"future\.json: schema_version 4 is not one of \[1, 2, 3\]"):
+        EvalResult.from_disk(tmp_path / "future.json")
+
+
+# ------------------------------------------------------------------------------------------------- labels
+def test_table_setting_adds_the_label_once():
+    assert table_setting("words_w10_d256", None) == "words_w10_d256"
+    assert table_setting("words_w10_d256", "stopword_rm") == "words_w10_d256@stopword_rm"
+    assert table_setting("words_w10_d256@stopword_rm", "stopword_rm") == "words_w10_d256@stopword_rm"
+
+
+def test_label_is_the_configs_name_for_the_options(synthetic, tmp_path):  # noqa: F811
+    import yaml
+
+    config = yaml.safe_load(Path(synthetic["config"]).read_text())
+    config["baselines"] = {"table": {"eval_options": {"plain": [], "wide": ["dim=8", "pooling=max"]}}}
+    Path(synthetic["config"]).write_text(yaml.safe_dump(config))
+    named = run_synthetic(synthetic, encoder_options={"pooling": "max", "dim": 8, "device": "cpu"})
+    assert named.evaluation == EvalSetting(label="wide", options={"pooling": "max", "dim": 8})
+    unnamed = run_synthetic(synthetic, encoder_options={"pooling": "mean"})
+    assert unnamed.evaluation == EvalSetting(label="pooling-mean", options={"pooling": "mean"})
+    assert run_synthetic(synthetic, encoder_options={"device": "cpu"}).evaluation == EvalSetting()
+    # written and aggregated: the scores.csv column the tables read
+    named.to_disk(tmp_path / "named.json")
+    rows = aggregate.aggregate([tmp_path / "named.json"])
+    assert {r["eval_label"] for r in rows} == {"wide"} and {r["schema_version"] for r in rows} == {3}
+    # the default output path keeps its own `@key-value` suffix (unchanged)
+    assert harness.default_out_path("random-token", "xx", "paper", {"dim": 8, "device": "cpu"}).name == \
+        "random-token@dim-8.paper.json"
+
