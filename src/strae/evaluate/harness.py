@@ -79,7 +79,8 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
     started = time.perf_counter()
     path = resolve(task.file_spec)
     details: dict[str, Any] = {
-        "variant": task.variant, "language": task.language, "registry": task.registry or None, "origin": task.origin, "format": task.format,
+        "variant": task.variant, "language": task.language, "registry": task.registry or None,
+        "origin": task.origin, "format": task.format,
         "data_id": task.data_id, "file": _display_path(path), "sha256": sha256_file(path),
         "aggregation": task.aggregation, "similarity": "cosine", "metric": "spearman_x100",
         "headline_metric": metrics.SPEARMAN, "score_range": list(task.score_range),

@@ -56,11 +56,11 @@ class EvalSetting:
         return {"label": self.label, "options": None if self.options is None else dict(self.options)}
 
     @classmethod
-    def from_dict(cls, block: dict[str, Any]) -> "EvalSetting":
+    def from_dict(cls, block: dict[str, Any]) -> EvalSetting:
         return cls(label=block.get("label"), options=block.get("options"))
 
     @classmethod
-    def legacy(cls, source: str | Path | None) -> "EvalSetting":
+    def legacy(cls, source: str | Path | None) -> EvalSetting:
         """The setting of a file written before schema 3: the label of its ``SETTING@LABEL/`` directory."""
         directory = Path(source).parent.name if source else ""
         label = directory.partition("@")[2]
@@ -79,7 +79,7 @@ class TaskResult:
     split: str | None = None
     reason: str | None = None  # why score is None
     scores: dict[str, float | None] = field(default_factory=dict)  # named metrics (zero-shot, schema >= 2)
-    subsets: dict[str, "TaskResult"] | None = None  # None in a subset's own record
+    subsets: dict[str, TaskResult] | None = None  # None in a subset's own record
     details: dict[str, Any] = field(default_factory=dict)
 
     _TYPED = ("score", "n_pairs", "n_oov", "level", "split", "reason")
@@ -97,7 +97,7 @@ class TaskResult:
         return out
 
     @classmethod
-    def from_dict(cls, record: dict[str, Any]) -> "TaskResult":
+    def from_dict(cls, record: dict[str, Any]) -> TaskResult:
         details = dict(record)
         typed = {key: details.pop(key) for key in cls._TYPED if key in details}
         scores = dict(details.pop("scores", None) or {})
@@ -145,7 +145,7 @@ class EvalResult:
         return out
 
     @classmethod
-    def from_dict(cls, document: dict[str, Any], source: str | Path | None = None) -> "EvalResult":
+    def from_dict(cls, document: dict[str, Any], source: str | Path | None = None) -> EvalResult:
         """``source``: the file it came from (error messages; the label of files before schema 3)."""
         version = document.get("schema_version")
         if version not in READABLE_SCHEMA_VERSIONS:
@@ -166,7 +166,7 @@ class EvalResult:
         write_json(path, self.to_dict())
 
     @classmethod
-    def from_disk(cls, path: str | Path) -> "EvalResult":
+    def from_disk(cls, path: str | Path) -> EvalResult:
         path = Path(path)
         if not path.exists():
             raise SystemExit(f"{path}: evaluation JSON not found")
