@@ -76,3 +76,73 @@ def test_objective_reproduces_the_engine_before_the_registry(case):
     for name, value in expected.get("grads", {}).items():
         assert got["grads"][name] == pytest.approx(value, **close), name
     assert got["rng_after"] == expected["rng_after"]
+
+
+def test_the_registry_is_the_one_list_of_objectives():
+    import yaml
+
+    from strae import objectives
+    from strae.models import config as model_config
+
+    schema = yaml.safe_load((Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["$defs"]["objective"]["enum"] == list(objectives.NAMES)  # the schema's copy, kept equal
+    assert model_config.OBJECTIVES is objectives.NAMES and recipes.OBJECTIVE_NAMES is objectives.NAMES
+    for name in objectives.NAMES:
+        objective = objectives.create(name, precision="bf16", temperature=0.5)
+        assert objective.name == name and objective.bf16 and objective.temperature == 0.5
+    with pytest.raises(ValueError, match="objective 'nope': not one of ce, contrastive, ceco, strcse"):
+        objectives.create("nope", precision="fp32", temperature=0.2)
+    with pytest.raises(ValueError, match="loss_precision 'fp16'"):
+        objectives.create("ce", precision="fp16", temperature=0.2)
+
+
+def test_the_registry_imports_no_torch():
+    """Config, recipe and workflow code read the names without paying for torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, strae.objectives, strae.recipes, strae.models.config; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("recipe_name", ["banyan", "strae_0_1"])
+def test_the_objective_takes_precision_and_temperature_from_the_recipe(recipe_name):
+    config = ModelConfig(model="banyan", structure="sentential", functions="diagonal", objective="ceco", k=4, u=2,
+                         vocab_size=VOCAB)
+    recipe = recipes.load(recipe_name)
+    model = StraeModel(config, recipe)
+    assert model.objective.precision == recipe.loss_precision and model.objective.temperature == recipe.temperature
+    model.recipe = recipes.resolve(recipe_name, [("temperature", 0.7, "test")]).recipe  # a new recipe, followed
+    assert model.objective.temperature == 0.7
+
+
+@pytest.mark.parametrize("objective", OBJECTIVE_NAMES)
+@pytest.mark.parametrize("structure", ["entangled", "sentential"])
+def test_declared_matrix_products_are_the_ones_the_loss_computes(monkeypatch, objective, structure):
+    """What the throughput benchmark reads (``gemm_shapes``) = the products the terms form, term by term."""
+    from strae.objectives import terms
+
+    formed = []
+    cross_entropy, contrastive = terms.leaf_cross_entropy, terms.symmetric_contrastive
+
+    def spy_cross_entropy(dembedding, leaves, targets, bf16):
+        formed.extend(terms.cross_entropy_gemm_shapes(leaves.shape[0], leaves.shape[1], dembedding.out_features))
+        return cross_entropy(dembedding, leaves, targets, bf16)
+
+    def spy_contrastive(a, b, temperature, bf16):
+        formed.extend(terms.contrastive_gemm_shapes(a.shape[0], a.shape[1]))
+        return contrastive(a, b, temperature, bf16)
+
+    monkeypatch.setattr(terms, "leaf_cross_entropy", spy_cross_entropy)
+    monkeypatch.setattr(terms, "symmetric_contrastive", spy_contrastive)
+    config = ModelConfig(model="banyan", structure=structure, functions="diagonal", objective=objective, k=4, u=2,
+                         vocab_size=VOCAB)
+    # strae 0.1 induces without dropout: both StrCSE passes share their trees, so every non-terminal is paired
+    model = StraeModel(config, recipes.load("strae_0_1")).train()
+    ids, lengths = batch()
+    model.loss(ids, lengths)
+    with torch.no_grad():
+        graph = model.graph(ids, lengths)
+    declared = model.objective.gemm_shapes(graph, config.embedding_size, config.vocab_size)
+    assert declared == formed and len(declared) >= 3
