@@ -87,6 +87,7 @@ def test_the_registry_is_the_one_list_of_objectives():
     schema = yaml.safe_load((Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text())
     assert schema["$defs"]["objective"]["enum"] == list(objectives.NAMES)  # the schema's copy, kept equal
     assert model_config.OBJECTIVES is objectives.NAMES and recipes.OBJECTIVE_NAMES is objectives.NAMES
+    assert tuple(objectives.classes()) == objectives.NAMES  # each class's own name, in the list's order
     for name in objectives.NAMES:
         objective = objectives.create(name, precision="bf16", temperature=0.5)
         assert objective.name == name and objective.bf16 and objective.temperature == 0.5
@@ -121,7 +122,7 @@ def test_the_objective_takes_precision_and_temperature_from_the_recipe(recipe_na
 @pytest.mark.parametrize("structure", ["entangled", "sentential"])
 def test_declared_matrix_products_are_the_ones_the_loss_computes(monkeypatch, objective, structure):
     """What the throughput benchmark reads (``gemm_shapes``) = the products the terms form, term by term."""
-    from strae.objectives import terms
+    from strae.objectives import base, terms
 
     formed = []
     cross_entropy, contrastive = terms.leaf_cross_entropy, terms.symmetric_contrastive
@@ -134,8 +135,8 @@ def test_declared_matrix_products_are_the_ones_the_loss_computes(monkeypatch, ob
         formed.extend(terms.contrastive_gemm_shapes(a.shape[0], a.shape[1]))
         return contrastive(a, b, temperature, bf16)
 
-    monkeypatch.setattr(terms, "leaf_cross_entropy", spy_cross_entropy)
-    monkeypatch.setattr(terms, "symmetric_contrastive", spy_contrastive)
+    monkeypatch.setattr(base, "leaf_cross_entropy", spy_cross_entropy)
+    monkeypatch.setattr(base, "symmetric_contrastive", spy_contrastive)
     config = ModelConfig(model="banyan", structure=structure, functions="diagonal", objective=objective, k=4, u=2,
                          vocab_size=VOCAB)
     # strae 0.1 induces without dropout: both StrCSE passes share their trees, so every non-terminal is paired

@@ -15,11 +15,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from strae import objectives
 from strae.models.config import ModelConfig
 from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
+from strae.objectives import create as create_objective
 from strae.objectives.base import Pass, Passes
 from strae.recipes import Recipe
 from strae.recipes import load as load_recipe
@@ -55,8 +55,8 @@ class StraeModel(nn.Module):
     def recipe(self, recipe: Recipe) -> None:
         # The objective takes the loss precision and temperature from the recipe: a new recipe, a new objective.
         self._recipe = recipe
-        self.objective = objectives.create(self.config.objective, precision=recipe.loss_precision,
-                                           temperature=recipe.temperature)
+        self.objective = create_objective(self.config.objective, precision=recipe.loss_precision,
+                                          temperature=recipe.temperature)
 
     # ----------------------------------------------------------------------------------------------- structure
     def non_embedding_parameter_count(self) -> int:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from strae.objectives import terms
+from strae.objectives.terms import leaf_cross_entropy, symmetric_contrastive
 
 if TYPE_CHECKING:
     from strae.models.trees import Graph, Induction
@@ -62,10 +62,10 @@ class Objective:
         raise NotImplementedError
 
     # The terms, at this run's precision.
-    def cross_entropy(self, dembedding: torch.nn.Linear, step: Pass) -> torch.Tensor:
+    def cross_entropy(self, dembedding: torch.nn.Linear, pass_: Pass) -> torch.Tensor:
         """Mean CE of reconstructing each leaf's token from its downward embedding."""
-        return terms.leaf_cross_entropy(dembedding, step.down[:step.n_leaves], step.graph.leaf_tokens, self.bf16)
+        return leaf_cross_entropy(dembedding, pass_.down[:pass_.n_leaves], pass_.graph.leaf_tokens, self.bf16)
 
     def contrastive(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Symmetric InfoNCE: row i of ``a`` is the positive of row i of ``b``."""
-        return terms.symmetric_contrastive(a, b, self.temperature, self.bf16)
+        return symmetric_contrastive(a, b, self.temperature, self.bf16)

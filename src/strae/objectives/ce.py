@@ -14,6 +14,3 @@ class CrossEntropy(Objective):
 
     def gemm_shapes(self, graph, size, vocab):
         return cross_entropy_gemm_shapes(graph.level_offsets[1], size, vocab)
-
-
-OBJECTIVE = CrossEntropy

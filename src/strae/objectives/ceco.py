@@ -19,6 +19,3 @@ class CrossEntropyContrastive(Objective):
     def gemm_shapes(self, graph, size, vocab):
         leaves = graph.level_offsets[1]
         return cross_entropy_gemm_shapes(leaves, size, vocab) + contrastive_gemm_shapes(graph.n_nodes - leaves, size)
-
-
-OBJECTIVE = CrossEntropyContrastive

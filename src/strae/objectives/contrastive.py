@@ -14,6 +14,3 @@ class Contrastive(Objective):
 
     def gemm_shapes(self, graph, size, vocab):
         return contrastive_gemm_shapes(graph.n_nodes, size)
-
-
-OBJECTIVE = Contrastive

@@ -59,6 +59,3 @@ def span_pairs(first, second) -> tuple[torch.Tensor, torch.Tensor]:
     pairs = np.unique(np.stack((nodes_a, nodes_b)), axis=1) if len(nodes_a) else np.zeros((2, 0), np.int64)
     device = first.graph.device
     return torch.from_numpy(pairs[0]).to(device), torch.from_numpy(pairs[1]).to(device)
-
-
-OBJECTIVE = StrCSE
