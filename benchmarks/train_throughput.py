@@ -7,10 +7,10 @@ else synthetic Zipfian batches (~31 pieces per sentence, V = 25000). Each step i
 (loss, backward, Adam update, grad clipping when the preset clips). The first ``--warmup`` steps are not timed.
 
 The line also states the ceiling the exact objective puts on this machine: ``objective_gflop/step`` counts the
-matrix products the loss cannot avoid (vocabulary CE over the step's leaves: logits, d/dleaves, d/dW = 3 GEMMs of
-2*N*E*V; contrastive over M rows: 3 GEMMs of 2*M*M*E), ``gemm_gflop/s`` is the rate this device sustains on those
-very shapes (measured here, same dtype and threads), and ``bound_tokens/s`` is the throughput a step would reach
-if everything but those products were free.
+matrix products the loss cannot avoid, as the objective declares them (``Objective.gemm_shapes``; vocabulary CE
+over the step's leaves: logits, d/dleaves, d/dW = 3 GEMMs of 2*N*E*V; contrastive over M rows: 3 GEMMs of
+2*M*M*E), ``gemm_gflop/s`` is the rate this device sustains on those very shapes (measured here, same dtype and
+threads), and ``bound_tokens/s`` is the throughput a step would reach if everything but those products were free.
 
 The line ends with where a step's time goes (``split=induce/graph/forward/backward/optimizer`` in ms, each phase
 timed around the engine's own calls; on CUDA each boundary synchronises, so the split slows the timed steps slightly
@@ -59,21 +59,10 @@ def to_padded(sentences, pad_id: int, device: torch.device):
 
 
 def objective_gemm_shapes(model: StraeModel, ids: torch.Tensor, lengths: torch.Tensor) -> list[tuple[int, int, int]]:
-    """(m, k, n) of every matrix product one step's exact objective needs (mirrors StraeModel.loss)."""
-    cfg = model.config
-    size, vocab = cfg.embedding_size, cfg.vocab_size
+    """(m, k, n) of every matrix product one step's exact objective needs, as the objective declares them."""
     with torch.no_grad():
         graph = model.graph(ids, lengths)
-    leaves = graph.level_offsets[1]
-    shapes = []
-    if cfg.objective in ("ce", "ceco", "strcse"):
-        # logits = H W^T, dH = P W, dW = P^T H; strcse reconstructs from two dropout passes
-        shapes += [(leaves, size, vocab), (leaves, vocab, size), (vocab, leaves, size)] * (
-            2 if cfg.objective == "strcse" else 1)
-    if cfg.objective in ("contrastive", "ceco", "strcse"):
-        rows = graph.n_nodes if cfg.objective == "contrastive" else graph.n_nodes - leaves  # ceco/strcse: internal
-        shapes += [(rows, size, rows), (rows, rows, size), (rows, rows, size)]
-    return shapes
+    return model.objective.gemm_shapes(graph, model.config.embedding_size, model.config.vocab_size)
 
 
 def gemm_flop(shapes: list[tuple[int, int, int]]) -> float:

@@ -312,10 +312,11 @@ def engine_source_sha256() -> str:
     """Hash of the model engine's source files: recorded per session, so a resumed run that picked up engine
     edits (e.g. a faster implementation) says so in train.json instead of hiding it."""
     import strae.models as models_package
-    import strae.objectives as objectives_module
+    import strae.objectives as objectives_module  # a package: one module per objective
 
     digest = hashlib.sha256()
-    files = sorted(Path(models_package.__file__).parent.glob("*.py")) + [Path(objectives_module.__file__)]
+    files = [path for package in (models_package, objectives_module)
+             for path in sorted(Path(package.__file__).parent.glob("*.py"))]
     for path in files:
         if path.name != "encoder.py":
             digest.update(path.name.encode() + b"\0" + path.read_bytes())

@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+# The registry's list of objectives (one module each).
+from strae.objectives import NAMES as OBJECTIVES
+
 MODELS = ("selfstrae", "banyan")
 STRUCTURES = ("sentential", "entangled")
 FUNCTIONS = ("linear", "diagonal")
-OBJECTIVES = ("ce", "contrastive", "ceco", "strcse")
 
 # Each paper's architecture. Self-StrAE: SemEval-2024 §3.1 (sentential, linear, CECO, k = u = 16 for E = 256);
 # Banyan: Banyan §3 + App. A (entangled, diagonal, CE, k = 128, u = 2).

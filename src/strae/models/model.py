@@ -5,7 +5,7 @@ training, on dropped-out embeddings when the recipe says so, as both references 
 entangled graph (``trees.build_graph``) -> a differentiable up pass (composition, level by level, re-applying
 the induction's own dropout masks) and down pass (decomposition, level by level, fresh dropout; a node's
 downward embedding is the mean of its parents' messages, plus its own upward embedding as the context of a
-sentence it is the root of) -> objective.
+sentence it is the root of) -> the objective (``strae.objectives``, by name), which may run more passes.
 
 The model takes its architecture from ``ModelConfig`` and its training behaviour (init ranges, dropouts, bias,
 loss precision, induction dropout, decoder child order, temperature) from a ``Recipe`` (``strae/recipes.yaml``).
@@ -15,13 +15,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-import numpy as np
-
 from strae.models.config import ModelConfig
 from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
-from strae.objectives import leaf_cross_entropy, symmetric_contrastive
+from strae.objectives import create as create_objective
+from strae.objectives.base import Pass, Passes
 from strae.recipes import Recipe
 from strae.recipes import load as load_recipe
 
@@ -34,7 +33,7 @@ class StraeModel(nn.Module):
         config.validate()
         self.config = config
         # No recipe given: the model family's reference-code recipe (the one `strae train --model` uses).
-        self.recipe = recipe if recipe is not None else load_recipe(config.model)
+        self.recipe = recipe if recipe is not None else load_recipe(config.model)  # also builds self.objective
         if self.recipe.decoder_child_order == "node_id" and config.structure != "sentential":
             raise ValueError(f"recipe {self.recipe.name!r}: decoder_child_order node_id reproduces the Self-StrAE "
                              "reference decoder (sentential trees only); use position for entangled structures")
@@ -47,6 +46,17 @@ class StraeModel(nn.Module):
         # Lambda(e) = e Gamma (+ b): untied from the embedding. Both reference codes use nn.Linear's default bias;
         # both papers' equations have none (the `*_paper` recipes).
         self.dembedding = nn.Linear(size, config.vocab_size, bias=self.recipe.dembedding_bias)
+
+    @property
+    def recipe(self) -> Recipe:
+        return self._recipe
+
+    @recipe.setter
+    def recipe(self, recipe: Recipe) -> None:
+        # The objective takes the loss precision and temperature from the recipe: a new recipe, a new objective.
+        self._recipe = recipe
+        self.objective = create_objective(self.config.objective, precision=recipe.loss_precision,
+                                          temperature=recipe.temperature)
 
     # ----------------------------------------------------------------------------------------------- structure
     def non_embedding_parameter_count(self) -> int:
@@ -145,62 +155,28 @@ class StraeModel(nn.Module):
                 graph.down_route.emit(level, out.reshape(-1, size), pending_down)
         return torch.cat(ups), torch.cat(downs)
 
+    def run_pass(self, ids: torch.Tensor, lengths: torch.Tensor, again: Pass | None = None) -> Pass:
+        """One up-and-down pass over a padded batch. ``again``: an earlier pass over the same batch, whose trees are
+        reused unless this step induces with dropout (then each pass induces its own)."""
+        if again is not None and again.graph.induction_dropout is None:
+            induction, graph = again.induction, again.graph
+        else:
+            packed, induction = self.induce(ids, lengths, self.config.structure)
+            graph = self.build(induction, packed, self.config.structure)
+        up, down = self.propagate(graph)
+        return Pass(induction, graph, up, down)
+
     # ----------------------------------------------------------------------------------------------- public API
     def loss(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
-        cfg, recipe = self.config, self.recipe
-        # Structure is induced without gradients; only the message passing below is differentiated, as in the
+        """The objective's loss on a padded batch, and its metrics (``strae.objectives``)."""
+        # Structure is induced without gradients; only the message passing is differentiated, as in the
         # reference models (the merge order is a discrete choice with no gradient anyway).
-        structure = cfg.structure
-        packed, induction = self.induce(ids, lengths, structure)
-        graph = self.build(induction, packed, structure)
-        n_leaf_nodes = graph.level_offsets[1]  # node order puts all leaves first
-        up, down = self.propagate(graph)
-        bf16 = recipe.loss_precision == "bf16"
-        tau = recipe.temperature
-        ce = contrastive = None
-        extra: dict[str, float] = {}
-        if cfg.objective == "ce":
-            ce = leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
-            loss = ce
-        elif cfg.objective == "contrastive":
-            contrastive = symmetric_contrastive(up, down, tau, bf16)
-            loss = contrastive
-        elif cfg.objective == "ceco":
-            # CE where a vocabulary exists (leaves), contrastive where it does not (internal nodes): SemEval Eq. 3.
-            ce = leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
-            contrastive = symmetric_contrastive(up[n_leaf_nodes:], down[n_leaf_nodes:], tau, bf16)
-            loss = 0.5 * (ce + contrastive)
-        elif cfg.objective == "strcse":
-            # Second pass with fresh dropout masks (SemEval-2024 appendix A). With induction dropout the second
-            # pass induces its own trees, which may differ; its non-terminals are paired with the first pass's
-            # by the token span they cover (same sentence, same first and last leaf), and non-terminals whose
-            # span the other pass did not build are left out of the contrastive term (`strcse_paired`).
-            if graph.induction_dropout is None:
-                graph_second, pairs = graph, None
-            else:
-                _, induction_second = self.induce(ids, lengths, structure)
-                graph_second = self.build(induction_second, packed, structure)
-                pairs = span_pairs(induction, graph, induction_second, graph_second)
-            _, down_second = self.propagate(graph_second)
-            ce = 0.5 * (leaf_cross_entropy(self.dembedding, down[:n_leaf_nodes], graph.leaf_tokens, bf16)
-                        + leaf_cross_entropy(self.dembedding, down_second[:n_leaf_nodes], graph_second.leaf_tokens,
-                                             bf16))
-            if pairs is None:
-                first, second = down[n_leaf_nodes:], down_second[n_leaf_nodes:]
-            else:
-                first, second = down.index_select(0, pairs[0]), down_second.index_select(0, pairs[1])
-                extra["strcse_paired"] = pairs[0].numel() / max(graph.n_nodes - n_leaf_nodes, 1)
-            contrastive = symmetric_contrastive(first, second, tau, bf16)
-            loss = 0.5 * (ce + contrastive)
-        else:  # pragma: no cover - validated in the config
-            raise ValueError(f"model config key 'objective': {cfg.objective!r}")
-        metrics = {"loss": float(loss.detach()), "n_nodes": float(graph.n_nodes),
+        first = self.run_pass(ids, lengths)
+        passes = Passes(first, again=lambda: self.run_pass(ids, lengths, again=first), dembedding=self.dembedding)
+        loss, terms = self.objective.loss(passes)
+        metrics = {"loss": float(loss.detach()), "n_nodes": float(first.graph.n_nodes),
                    "n_tokens": float(sum(int(x) for x in lengths.tolist())), "n_sentences": float(ids.shape[0]),
-                   **extra}
-        if ce is not None:
-            metrics["ce"] = float(ce.detach())
-        if contrastive is not None:
-            metrics["contrastive"] = float(contrastive.detach())
+                   **terms}
         return loss, metrics
 
     @torch.no_grad()
@@ -221,26 +197,3 @@ class StraeModel(nn.Module):
         """Dropout-free (up, down) embeddings of every node of the configured structure; row i of both is node i."""
         packed, induction = self.induce(ids, lengths, dropout=False)
         return self.propagate(self.build(induction, packed), dropout=False)
-
-
-def span_pairs(first: Induction, first_graph: Graph, second: Induction,
-               second_graph: Graph) -> tuple[torch.Tensor, torch.Tensor]:
-    """Node ids (in each graph) of the non-terminals the two inductions built over the same token span.
-
-    Spans are packed leaf rows, so (first leaf, last leaf) names one sentence's span uniquely; an entangled node
-    that several matched spans map to is paired once per distinct (first node, second node) pair.
-    """
-    def internal_span_keys(induction: Induction) -> np.ndarray:
-        n = induction.n_leaves
-        start = induction.span_start[n:].cpu().numpy()
-        end = induction.span_end[n:].cpu().numpy()
-        return start * n + end
-
-    keys_a, keys_b = internal_span_keys(first), internal_span_keys(second)
-    _, index_a, index_b = np.intersect1d(keys_a, keys_b, assume_unique=True, return_indices=True)
-    n = first.n_leaves
-    nodes_a = first_graph.occurrence_node[n + index_a]
-    nodes_b = second_graph.occurrence_node[n + index_b]
-    pairs = np.unique(np.stack((nodes_a, nodes_b)), axis=1) if len(nodes_a) else np.zeros((2, 0), np.int64)
-    device = first_graph.device
-    return torch.from_numpy(pairs[0]).to(device), torch.from_numpy(pairs[1]).to(device)

@@ -1,4 +1,4 @@
-"""Training objectives of the Self-StrAE / Banyan family.
+"""The loss terms the objectives combine (``strae.objectives``), and the matrix products each one costs.
 
 - ``leaf_cross_entropy``: reconstruction of leaf tokens through the (untied) dembedding Linear(E -> V).
   The vocabulary projection is the most expensive op of a CE step (a 512-sentence English batch has ~3.7k
@@ -7,6 +7,9 @@
   and stashed for backward — the full (N, V) logits matrix never exists in fp32 and is never re-read.
 - ``symmetric_contrastive``: SemEval-2024 Eq. 2 / Banyan Eq. 6. Row i of ``a`` is the positive of row i of ``b``;
   logits are cosine * exp(temperature) (the reference code's convention), averaged over both directions.
+
+``cross_entropy_gemm_shapes`` / ``contrastive_gemm_shapes``: the (m, k, n) of the products a term cannot avoid
+(forward and both gradients), which the objectives declare and the throughput benchmark turns into a speed bound.
 """
 from __future__ import annotations
 
@@ -75,6 +78,16 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         saved = ctx.saved_tensors
         grads = [g * grad_output if has else None for g, has in zip(saved, ctx.has)]
         return grads[0], grads[1], grads[2], None, None
+
+
+def cross_entropy_gemm_shapes(rows: int, size: int, vocab: int) -> list[tuple[int, int, int]]:
+    """CE over ``rows`` leaves: logits = H W^T, dH = P W, dW = P^T H."""
+    return [(rows, size, vocab), (rows, vocab, size), (vocab, rows, size)]
+
+
+def contrastive_gemm_shapes(rows: int, size: int) -> list[tuple[int, int, int]]:
+    """Contrastive over ``rows`` pairs: S = A B^T, dA = G B, dB = G^T A."""
+    return [(rows, size, rows), (rows, rows, size), (rows, rows, size)]
 
 
 def leaf_cross_entropy(dembedding: torch.nn.Linear, leaves: torch.Tensor, targets: torch.Tensor,
