@@ -33,6 +33,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from strae import paths
+
 VARIANTS = ("paper", "official")
 LEVELS = ("word", "sentence")
 AGGREGATIONS = ("single", "pooled")
@@ -458,7 +460,8 @@ def read_pairs(path: str | Path, level: str, expected_rows: int | None = None,
     return PairSet(left, right, np.asarray(gold, dtype=np.float64), gold_text)
 
 
-def resolve_data_file(name: str, resources_dir: str | Path = "resources", registry: Any = None) -> Path:
+def resolve_data_file(name: str, resources_dir: str | Path = paths.DEFAULT_RESOURCES,
+                      registry: Any = None) -> Path:
     """Registry name -> checksum-verified local path, via the data layer (resources -> mirror -> upstream)."""
     from strae.data.fetch import fetch
 
@@ -466,7 +469,7 @@ def resolve_data_file(name: str, resources_dir: str | Path = "resources", regist
 
 
 def make_resolver(
-    resources_dir: str | Path = "resources", registry_path: str | Path | None = None
+    resources_dir: str | Path = paths.DEFAULT_RESOURCES, registry_path: str | Path | None = None
 ) -> Callable[[str | dict[str, Any]], Path]:
     """A ``name or file spec -> path`` function that parses the registry once (not once per file).
 
