@@ -11,7 +11,7 @@ rule multiview_parse:
         label=mv_corpus_label,
         flags=mv_parser_flags,
         out_dir=mv_parses_dir,
-        resources_dir=RES,
+        resources_dir=mv_resources_dir,
     log:
         f"logs/multiview/parse_{{lang}}_{MV_PARSE_NAME}.log",
     threads: 1

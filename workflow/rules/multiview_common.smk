@@ -54,6 +54,12 @@ def mv_corpus_file(wildcards):
     return spec["path"]
 
 
+def mv_resources_dir(wildcards):
+    """data.resources_dir, where `strae fetch` places the corpus and wheel (a function: --lint flags a path param
+    that prefixes an output when it is a plain string)."""
+    return RES
+
+
 def mv_parses_dir(wildcards):
     return str(paths.parses_dir(wildcards.lang, MV_PARSE_NAME, RES))
 
