@@ -170,25 +170,21 @@ def _table_paper(wildcards):
     return next(paper for paper in TABLE_PAPERS if paths.table_dir(paper) == wildcards.table_dir)
 
 
-def _table_key(wildcards):
+def get_table_key(wildcards):
     """The config/tables.yaml key of a table target: results/[<paper>/]table<N> -> <paper>_table<N>."""
     return f"{_table_paper(wildcards)}_table{wildcards.n}"
 
 
-def get_table_key(wildcards):
-    return _table_key(wildcards)
-
-
 def get_paper_table(wildcards):
     """The paper's published numbers for a table, when transcribed (a missing file means paper cells read n/a)."""
-    name = TABLES["tables"][_table_key(wildcards)].get("paper_file")
+    name = TABLES["tables"][get_table_key(wildcards)].get("paper_file")
     path = os.path.join(PAPER_TABLES_DIR, name) if name else None
     return [path] if path and os.path.exists(path) else []
 
 
 def get_table_languages(wildcards):
     """languages.<lang>.tables entries for one table, as a param: adding a language to a table re-runs it."""
-    key = _table_key(wildcards)
+    key = get_table_key(wildcards)
     return " ".join(sorted(f"{lang}={block['tables'][key]}" for lang, block in config["languages"].items()
                            if (block.get("tables") or {}).get(key))) or "none"
 
