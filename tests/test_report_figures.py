@@ -1,11 +1,33 @@
-"""strae figure / strae report param-counts: real files from real inputs, "not run" when runs are missing."""
+"""strae measure / strae figure: measurements from real models, figures drawn only from scores.csv and
+measurement JSONs, "not run" when runs are missing."""
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-from strae.report import figures, tables
+from strae import paths
+from strae.io import read_json, write_json
+from strae.report import figures, measure, tables
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenized(tmp_path_factory):
+    """A tokenised corpus in the contract layout (strae.paths): 40 random sentences of 4-12 ids per split."""
+    resources = tmp_path_factory.mktemp("resources")
+    rng = np.random.default_rng(0)
+    vocab = 50
+    for split in paths.SPLITS:
+        sentences = [rng.integers(0, vocab, size=int(rng.integers(4, 13))) for _ in range(40)]
+        ids = np.concatenate(sentences).astype(np.int32)
+        offsets = np.concatenate([[0], np.cumsum([len(s) for s in sentences])]).astype(np.int64)
+        paths.tokenized_dir("xx", resources).mkdir(parents=True, exist_ok=True)
+        np.save(paths.tokenized_file("xx", split, "ids.npy", resources), ids)
+        np.save(paths.tokenized_file("xx", split, "offsets.npy", resources), offsets)
+        write_json(paths.tokenized_file("xx", split, "json", resources),
+                   {"vocab_size": vocab, "pad_id": vocab, "n_sentences": len(sentences), "n_tokens": len(ids)})
+    return paths.tokenized_dir("xx", resources)
 
 
 def _scores(tmp_path):
@@ -25,6 +47,14 @@ def _scores(tmp_path):
     return path
 
 
+def _measure(repo_root, tmp_path, name, *extra):
+    out = tmp_path / f"{name}.json"
+    argv = [name, "--tables", str(repo_root / "config/tables.yaml"), "--config", str(repo_root / "config/config.yaml"),
+            "--device", "cpu", "--out", str(out), *extra]
+    assert measure.main(argv) == 0
+    return out
+
+
 @pytest.mark.parametrize("name", ["ku_curves", "banyan_fig1_ablations", "banyan_fig2_node_counts",
                                   "selfstrae_fig2_uniformity_alignment"])
 def test_every_declared_figure_writes_png_and_pdf(repo_root, tmp_path, name):
@@ -32,22 +62,63 @@ def test_every_declared_figure_writes_png_and_pdf(repo_root, tmp_path, name):
     argv = [name, "--tables", str(repo_root / "config/tables.yaml"), "--config", str(repo_root / "config/config.yaml"),
             "--paper-dir", str(repo_root / "paper_tables"), "--scores", str(_scores(tmp_path)),
             "--out-png", str(png), "--out-pdf", str(pdf)]
+    if name in measure.measurement_names(tables.load_tables(repo_root / "config/tables.yaml")):
+        argv += ["--measurement", str(_measure(repo_root, tmp_path, name))]  # no runs, no corpus: "not run"
     assert figures.main(argv) == 0
     assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
+
+
+def test_a_model_figure_without_its_measurement_names_the_flag(repo_root, tmp_path):
+    with pytest.raises(SystemExit, match="--measurement: figure 'banyan_fig2_node_counts'"):
+        figures.main(["banyan_fig2_node_counts", "--tables", str(repo_root / "config/tables.yaml"),
+                      "--config", str(repo_root / "config/config.yaml"),
+                      "--out-png", str(tmp_path / "x.png"), "--out-pdf", str(tmp_path / "x.pdf")])
 
 
 def test_unknown_figure_names_the_key(repo_root, tmp_path):
     with pytest.raises(SystemExit, match="no figure 'nope'"):
         figures.main(["nope", "--tables", str(repo_root / "config/tables.yaml"), "--out-png", "x.png",
                       "--out-pdf", "x.pdf"])
+    with pytest.raises(SystemExit, match="nothing to measure for 'ku_curves'"):
+        _measure(repo_root, tmp_path, "ku_curves")
 
 
-def test_param_counts_come_from_the_models(repo_root):
-    config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
-    counts = tables.param_counts_frame(config).set_index(["model", "setting"])["non_embedding_parameters"]
+def test_param_counts_come_from_the_models(repo_root, tmp_path):
+    document = read_json(_measure(repo_root, tmp_path, measure.PARAM_COUNTS))
+    assert document["measurement"] == "param_counts" and document["status"] == "ok"
+    counts = measure.load_param_counts(tmp_path / "param_counts.json")
     # the papers' counts: linear 4u^2+3u (SemEval Table 2), diagonal 7u (Banyan: 14 at u=2)
     assert counts[("selfstrae", "ceco_linear_sentential_k8_u32")] == 4192
     assert counts[("selfstrae", "ceco_linear_sentential_k128_u2")] == 22
     assert counts[("selfstrae", "ceco_linear_sentential_k256_u1")] == 7
     assert counts[("banyan", "ce_diagonal_entangled_k128_u2")] == 14
     assert counts[("selfstrae", "contrastive_linear_sentential_k16_u16")] == 1072
+    with pytest.raises(SystemExit, match="not a parameter-count measurement"):
+        measure.load_param_counts(_measure(repo_root, tmp_path, "banyan_fig2_node_counts"))
+
+
+def test_node_counts_are_measured_on_the_corpus_and_plotted_from_the_json(repo_root, tmp_path, tiny_tokenized):
+    """With a tokenised corpus and no finished run, the untrained declared setting is measured; same seed, same
+    numbers; the figure reads them back."""
+    config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
+    config["report"]["node_count_batch_sizes"] = [2, 4]
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    name = "banyan_fig2_node_counts"
+
+    def run(out):
+        assert measure.main([name, "--tables", str(repo_root / "config/tables.yaml"), "--config", str(config_path),
+                             "--corpus-dir", str(tiny_tokenized), "--device", "cpu", "--out", str(out)]) == 0
+        return read_json(out)
+
+    first, second = run(tmp_path / "a.json"), run(tmp_path / "b.json")
+    assert first["status"] == "ok" and first["batch_sizes"] == [2, 4]
+    assert first["source"].startswith("untrained ce_diagonal_entangled_k128_u2")
+    assert first["nodes"] == second["nodes"]
+    sentential, entangled = first["nodes"]["sentential"]["mean"], first["nodes"]["entangled"]["mean"]
+    # sentential trees: 2n-1 nodes per sentence of n pieces; entangling identical subtrees can only merge nodes
+    assert all(e <= s for s, e in zip(sentential, entangled)) and sentential[1] > sentential[0]
+    png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    assert figures.main([name, "--tables", str(repo_root / "config/tables.yaml"), "--config", str(config_path),
+                         "--measurement", str(tmp_path / "a.json"), "--out-png", str(png), "--out-pdf", str(pdf)]) == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"

@@ -61,15 +61,19 @@ def test_dry_run_paper_table2_shows_full_ceco_grid(workdir):
 
 def test_dry_run_every_target(workdir):
     tables = yaml.safe_load((REPO / "config/tables.yaml").read_text())
-    targets = ["all", "tables", "figures", "fetch_all", "results/scores.csv", "results/param_counts.csv"]
+    targets = ["all", "tables", "figures", "fetch_all", "results/scores.csv", "results/measure/param_counts.json"]
     for name in tables["tables"]:
         paper, number = name.split("_table")
         targets.append(f"results/table{number}.md" if paper == "selfstrae" else f"results/banyan/table{number}.md")
     targets += [f"results/figures/{name}.pdf" for name in tables["figures"]]
-    result = snakemake(workdir, "-n", "--cores", "8", *targets)
+    result = snakemake(workdir, "-n", "-p", "--cores", "8", *targets)
     assert result.returncode == 0, result.stderr + result.stdout
-    for rule in ("train", "evaluate", "aggregate", "selfstrae_table", "banyan_table", "figure", "param_counts"):
+    for rule in ("train", "evaluate", "aggregate", "table", "figure", "measure"):
         assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), f"no {rule} job in the dry-run"
+    # one table rule for both papers' tables; figures read measurements, only `measure` loads models
+    assert re.search(r"^table\s+13$", result.stdout, re.M)
+    assert "--measurement results/measure/banyan_fig2_node_counts.json" in result.stdout
+    assert "--param-counts results/measure/param_counts.json" in result.stdout
 
 
 def test_quick_overlay_same_dag_shape_fewer_runs(workdir):
@@ -83,11 +87,42 @@ def test_baselines_enabled_add_their_rules(workdir, tmp_path):
     overlay = tmp_path / "baselines.yaml"
     overlay.write_text(yaml.safe_dump({"baselines": {name: {"enabled": True} for name in
                                                      ("glove", "roberta", "roberta_simcse")}}))
-    result = snakemake(workdir, "-n", "--cores", "2", "results/banyan/table3.csv", "--configfile", str(overlay))
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "results/banyan/table3.csv", "--configfile", str(overlay))
     assert result.returncode == 0, result.stderr + result.stdout
-    for rule in ("train_glove", "train_roberta", "train_simcse", "evaluate_with_options"):
+    for rule in ("train_glove", "train_roberta", "train_simcse", "evaluate"):
         assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), rule
+    # one evaluate rule: a plain evaluation and an evaluation option (`SETTING@OPTION`) of the same run
     assert "results/eval/en/glove/words_w10_d256@stopword_rm/seed0.paper.json" in result.stdout
+    assert "results/eval/en/glove/words_w10_d256/seed0.paper.json" in result.stdout
+    assert "--encoder-option stopwords=remove" in result.stdout
+
+
+def test_resources_dir_is_honoured_by_every_rule(workdir, tmp_path):
+    """A non-default data.resources_dir moves every placed/prepared file (corpora, tokenizers, tokenised corpora,
+    parses, fetched wheels) and nothing is left under resources/."""
+    overlay = tmp_path / "elsewhere.yaml"
+    overlay.write_text(yaml.safe_dump({"data": {"resources_dir": "store/res"}}))
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "all", "--configfile", str(overlay))
+    assert result.returncode == 0, result.stderr + result.stdout
+    for placed in ("store/res/corpora/en/train.txt", "store/res/tokenizers/en.model",
+                   "store/res/tokenized/en/train.ids.npy", "--data-dir store/res/tokenized/en",
+                   "--corpus-dir store/res/tokenized/en", "store/res/parses/en/"):
+        assert placed in result.stdout, placed
+    assert not re.search(r"(?<![\w/])resources/", result.stdout), "a path still under resources/"
+
+
+def test_table_row_naming_an_undeclared_run_is_a_config_error(workdir, tmp_path):
+    tables = yaml.safe_load((REPO / "config/tables.yaml").read_text())
+    tables["tables"]["selfstrae_table1"]["rows"][1]["setting"] = "ce_linear_sentential_k16_u61"
+    (tmp_path / "tables.yaml").write_text(yaml.safe_dump(tables))
+    overlay = tmp_path / "overlay.yaml"
+    overlay.write_text(yaml.safe_dump({"report": {"tables": str(tmp_path / "tables.yaml")}}))
+    result = snakemake(workdir, "-n", "--cores", "1", "results/table1.csv", "--configfile", str(overlay))
+    assert result.returncode != 0
+    assert "tables.selfstrae_table1.rows.1 (CE): run selfstrae/ce_linear_sentential_k16_u61" in result.stdout
+    # a declared run whose experiment is disabled (config/quick.yaml) is a choice, not an error
+    quick = snakemake(workdir, "-n", "--cores", "1", "results/table1.csv", "--configfile", "config/quick.yaml")
+    assert quick.returncode == 0, quick.stderr
 
 
 def test_lint_is_clean(workdir):
@@ -139,25 +174,6 @@ def test_schema_and_cross_key_errors_name_the_key():
     errors = plan.check_config(bad)
     assert "experiments.selfstrae_strcse: k*u = 128*4 = 512 != scale.embedding_size 256" in errors
     assert any(e.startswith("experiments.selfstrae_channels.languages: 'zz'") for e in errors)
-
-
-def test_every_schema_property_is_described():
-    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    missing = []
-
-    def walk(node, where):
-        if isinstance(node, dict):
-            for key, sub in (node.get("properties") or {}).items():
-                if isinstance(sub, dict) and "description" not in sub and "$ref" not in sub:
-                    missing.append(f"{where}.{key}")
-            for key, sub in node.items():
-                walk(sub, f"{where}.{key}")
-        elif isinstance(node, list):
-            for i, sub in enumerate(node):
-                walk(sub, f"{where}[{i}]")
-
-    walk(schema, "schema")
-    assert missing == []
 
 
 def test_plan_expands_experiments_without_duplicates():

@@ -41,6 +41,7 @@ from baselines.glove.cooccurrence import (
     words_corpus,
 )
 from baselines.glove.model import OPTIMIZERS, GloveModel, RowOptimizer, glove_weight
+from strae import paths
 from strae.io import atomic_open, atomic_path, provenance, read_json, sha256_file, write_json
 
 TRAIN_SCHEMA_VERSION = 1
@@ -52,13 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", required=True, help="language key of config/config.yaml (labels the run)")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True, type=Path, help="run directory")
-    p.add_argument("--corpus", type=Path, help="one sentence per line (default resources/corpora/LANG/train.txt)")
+    p.add_argument("--resources-dir", type=Path, default=Path(paths.DEFAULT_RESOURCES),
+                   help="the config's data.resources_dir: where --corpus and --tokenizer default to")
+    p.add_argument("--corpus", type=Path, help="one sentence per line (default <resources>/corpora/LANG/train.txt)")
     p.add_argument("--corpus-label", help="name of the corpus for reports (default: the corpus path)")
     p.add_argument("--tokenization", choices=TOKENIZATIONS, default="words")
     p.add_argument("--tokenizer", type=Path, help="SentencePiece model for --tokenization subword "
-                   "(default resources/tokenizers/LANG.model)")
+                   "(default <resources>/tokenizers/LANG.model)")
     p.add_argument("--data-dir", type=Path, help="subword mode: use this tokenized corpus "
-                   "(resources/tokenized/LANG, train split) instead of tokenizing --corpus again")
+                   "(<resources>/tokenized/LANG, train split) instead of tokenizing --corpus again")
     p.add_argument("--device", default="cpu", help="accepted for a uniform trainer CLI; GloVe's row-wise updates "
                    "run on the CPU (numpy segment sums), any other value is recorded and ignored")
     p.add_argument("--stopwords-language", help="stop-word list language code for the `stopwords=remove` "
@@ -276,11 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     if args.export_checkpoint is not None:
         return export_checkpoint(args)
-    corpus = args.corpus or Path("resources") / "corpora" / args.lang / "train.txt"
+    corpus = args.corpus or paths.corpus_file(args.lang, "train", args.resources_dir)
     if not corpus.exists():
         raise SystemExit(f"--corpus {corpus}: file does not exist (run `strae prepare-corpus` or pass --corpus)")
     if args.tokenization == "subword":
-        args.tokenizer = args.tokenizer or Path("resources") / "tokenizers" / f"{args.lang}.model"
+        args.tokenizer = args.tokenizer or paths.tokenizer_model(args.lang, args.resources_dir)
         if not args.tokenizer.exists():
             raise SystemExit(f"--tokenizer {args.tokenizer}: file does not exist (run `strae tokenizer`)")
     out.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 import torch
 from tqdm import tqdm
 
+from strae import paths
 from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
 from strae.runtime import (
     bf16_autocast_supported, capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything,
@@ -266,8 +267,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="strae train-roberta", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lang", required=True)
-    parser.add_argument("--data-dir", default=None, help="tokenised corpus (default resources/tokenized/LANG)")
-    parser.add_argument("--tokenizer", default=None, help="SentencePiece model (default resources/tokenizers/LANG.model)")
+    parser.add_argument("--resources-dir", default=paths.DEFAULT_RESOURCES,
+                        help="the config's data.resources_dir: where --data-dir and --tokenizer default to")
+    parser.add_argument("--data-dir", default=None, help="tokenised corpus (default <resources>/tokenized/LANG)")
+    parser.add_argument("--tokenizer", default=None, help="SentencePiece model (default <resources>/tokenizers/LANG.model)")
     parser.add_argument("--setting", default="medium_mlm", help="run label (run-directory level under roberta/)")
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--warmup-fraction", type=float, default=0.1)
@@ -300,11 +303,11 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     autocast, precision = autocast_context(device, args.precision)
-    tokenizer_path = Path(args.tokenizer or f"resources/tokenizers/{args.lang}.model")
+    tokenizer_path = Path(args.tokenizer or paths.tokenizer_model(args.lang, args.resources_dir))
     if not tokenizer_path.is_file():
         raise SystemExit(f"--tokenizer {tokenizer_path}: not found (run `strae tokenizer` for {args.lang} first)")
     tokenizer = load_tokenizer(tokenizer_path)
-    data_dir = None if args.corpus else (args.data_dir or f"resources/tokenized/{args.lang}")
+    data_dir = None if args.corpus else (args.data_dir or paths.tokenized_dir(args.lang, args.resources_dir))
     corpus = load_corpus(data_dir, args.corpus, tokenizer, max_sentences=args.max_sentences)
 
     dims = dict(SHAPES[args.shape])

@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("strae.evaluate.harness", "zero-shot evaluation of an encoder; writes versioned JSON"),
     "aggregate": ("strae.evaluate.aggregate", "flatten evaluation JSONs into a tidy scores.csv"),
     "report": ("strae.report.tables", "build a paper table (csv + md) from scores.csv"),
+    "measure": ("strae.report.measure", "measure what tables/figures read: parameter counts, node counts, geometry"),
     "figure": ("strae.report.figures", "build a paper figure (png + pdf)"),
     "record": ("strae.report.record", "freeze results/ into a committed reproduction record; README results block"),
     "export": ("strae.export", "export a trained run as a sentence-transformers folder"),

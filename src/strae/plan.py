@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from strae import recipes
+from strae import paths, recipes
 
 # ModelConfig.setting_name() layout (docs/CONTRACTS.md); parsed back to get the training flags of a run directory.
 SETTING_PATTERN = re.compile(
@@ -35,6 +35,11 @@ def parse_setting(name: str) -> dict[str, Any]:
     return parts
 
 
+# the papers whose tables are built from results/scores.csv of the config's experiments and baselines (the
+# multi-view paper's tables read its own runs: workflow/rules/multiview.smk)
+SCORE_TABLE_PAPERS = ("selfstrae", "banyan")
+
+
 @dataclasses.dataclass(frozen=True, order=True)
 class Run:
     """One training job: (language, model, setting, seed); `experiment` says which experiment asked first."""
@@ -47,11 +52,10 @@ class Run:
 
     @property
     def run_dir(self) -> str:
-        return f"results/runs/{self.language}/{self.model}/{self.setting}/seed{self.seed}"
+        return str(paths.run_dir(self.language, self.model, self.setting, self.seed))
 
     def eval_json(self, variant: str, option: str | None = None) -> str:
-        setting_dir = self.setting if not option else f"{self.setting}@{option}"
-        return f"results/eval/{self.language}/{self.model}/{setting_dir}/seed{self.seed}.{variant}.json"
+        return str(paths.eval_json(self.language, self.model, self.setting, self.seed, variant, option))
 
 
 def experiment_settings(experiment: dict[str, Any]) -> list[dict[str, Any]]:
@@ -176,13 +180,12 @@ def train_flags(config: dict[str, Any], model: str, setting: str, language: str 
 
 
 def _registry_names(config: dict[str, Any]) -> set[str] | None:
-    path = Path(config["data"]["registry"])
-    if not path.exists():
+    """The registry's NAMEs (strae.data.registry.load_registry: validated, parsed once per process)."""
+    from strae.data.registry import load_registry, resolve_project_file
+
+    if not resolve_project_file(config["data"]["registry"]).exists():
         return None  # the data layer reports a missing registry itself
-    with open(path, encoding="utf-8") as handle:
-        loaded = yaml.safe_load(handle) or {}
-    entries = loaded.get("entries", loaded) if isinstance(loaded, dict) else {}
-    return set(entries)
+    return set(load_registry(config["data"]["registry"]))
 
 
 def _catalogue(config: dict[str, Any]) -> Any:
@@ -196,6 +199,13 @@ def _catalogue(config: dict[str, Any]) -> Any:
         return load_tasks(path)
     except SystemExit:
         return None  # reported by `strae evaluate` with the file and entry
+
+
+def _tables(config: dict[str, Any]) -> dict[str, Any]:
+    """report.tables (config/tables.yaml), schema-validated."""
+    from strae.report.tables import load_tables
+
+    return load_tables((config.get("report") or {}).get("tables", "config/tables.yaml"))
 
 
 def _eval_errors(config: dict[str, Any], lang: str, block: dict[str, Any], registry: set[str] | None) -> list[str]:
@@ -230,8 +240,7 @@ def _eval_errors(config: dict[str, Any], lang: str, block: dict[str, Any], regis
                 errors.append(f"languages.{lang}.eval.{variant}: task {name!r} of {catalogue.source} is declared "
                               f"for language {declared[0].language!r}")
     tables_path = Path((config.get("report") or {}).get("tables", "config/tables.yaml"))
-    declared_tables = (yaml.safe_load(tables_path.read_text(encoding="utf-8")) or {}).get("tables", {}) \
-        if tables_path.exists() else None
+    declared_tables = _tables(config)["tables"] if tables_path.exists() else None
     for table, name in (block.get("tables") or {}).items():
         if declared_tables is not None and table not in declared_tables:
             errors.append(f"languages.{lang}.tables.{table}: no such table in {tables_path}")
@@ -308,6 +317,50 @@ def check_config(config: dict[str, Any]) -> list[str]:
         for lang in {r.language for r in model_runs(config)}:
             if lang in languages and not (languages[lang].get("eval") or {}).get(variant):
                 errors.append(f"languages.{lang}.eval.{variant}: no tasks listed, but scale.eval_variants has it")
+    tables_path = (config.get("report") or {}).get("tables")
+    if tables_path and Path(tables_path).exists():
+        errors += table_run_errors(config, _tables(config), SCORE_TABLE_PAPERS, tables_path)
+    return errors
+
+
+def declared_runs(config: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """(language, model, eval setting) of every run the config declares, enabled or not: experiments' runs and
+    baselines' runs, the latter also as ``SETTING@OPTION`` for each of their evaluation options."""
+    declared = {(run.language, run.model, run.setting) for run in model_runs(config, include_disabled=True)}
+    for name, spec in (config.get("baselines") or {}).items():
+        options = [option for option in (spec.get("eval_options") or {}) if option != "plain"]
+        for language in spec.get("languages", []):
+            declared.add((language, name, spec["setting"]))
+            declared.update((language, name, f"{spec['setting']}@{option}") for option in options)
+    return declared
+
+
+def table_run_errors(config: dict[str, Any], tables: dict[str, Any], papers: Iterable[str],
+                     source: str = "config/tables.yaml") -> list[str]:
+    """Cells of the `papers`' tables whose run no experiment or baseline of the config declares (enabled or not):
+    such a cell could only ever read "not run", so it is a typo in the table or a run missing from the config.
+    A run that is declared but disabled (config/quick.yaml turns most experiments off) is a choice, not an error."""
+    declared = declared_runs(config)
+    errors = []
+    for key, table in (tables.get("tables") or {}).items():
+        if key.rpartition("_table")[0] not in papers:
+            continue
+        for index, row in enumerate(table["rows"]):
+            if row.get("external"):
+                continue
+            for column in table["columns"].values():
+                if column.get("unavailable") or column.get("param_count"):
+                    continue
+                picked = {k: next((s[k] for s in (column, row, table) if s.get(k) is not None), None)
+                          for k in ("language", "model", "setting")}
+                if row.get("language") and column.get("language") and row["language"] != column["language"]:
+                    continue  # the cell belongs to another language's half (shown as n/a)
+                if (picked["language"], picked["model"], picked["setting"]) not in declared:
+                    errors.append(f"{source}: tables.{key}.rows.{index} ({row['label']}): run {picked['model']}/"
+                                  f"{picked['setting']} for language {picked['language']!r} is not declared by any "
+                                  "experiment or baseline of the config, so the row could only read \"not run\"; "
+                                  "fix the row's setting or add the run to `experiments:`/`baselines:`")
+                    break
     return errors
 
 

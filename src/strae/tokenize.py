@@ -32,6 +32,7 @@ from typing import Any, Iterable
 
 import sentencepiece as spm
 
+from strae import paths
 from strae.data.fetch import ChecksumError, FetchError
 from strae.data.pretokenize import check_kind, get_pretokenizer
 from strae.data.registry import DEFAULT_CONFIG, language_block, load_config, load_registry
@@ -184,8 +185,8 @@ def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: st
                     corpus: str | Path | None = None, mirror: str | Path | None = None) -> dict[str, Any]:
     config = load_config(config_path)
     block = language_block(config, lang, config_path)
-    resources = Path((config.get("data") or {}).get("resources_dir", "resources"))
-    out = Path(out) if out is not None else resources / "tokenizers" / f"{lang}.model"
+    resources = paths.resources_dir(config)
+    out = Path(out) if out is not None else paths.tokenizer_model(lang, resources)
     spec = block.get("tokenizer") or {}
     kind = spec.get("kind")
     where = f"{config_path}: languages.{lang}.tokenizer"
@@ -207,7 +208,7 @@ def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: st
                 spm.SentencePieceProcessor(model_file=str(tmp))  # a file that does not load never gets the final name
             record.update(kind="bpemb", source_file=str(source))
     if kind == "sentencepiece" or fallback_reason is not None:
-        corpus = Path(corpus) if corpus is not None else resources / "corpora" / lang / "train.txt"
+        corpus = Path(corpus) if corpus is not None else paths.corpus_file(lang, "train", resources)
         record = train_sentencepiece(corpus, out, requested_vocab=int(spec.get("vocab_size", 25000)),
                                      pretokenize=language_pretokenize(block, lang, config_path))
         if fallback_reason is not None:
@@ -264,7 +265,7 @@ def _bpemb_model_file(spec: dict[str, Any], where: str, config: dict[str, Any], 
     relative = BPEMB_FILE.format(**names)
     url = BPEMB_URL.format(**names)
     mirror = Path(mirror) if mirror is not None else default_mirror()
-    path = fetch_url(url, resources / "data" / relative, sha256=spec.get("sha256"),
+    path = fetch_url(url, paths.data_file(relative, resources), sha256=spec.get("sha256"),
                      mirror_file=mirror / relative if mirror else None, what=f"BPEmb model {relative}")
     return path, {"bpemb_language": spec["language"], "url": url,
                   "checksum": "sha256 from the config" if spec.get("sha256") else "trust on first use"}

@@ -35,7 +35,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from strae import recipes
+from strae import paths, recipes
 from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.runtime import (capture_rng_states, configure_determinism, describe_device, resolve_device,
@@ -58,7 +58,7 @@ class TrainingFailed(Exception):
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="strae train",
-        description="Train Self-StrAE / Banyan on resources/tokenized/LANG (resumable: rerun the same command).",
+        description="Train Self-StrAE / Banyan on <resources>/tokenized/LANG (resumable: rerun the same command).",
     )
     p.add_argument("--model", required=True, choices=MODELS)
     p.add_argument("--structure", choices=STRUCTURES, help="default: the model's paper preset")
@@ -79,8 +79,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lang", required=True, help="language key of config/config.yaml (only used for paths/labels)")
     p.add_argument("--seed", type=int, required=True, help="model seed (init, dropout, batch order)")
     p.add_argument("--out", required=True, type=Path, help="run directory")
-    p.add_argument("--data-dir", type=Path, help="tokenized corpus directory (default resources/tokenized/LANG)")
-    p.add_argument("--tokenizer", type=Path, help="tokenizer model (default resources/tokenizers/LANG.model)")
+    p.add_argument("--resources-dir", type=Path, default=Path(paths.DEFAULT_RESOURCES),
+                   help="the config's data.resources_dir: where --data-dir and --tokenizer default to")
+    p.add_argument("--data-dir", type=Path, help="tokenized corpus directory (default <resources>/tokenized/LANG)")
+    p.add_argument("--tokenizer", type=Path, help="tokenizer model (default <resources>/tokenizers/LANG.model)")
     p.add_argument("--setting", help="setting label (default: ModelConfig.setting_name())")
     p.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda[:N]")
     p.add_argument("--nondeterministic", action="store_true",
@@ -200,8 +202,8 @@ def resolve_recipe(args: argparse.Namespace, objective: str) -> recipes.Resolved
 def resolve(args: argparse.Namespace):
     """CLI -> (ModelConfig, ResolvedRecipe, TrainSettings, corpora, tokenizer sha)."""
     ModelConfig, _ = _import_model_classes()
-    data_dir = args.data_dir or Path("resources/tokenized") / args.lang
-    tokenizer_path = args.tokenizer or Path("resources/tokenizers") / f"{args.lang}.model"
+    data_dir = args.data_dir or paths.tokenized_dir(args.lang, args.resources_dir)
+    tokenizer_path = args.tokenizer or paths.tokenizer_model(args.lang, args.resources_dir)
     train, dev = _load_corpora(data_dir)
     tokenizer_sha = _check_tokenizer(tokenizer_path, data_dir, train.vocab_size)
     architecture = {

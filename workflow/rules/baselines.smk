@@ -12,19 +12,21 @@ BASELINE_TRAIN_OPTIONS = {
 
 rule train_glove:
     input:
-        corpus=f"{RES}/corpora/{{lang}}/train.txt",
+        corpus=CORPUS_PATTERNS["train"],
     output:
-        record="results/runs/{lang}/glove/{setting}/seed{seed}/train.json",
+        record=TRAIN_RECORD_PATTERN,
+    wildcard_constraints:
+        model="glove",
     params:
-        run_dir="results/runs/{lang}/glove/{setting}/seed{seed}",
+        run_dir=get_run_dir,
         epochs=config["baselines"].get("glove", {}).get("epochs", 15),
         device=DEVICE,
-        stopwords=stopwords_flag,
+        stopwords=get_stopwords_flag,
         options=BASELINE_TRAIN_OPTIONS.get("glove", ""),
     log:
-        "logs/train/{lang}/glove/{setting}/seed{seed}.log",
+        "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
     benchmark:
-        "benchmarks/out/train/{lang}/glove/{setting}/seed{seed}.tsv"
+        "benchmarks/out/train/{lang}/{model}/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
     conda:
         "../envs/strae.yaml"
@@ -39,21 +41,22 @@ rule train_glove:
 
 rule train_roberta:
     input:
-        train_ids=f"{RES}/tokenized/{{lang}}/train.ids.npy",
-        train_offsets=f"{RES}/tokenized/{{lang}}/train.offsets.npy",
-        tokenizer=f"{RES}/tokenizers/{{lang}}.model",
+        unpack(get_tokenized_train),
+        tokenizer=get_tokenizer,
     output:
-        record="results/runs/{lang}/roberta/{setting}/seed{seed}/train.json",
+        record=TRAIN_RECORD_PATTERN,
+    wildcard_constraints:
+        model="roberta",
     params:
-        run_dir="results/runs/{lang}/roberta/{setting}/seed{seed}",
-        data_dir=tokenized_dir,
+        run_dir=get_run_dir,
+        data_dir=get_tokenized_dir,
         steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
         device=DEVICE,
         options=BASELINE_TRAIN_OPTIONS.get("roberta", ""),
     log:
-        "logs/train/{lang}/roberta/{setting}/seed{seed}.log",
+        "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
     benchmark:
-        "benchmarks/out/train/{lang}/roberta/{setting}/seed{seed}.tsv"
+        "benchmarks/out/train/{lang}/{model}/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
     conda:
         "../envs/strae.yaml"
@@ -70,19 +73,21 @@ rule train_roberta:
 
 rule train_simcse:
     input:
-        init=baseline_init_run,
+        init=get_baseline_init_run,
     output:
-        record="results/runs/{lang}/roberta_simcse/{setting}/seed{seed}/train.json",
+        record=TRAIN_RECORD_PATTERN,
+    wildcard_constraints:
+        model="roberta_simcse",
     params:
-        run_dir="results/runs/{lang}/roberta_simcse/{setting}/seed{seed}",
-        init_dir=baseline_init_dir,
-        steps=simcse_steps_flag,
+        run_dir=get_run_dir,
+        init_dir=get_baseline_init_dir,
+        steps=get_simcse_steps_flag,
         device=DEVICE,
         options=BASELINE_TRAIN_OPTIONS.get("roberta_simcse", ""),
     log:
-        "logs/train/{lang}/roberta_simcse/{setting}/seed{seed}.log",
+        "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
     benchmark:
-        "benchmarks/out/train/{lang}/roberta_simcse/{setting}/seed{seed}.tsv"
+        "benchmarks/out/train/{lang}/{model}/{setting}/seed{seed}.tsv"
     threads: SCALE.get("train_threads", 2)
     conda:
         "../envs/strae.yaml"

@@ -1,9 +1,13 @@
-# Shared definitions: config checks beyond the schema, the run plan, wildcard constraints, input functions.
-# The plan itself lives in strae.plan (importable, unit-tested); this file only adapts it to Snakemake.
+# Shared definitions: config checks beyond the schema, the run plan, wildcard constraints, file patterns and
+# input functions. The plan lives in strae.plan and every path in strae.paths (importable, unit-tested); this file
+# only adapts them to Snakemake: a `*_PATTERN` is a strae.paths function applied to wildcards, a `get_*` function
+# the same path for one job.
 import yaml
 
-from strae import plan
+from strae import paths, plan
 from strae.io import atomic_open
+from strae.report import measure
+from strae.report.tables import load_tables
 
 _config_errors = plan.check_config(config)
 if _config_errors:
@@ -15,24 +19,27 @@ SCALE = config["scale"]
 DEVICE = SCALE.get("device", "auto")
 GPUS_PER_JOB = 0 if DEVICE == "cpu" else 1
 TABLES_FILE = config["report"]["tables"]
-with open(TABLES_FILE, encoding="utf-8") as _handle:
-    TABLES = yaml.safe_load(_handle)
+TABLES = load_tables(TABLES_FILE)  # validated against workflow/schemas/tables.schema.yaml
 PAPER_TABLES_DIR = config["report"]["paper_tables_dir"]
 
 MODEL_RUNS = plan.model_runs(config)
 EVAL_TARGETS = plan.eval_targets(config)
-SELFSTRAE_TABLES = plan.table_numbers(TABLES, "selfstrae")
-BANYAN_TABLES = plan.table_numbers(TABLES, "banyan")
-TABLE_TARGETS = [f"results/table{n}.{ext}" for n in SELFSTRAE_TABLES for ext in ("csv", "md")] + [
-    f"results/banyan/table{n}.{ext}" for n in BANYAN_TABLES for ext in ("csv", "md")
-]
+# the papers whose tables the `table` rule builds from results/scores.csv (multiview.smk has its own)
+TABLE_PAPERS = plan.SCORE_TABLE_PAPERS
+# (report subcategory, label) of each paper's tables in `snakemake --report`
+PAPER_REPORT_NAMES = {"selfstrae": ("Self-StrAE (SemEval 2024)", "Self-StrAE"), "banyan": ("Banyan", "Banyan")}
+TABLE_TARGETS = [str(paths.table_file(f"{paper}_table{n}", ext)) for paper in TABLE_PAPERS
+                 for n in plan.table_numbers(TABLES, paper) for ext in ("csv", "md")]
 FIGURES = TABLES.get("figures", {})
+FIGURE_TARGETS = [str(paths.figure_file(name, ext)) for name in FIGURES for ext in ("png", "pdf")]
+# what `strae measure` measures: parameter counts (tables) and the model-based figures' measurements
+MEASUREMENTS = measure.measurement_names(TABLES)
 
 # The merged config (config.yaml + every --configfile overlay) as one file the CLIs read with --config, so an
 # overlay such as quick.yaml or a test's extra language reaches them. Rewritten only when its content changes.
 # Written when the workflow starts executing jobs (onstart), never while parsing: `snakemake -n`, --lint,
 # --report and a run with nothing to do write no files. onstart runs before the first job is scheduled.
-EFFECTIVE_CONFIG = "results/config.effective.yaml"
+EFFECTIVE_CONFIG = str(paths.effective_config())
 _effective_text = yaml.safe_dump(dict(config), sort_keys=False)
 
 
@@ -54,125 +61,191 @@ wildcard_constraints:
     lang="|".join(sorted(config["languages"])),
     model="|".join(sorted(TRAINABLE_MODELS + BASELINE_MODELS)),
     setting=r"[A-Za-z0-9_]+",
-    option=r"[a-z0-9_]+",
+    # empty, or "@OPTION" for a baseline's evaluation option (baselines.<model>.eval_options.<OPTION>)
+    option=r"(@[a-z0-9_]+)?",
     seed=r"\d+",
     variant="|".join(sorted(["paper", "official"])),
     n=r"\d+",
+    table_dir="|".join(paths.table_dir(paper) for paper in TABLE_PAPERS),
     figure="|".join(sorted(FIGURES)) or "none",
+    measurement="|".join(sorted(MEASUREMENTS)),
 
 
-def run_dir(wildcards):
-    return f"results/runs/{wildcards.lang}/{wildcards.model}/{wildcards.setting}/seed{wildcards.seed}"
+# ------------------------------------------------------------------ file patterns (strae.paths on wildcards)
+CORPUS_PATTERNS = {split: str(paths.corpus_file("{lang}", split, RES)) for split in paths.SPLITS}
+CORPUS_META_PATTERN = str(paths.corpus_meta("{lang}", RES))
+TOKENIZER_PATTERN = str(paths.tokenizer_model("{lang}", RES))
+# output names of `strae tokenize-corpus`'s files: train_ids, train_offsets, train_meta, dev_ids, ...
+_TOKENIZED_NAMES = {"ids.npy": "ids", "offsets.npy": "offsets", "json": "meta"}
+TOKENIZED_PATTERNS = {f"{split}_{name}": str(paths.tokenized_file("{lang}", split, suffix, RES))
+                      for split in paths.SPLITS for suffix, name in _TOKENIZED_NAMES.items()}
+EVAL_SETS_PATTERN = str(paths.eval_sets_manifest("{lang}", RES))
+TRAIN_RECORD_PATTERN = str(paths.train_record("{lang}", "{model}", "{setting}", "{seed}"))
+EVAL_PATTERN = str(paths.eval_json("{lang}", "{model}", "{setting}{option}", "{seed}", "{variant}"))
+SCORES = str(paths.scores_csv())
+TABLE_PATTERNS = {ext: str(paths.table_path("{table_dir}", "{n}", ext)) for ext in ("csv", "md")}
+MEASUREMENT_PATTERN = str(paths.measurement_json("{measurement}"))
+PARAM_COUNTS = str(paths.measurement_json(measure.PARAM_COUNTS))
+FIGURE_PATTERNS = {ext: str(paths.figure_file("{figure}", ext)) for ext in ("png", "pdf")}
 
 
-def train_flags(wildcards):
+# -------------------------------------------------------------------------------- input and param functions
+def get_corpus(wildcards):
+    """The prepared corpus' splits, {train: ..., dev: ...}."""
+    return {split: str(paths.corpus_file(wildcards.lang, split, RES)) for split in paths.SPLITS}
+
+
+def get_corpus_dir(wildcards):
+    return str(paths.corpus_dir(wildcards.lang, RES))
+
+
+def get_tokenizer(wildcards):
+    return str(paths.tokenizer_model(wildcards.lang, RES))
+
+
+def get_tokenized(wildcards, splits=paths.SPLITS):
+    """What a trainer reads of the tokenised corpus: ids and offsets of each split ({train_ids: ..., ...})."""
+    return {f"{split}_{_TOKENIZED_NAMES[suffix]}": str(paths.tokenized_file(wildcards.lang, split, suffix, RES))
+            for split in splits for suffix in ("ids.npy", "offsets.npy")}
+
+
+def get_tokenized_train(wildcards):
+    return get_tokenized(wildcards, splits=("train",))
+
+
+def get_tokenized_dir(wildcards):
+    return str(paths.tokenized_dir(wildcards.lang, RES))
+
+
+def get_run_dir(wildcards):
+    return str(paths.run_dir(wildcards.lang, wildcards.model, wildcards.setting, wildcards.seed))
+
+
+def get_train_flags(wildcards):
     return plan.train_flags(config, wildcards.model, wildcards.setting, wildcards.lang)
 
 
-def eval_tasks(wildcards):
+def get_eval_tasks(wildcards):
     return ",".join(config["languages"][wildcards.lang]["eval"][wildcards.variant])
 
 
-def encoder_options(wildcards):
-    options = config["baselines"][wildcards.model]["eval_options"][wildcards.option]
-    return " ".join(f"--encoder-option {option}" for option in options)
+def get_encoder_options(wildcards):
+    """`--encoder-option` flags of an evaluation option (`SETTING@OPTION`: baselines.<model>.eval_options.<OPTION>);
+    empty for a plain evaluation."""
+    if not wildcards.option:
+        return ""
+    option = wildcards.option.removeprefix("@")
+    declared = ((config.get("baselines") or {}).get(wildcards.model) or {}).get("eval_options") or {}
+    if option not in declared:
+        raise ValueError(f"{wildcards.model}/{wildcards.setting}{wildcards.option}: no evaluation option {option!r} "
+                         f"under baselines.{wildcards.model}.eval_options")
+    return " ".join(f"--encoder-option {value}" for value in declared[option])
 
 
 LANGUAGES_WITH_EVAL_SETS = sorted(lang for lang, block in config["languages"].items() if block.get("eval_sets"))
 
 
-def eval_sets_settings(wildcards):
+def get_eval_sets_settings(wildcards):
     """The language block's inline eval sets (file, format, level, ...) as a param: editing one re-runs evaluation."""
     import json
 
     return json.dumps(config["languages"][wildcards.lang].get("eval_sets") or {}, sort_keys=True)
 
 
-def tokenizer_inputs(wildcards):
+def get_tokenizer_inputs(wildcards):
     """A trained tokenizer needs the prepared corpus; a BPEmb one only its (fetched) model file, unless it is named
     by language code and may fall back to training on the corpus (offline)."""
     spec = config["languages"][wildcards.lang]["tokenizer"]
     if spec["kind"] == "sentencepiece" or (spec.get("language") and spec.get("fallback", "sentencepiece") != "none"):
-        return {"corpus": f"{RES}/corpora/{wildcards.lang}/train.txt"}
+        return {"corpus": str(paths.corpus_file(wildcards.lang, "train", RES))}
     return {}
 
 
-def tokenizer_corpus_flag(wildcards):
-    inputs = tokenizer_inputs(wildcards)
+def get_tokenizer_corpus_flag(wildcards):
+    inputs = get_tokenizer_inputs(wildcards)
     return f"--corpus {inputs['corpus']}" if inputs else ""
 
 
-def _paper_table(key):
+def _table_paper(wildcards):
+    return next(paper for paper in TABLE_PAPERS if paths.table_dir(paper) == wildcards.table_dir)
+
+
+def get_table_key(wildcards):
+    """The config/tables.yaml key of a table target: results/[<paper>/]table<N> -> <paper>_table<N>."""
+    return f"{_table_paper(wildcards)}_table{wildcards.n}"
+
+
+def get_paper_table(wildcards):
     """The paper's published numbers for a table, when transcribed (a missing file means paper cells read n/a)."""
-    name = TABLES["tables"][key].get("paper_file")
+    name = TABLES["tables"][get_table_key(wildcards)].get("paper_file")
     path = os.path.join(PAPER_TABLES_DIR, name) if name else None
     return [path] if path and os.path.exists(path) else []
 
 
-def _table_languages(key):
+def get_table_languages(wildcards):
     """languages.<lang>.tables entries for one table, as a param: adding a language to a table re-runs it."""
+    key = get_table_key(wildcards)
     return " ".join(sorted(f"{lang}={block['tables'][key]}" for lang, block in config["languages"].items()
                            if (block.get("tables") or {}).get(key))) or "none"
 
 
-def selfstrae_table_languages(wildcards):
-    return _table_languages(f"selfstrae_table{wildcards.n}")
+def get_table_report_subcategory(wildcards):
+    return PAPER_REPORT_NAMES[_table_paper(wildcards)][0]
 
 
-def banyan_table_languages(wildcards):
-    return _table_languages(f"banyan_table{wildcards.n}")
+def table_report_labels(ext):
+    """The `labels` function of a table's `ext` file in `snakemake --report`."""
+
+    def get_labels(wildcards):
+        paper = PAPER_REPORT_NAMES[_table_paper(wildcards)][1]
+        return {"paper": paper, "table": wildcards.n, "file": ext}
+
+    return get_labels
 
 
-def selfstrae_paper_table(wildcards):
-    return _paper_table(f"selfstrae_table{wildcards.n}")
-
-
-def banyan_paper_table(wildcards):
-    return _paper_table(f"banyan_table{wildcards.n}")
-
-
-def figure_runs(wildcards):
-    """Training records of the runs a model-based figure reads (geometry, node counts)."""
-    spec = FIGURES[wildcards.figure]
-    selector = spec.get("runs")
+def get_measure_runs(wildcards):
+    """Training records of the runs a measurement reads (a model-based figure's: geometry, node counts)."""
+    spec = FIGURES.get(wildcards.measurement) or {}
+    selector = dict(spec.get("runs") or {})
     if not selector:
         return []
+    if spec.get("corpus_language"):
+        # the runs of the corpus' language only: a model is measured on text its own tokenizer encoded
+        selector.setdefault("language", spec["corpus_language"])
     runs = plan.runs_matching(MODEL_RUNS, **selector)
     if spec.get("settings"):
         runs = [run for run in runs if run.setting in spec["settings"].values()]
-    return [f"{run.run_dir}/train.json" for run in runs]
+    return [str(paths.train_record(run.language, run.model, run.setting, run.seed)) for run in runs]
 
 
-def figure_tokenized(wildcards):
-    spec = FIGURES[wildcards.figure]
-    lang = spec.get("corpus_language")
-    return [f"{RES}/tokenized/{lang}/{split}.ids.npy" for split in ("train", "dev")] if lang else []
+def get_measure_tokenized(wildcards):
+    """The tokenised corpus (both splits' ids) a figure measurement samples sentences from."""
+    lang = (FIGURES.get(wildcards.measurement) or {}).get("corpus_language")
+    return [str(paths.tokenized_file(lang, split, "ids.npy", RES)) for split in paths.SPLITS] if lang else []
 
 
-def figure_scores(wildcards):
-    return ["results/scores.csv"] if FIGURES[wildcards.figure].get("from_scores") else []
+def get_measure_corpus_flag(wildcards):
+    lang = (FIGURES.get(wildcards.measurement) or {}).get("corpus_language")
+    return f"--corpus-dir {paths.tokenized_dir(lang, RES)}" if lang else ""
 
 
-FIGURE_TARGETS = [f"results/figures/{name}.{ext}" for name in FIGURES for ext in ("png", "pdf")]
+def get_figure_scores(wildcards):
+    return [SCORES] if FIGURES[wildcards.figure].get("from_scores") else []
 
 
-def baseline_init_run(wildcards):
+def get_figure_measurement(wildcards):
+    return [str(paths.measurement_json(wildcards.figure))] if wildcards.figure in MEASUREMENTS else []
+
+
+def get_baseline_init_run(wildcards):
     """SimCSE continues the RoBERTa run of the same language and seed (baselines.roberta_simcse.init)."""
     init = config["baselines"]["roberta_simcse"].get("init", "roberta")
     spec = config["baselines"][init]
-    return f"results/runs/{wildcards.lang}/{init}/{spec['setting']}/seed{wildcards.seed}/train.json"
+    return str(paths.train_record(wildcards.lang, init, spec["setting"], wildcards.seed))
 
 
-def baseline_init_dir(wildcards):
-    return os.path.dirname(baseline_init_run(wildcards))
-
-
-def tokenized_dir(wildcards):
-    return f"{RES}/tokenized/{wildcards.lang}"
-
-
-def corpus_dir(wildcards):
-    return f"{RES}/corpora/{wildcards.lang}"
+def get_baseline_init_dir(wildcards):
+    return os.path.dirname(get_baseline_init_run(wildcards))
 
 
 def _language_settings(wildcards, keys):
@@ -187,22 +260,22 @@ def _language_settings(wildcards, keys):
     return json.dumps({"data": data, "language": language}, sort_keys=True)
 
 
-def corpus_settings(wildcards):
+def get_corpus_settings(wildcards):
     return _language_settings(wildcards, ("corpus", "dev_corpus", "paper_source", "segmenter", "tokenizer",
                                           "pretokenize"))
 
 
-def preparation_settings(wildcards):
-    """corpus_settings without pretokenize: the prepared text is raw, shared by every pretokenisation."""
+def get_preparation_settings(wildcards):
+    """get_corpus_settings without pretokenize: the prepared text is raw, shared by every pretokenisation."""
     return _language_settings(wildcards, ("corpus", "dev_corpus", "paper_source", "segmenter", "tokenizer"))
 
 
-def stopwords_flag(wildcards):
+def get_stopwords_flag(wildcards):
     """GloVe's stop-word list language (stopwordsiso code) from the language block, when it names one."""
     code = config["languages"][wildcards.lang].get("stopwords_language")
     return f"--stopwords-language {code}" if code else ""
 
 
-def simcse_steps_flag(wildcards):
+def get_simcse_steps_flag(wildcards):
     steps = config["baselines"]["roberta_simcse"].get("max_steps")
     return f"--steps {steps}" if steps else ""

@@ -4,13 +4,12 @@
 
 rule prepare_corpus:
     output:
-        train=f"{RES}/corpora/{{lang}}/train.txt",
-        dev=f"{RES}/corpora/{{lang}}/dev.txt",
-        meta=f"{RES}/corpora/{{lang}}/meta.json",
+        **CORPUS_PATTERNS,
+        meta=CORPUS_META_PATTERN,
     params:
-        settings=preparation_settings,
+        settings=get_preparation_settings,
         config=EFFECTIVE_CONFIG,
-        out_dir=f"{RES}/corpora/{{lang}}",
+        out_dir=get_corpus_dir,
     log:
         "logs/prepare_corpus/{lang}.log",
     threads: 1
@@ -26,19 +25,19 @@ rule prepare_corpus:
 rule fetch_all:
     # For air-gapped clusters: run on a machine with internet, then copy resources/ over.
     input:
-        expand(f"{RES}/corpora/{{lang}}/train.txt", lang=sorted(config["languages"])),
-        expand(f"{RES}/tokenizers/{{lang}}.model", lang=sorted(config["languages"])),
-        expand(f"{RES}/data/eval_sets/{{lang}}.json", lang=LANGUAGES_WITH_EVAL_SETS),
+        expand(CORPUS_PATTERNS["train"], lang=sorted(config["languages"])),
+        expand(TOKENIZER_PATTERN, lang=sorted(config["languages"])),
+        expand(EVAL_SETS_PATTERN, lang=LANGUAGES_WITH_EVAL_SETS),
 
 
 rule fetch_eval_sets:
     # A language block's inline eval sets (languages.<lang>.eval_sets), placed and checksummed; the manifest lists
     # each file and its sha256. Evaluation fetches them itself too; this rule only lets fetch_all bring them along.
     output:
-        manifest=f"{RES}/data/eval_sets/{{lang}}.json",
+        manifest=EVAL_SETS_PATTERN,
     params:
         config=EFFECTIVE_CONFIG,
-        eval_sets=eval_sets_settings,
+        eval_sets=get_eval_sets_settings,
     log:
         "logs/fetch_eval_sets/{lang}.log",
     threads: 1

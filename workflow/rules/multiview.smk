@@ -4,14 +4,14 @@
 
 rule multiview_parse:
     output:
-        meta=f"{RES}/parses/{{lang}}/{MV_PARSE_NAME}/meta.json",
+        meta=MV_PARSES_PATTERN,
     params:
         fetch=mv_fetch_names,
         corpus=mv_corpus_file,
         label=mv_corpus_label,
         flags=mv_parser_flags,
-        out_dir=lambda wildcards, output: os.path.dirname(output.meta),
-        resources_dir=lambda wildcards, output: os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(output.meta)))),
+        out_dir=mv_parses_dir,
+        resources_dir=mv_resources_dir,
     log:
         f"logs/multiview/parse_{{lang}}_{MV_PARSE_NAME}.log",
     threads: 1
@@ -28,14 +28,14 @@ rule multiview_parse:
 
 rule multiview_train:
     input:
-        parses=f"{RES}/parses/{{lang}}/{MV_PARSE_NAME}/meta.json",
+        parses=MV_PARSES_PATTERN,
     output:
-        record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
+        record=TRAIN_RECORD_PATTERN,
     wildcard_constraints:
         model="multiview_(ctl|cl)",
     params:
-        run_dir=run_dir,
-        parses=lambda wildcards, input: os.path.dirname(input.parses),
+        run_dir=get_run_dir,
+        parses=mv_parses_dir,
         flags=mv_train_flags,
         device=DEVICE,
     log:
@@ -58,14 +58,14 @@ rule multiview_train:
 rule multiview_evaluate_zero_shot:
     # the generic `evaluate` rule only knows the models of `models:`/`baselines:`; same command here
     input:
-        record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
+        record=TRAIN_RECORD_PATTERN,
     output:
-        scores="results/eval/{lang}/{model}/{setting}/seed{seed}.{variant}.json",
+        scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "{variant}")),
     wildcard_constraints:
         model="multiview_(ctl|cl)",
     params:
-        run_dir=run_dir,
-        tasks=eval_tasks,
+        run_dir=get_run_dir,
+        tasks=get_eval_tasks,
         config=EFFECTIVE_CONFIG,
         device=DEVICE,
     log:
@@ -84,7 +84,7 @@ rule evaluate_senteval:
     input:
         mv_senteval_inputs,
     output:
-        scores="results/eval/{lang}/{model}/{setting}/seed{seed}.senteval.json",
+        scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "senteval")),
     wildcard_constraints:
         model=r"[A-Za-z0-9_\-]+",
     params:
@@ -109,7 +109,7 @@ rule multiview_scores:
     input:
         MV_EVAL_JSONS,
     output:
-        scores="results/multiview/scores.csv",
+        scores=MV_SCORES,
     log:
         "logs/multiview/aggregate.log",
     threads: 1
@@ -121,11 +121,11 @@ rule multiview_scores:
 
 rule multiview_table:
     input:
-        scores="results/multiview/scores.csv",
+        scores=MV_SCORES,
         tables=TABLES_FILE,
     output:
-        csv="results/multiview/table{n}.csv",
-        md="results/multiview/table{n}.md",
+        csv=str(paths.table_path("multiview/", "{n}", "csv")),
+        md=str(paths.table_path("multiview/", "{n}", "md")),
     params:
         paper_dir=PAPER_TABLES_DIR,
     log:

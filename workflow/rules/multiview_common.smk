@@ -1,5 +1,7 @@
 # Definitions for workflow/rules/multiview.smk (the multi-view paper): run list, targets, input/param functions.
 # Everything is read from the `multiview:` block of the config.
+from pathlib import Path
+
 from strae.data.registry import load_registry as _mv_load_registry
 
 MV = config.get("multiview") or {}
@@ -25,28 +27,41 @@ def _mv_runs():
 
 
 def _mv_senteval_jsons():
-    jsons = [f"results/eval/{lang}/{model}/{setting}/seed{seed}.senteval.json" for lang, model, setting, seed in _mv_runs()]
+    jsons = [str(paths.eval_json(lang, model, setting, seed, "senteval")) for lang, model, setting, seed in _mv_runs()]
     for lang in MV.get("languages", []):
         if MV_SENTEVAL.get("random_token", True):
-            jsons.append(f"results/eval/{lang}/random-token/dim256/seed0.senteval.json")
+            jsons.append(str(paths.eval_json(lang, "random-token", "dim256", 0, "senteval")))
         for extra in MV_SENTEVAL.get("extra_runs", []):
-            jsons += [f"results/eval/{lang}/{extra['model']}/{extra['setting']}/seed{seed}.senteval.json"
+            jsons += [str(paths.eval_json(lang, extra["model"], extra["setting"], seed, "senteval"))
                       for seed in SCALE["seeds"]]
     return jsons
 
 
 MV_EVAL_JSONS = (_mv_senteval_jsons() + [
-    f"results/eval/{lang}/{model}/{setting}/seed{seed}.{variant}.json"
+    str(paths.eval_json(lang, model, setting, seed, variant))
     for lang, model, setting, seed in _mv_runs() for variant in MV.get("sts_variants", ["paper"])
 ]) if MV_ENABLED else []
-MV_TABLE_TARGETS = [f"results/multiview/table{n}.{ext}" for n in (1, 2) for ext in ("csv", "md")] if MV_ENABLED else []
+MV_TABLE_TARGETS = [str(paths.table_file(f"multiview_table{n}", ext)) for n in (1, 2) for ext in ("csv", "md")] \
+    if MV_ENABLED else []
+MV_PARSES_PATTERN = str(paths.parses_dir("{lang}", MV_PARSE_NAME, RES) / "meta.json")
+MV_SCORES = str(paths.scores_csv(Path(paths.DEFAULT_RESULTS) / "multiview"))
 
 
 def mv_corpus_file(wildcards):
     spec = MV["corpora"][wildcards.lang]
     if "registry" in spec:
-        return f"{RES}/data/{_MV_REGISTRY[spec['registry']].path}"
+        return str(paths.data_file(_MV_REGISTRY[spec["registry"]].path, RES))
     return spec["path"]
+
+
+def mv_resources_dir(wildcards):
+    """data.resources_dir, where `strae fetch` places the corpus and wheel (a function: --lint flags a path param
+    that prefixes an output when it is a plain string)."""
+    return RES
+
+
+def mv_parses_dir(wildcards):
+    return str(paths.parses_dir(wildcards.lang, MV_PARSE_NAME, RES))
 
 
 def mv_corpus_label(wildcards):
@@ -59,7 +74,7 @@ def mv_parser_flags(wildcards):
     flags = [f"--pipeline {parser['pipeline']}"] + [f"--fallback-pipeline {p}" for p in parser.get("fallbacks", [])]
     if parser.get("wheel"):
         entry = _MV_REGISTRY[parser["wheel"]]
-        flags += [f"--install-wheel {RES}/data/{entry.path}", f"--wheel-sha256 {entry.sha256}"]
+        flags += [f"--install-wheel {paths.data_file(entry.path, RES)}", f"--wheel-sha256 {entry.sha256}"]
     parse = MV.get("parse") or {}
     for key in ("paragraphs_per_book", "max_sentences"):
         if parse.get(key) is not None:
@@ -85,13 +100,13 @@ def mv_train_flags(wildcards):
 def mv_senteval_model(wildcards):
     if wildcards.model == "random-token":
         return "random-token"
-    return f"results/runs/{wildcards.lang}/{wildcards.model}/{wildcards.setting}/seed{wildcards.seed}"
+    return get_run_dir(wildcards)
 
 
 def mv_senteval_inputs(wildcards):
     if wildcards.model == "random-token":
         return []
-    return [f"results/runs/{wildcards.lang}/{wildcards.model}/{wildcards.setting}/seed{wildcards.seed}/train.json"]
+    return [str(paths.train_record(wildcards.lang, wildcards.model, wildcards.setting, wildcards.seed))]
 
 
 def mv_senteval_flags(wildcards):

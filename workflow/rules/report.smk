@@ -1,71 +1,58 @@
-# The papers' tables and figures, built only from results/scores.csv (+ paper_tables/ and, for parameter counts,
-# the models themselves). Which run and task fills each paper cell is declared in config/tables.yaml.
+# The papers' tables and figures, built only from results/scores.csv, paper_tables/ and measurements
+# (results/measure/*.json: parameter counts, node counts, geometry). Which run and task fills each paper cell is
+# declared in config/tables.yaml; `strae measure` is the only report step that loads models.
 
 
-rule param_counts:
+rule measure:
+    # `param_counts`: every configured setting's model built, its non-embedding parameters counted;
+    # a model-based figure's name: the runs and corpus it declares in config/tables.yaml, measured on DEVICE
+    input:
+        tables=TABLES_FILE,
+        runs=get_measure_runs,
+        tokenized=get_measure_tokenized,
     output:
-        counts="results/param_counts.csv",
+        measurement=MEASUREMENT_PATTERN,
     params:
         config=EFFECTIVE_CONFIG,
+        corpus=get_measure_corpus_flag,
+        device=DEVICE,
     log:
-        "logs/report/param_counts.log",
+        "logs/measure/{measurement}.log",
+    benchmark:
+        "benchmarks/out/measure/{measurement}.tsv"
     threads: 1
     conda:
         "../envs/strae.yaml"
     shell:
-        "strae report param-counts --config {params.config} --out {output.counts} > {log} 2>&1"
+        "strae measure {wildcards.measurement} --tables {input.tables} --config {params.config} --runs {input.runs} "
+        "{params.corpus} --device {params.device} --out {output.measurement} > {log} 2>&1"
 
 
-rule selfstrae_table:
+rule table:
+    # results/table{n} (Self-StrAE, SemEval 2024) and results/banyan/table{n}: config/tables.yaml <paper>_table<n>
     input:
-        scores="results/scores.csv",
-        counts="results/param_counts.csv",
+        scores=SCORES,
+        counts=PARAM_COUNTS,
         tables=TABLES_FILE,
-        paper=selfstrae_paper_table,
+        paper=get_paper_table,
     output:
         # report(): `snakemake --report report.html` shows every table and figure (workflow/report/*.rst captions)
-        csv=report("results/table{n}.csv", caption="../report/table.rst", category="Tables",
-                   subcategory="Self-StrAE (SemEval 2024)", labels={"paper": "Self-StrAE", "table": "{n}", "file": "csv"}),
-        md=report("results/table{n}.md", caption="../report/table.rst", category="Tables",
-                  subcategory="Self-StrAE (SemEval 2024)", labels={"paper": "Self-StrAE", "table": "{n}", "file": "md"}),
+        csv=report(TABLE_PATTERNS["csv"], caption="../report/table.rst", category="Tables",
+                   subcategory=get_table_report_subcategory, labels=table_report_labels("csv")),
+        md=report(TABLE_PATTERNS["md"], caption="../report/table.rst", category="Tables",
+                  subcategory=get_table_report_subcategory, labels=table_report_labels("md")),
     params:
+        table=get_table_key,
         paper_dir=PAPER_TABLES_DIR,
         config=EFFECTIVE_CONFIG,
-        languages=selfstrae_table_languages,
+        languages=get_table_languages,
     log:
-        "logs/report/selfstrae_table{n}.log",
+        "logs/report/{table_dir}table{n}.log",
     threads: 1
     conda:
         "../envs/strae.yaml"
     shell:
-        "strae report table --table selfstrae_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
-        "--config {params.config} "
-        "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
-        "> {log} 2>&1"
-
-
-rule banyan_table:
-    input:
-        scores="results/scores.csv",
-        counts="results/param_counts.csv",
-        tables=TABLES_FILE,
-        paper=banyan_paper_table,
-    output:
-        csv=report("results/banyan/table{n}.csv", caption="../report/table.rst", category="Tables",
-                   subcategory="Banyan", labels={"paper": "Banyan", "table": "{n}", "file": "csv"}),
-        md=report("results/banyan/table{n}.md", caption="../report/table.rst", category="Tables",
-                  subcategory="Banyan", labels={"paper": "Banyan", "table": "{n}", "file": "md"}),
-    params:
-        paper_dir=PAPER_TABLES_DIR,
-        config=EFFECTIVE_CONFIG,
-        languages=banyan_table_languages,
-    log:
-        "logs/report/banyan_table{n}.log",
-    threads: 1
-    conda:
-        "../envs/strae.yaml"
-    shell:
-        "strae report table --table banyan_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
+        "strae report table --table {params.table} --tables {input.tables} --scores {input.scores} "
         "--config {params.config} "
         "--param-counts {input.counts} --paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} "
         "> {log} 2>&1"
@@ -79,13 +66,12 @@ rule tables:
 rule figure:
     input:
         tables=TABLES_FILE,
-        scores=figure_scores,
-        runs=figure_runs,
-        tokenized=figure_tokenized,
+        scores=get_figure_scores,
+        measurement=get_figure_measurement,
     output:
-        png=report("results/figures/{figure}.png", caption="../report/figure.rst", category="Figures",
+        png=report(FIGURE_PATTERNS["png"], caption="../report/figure.rst", category="Figures",
                    labels={"figure": "{figure}", "file": "png"}),
-        pdf="results/figures/{figure}.pdf",
+        pdf=FIGURE_PATTERNS["pdf"],
     params:
         config=EFFECTIVE_CONFIG,
     log:
@@ -95,7 +81,8 @@ rule figure:
         "../envs/strae.yaml"
     shell:
         "strae figure {wildcards.figure} --tables {input.tables} --config {params.config} "
-        "--scores {input.scores} --runs {input.runs} --corpus {input.tokenized} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+        "--scores {input.scores} --measurement {input.measurement} --out-png {output.png} --out-pdf {output.pdf} "
+        "> {log} 2>&1"
 
 
 rule figures:

@@ -3,13 +3,13 @@
 
 rule tokenizer:
     input:
-        unpack(tokenizer_inputs),
+        unpack(get_tokenizer_inputs),
     output:
-        model=f"{RES}/tokenizers/{{lang}}.model",
+        model=TOKENIZER_PATTERN,
     params:
-        settings=corpus_settings,
+        settings=get_corpus_settings,
         config=EFFECTIVE_CONFIG,
-        corpus=tokenizer_corpus_flag,
+        corpus=get_tokenizer_corpus_flag,
     log:
         "logs/tokenizer/{lang}.log",
     threads: 1
@@ -26,21 +26,15 @@ rule tokenizer:
 rule tokenize_corpus:
     # Both splits in one job: they share the tokenizer load and the length filter.
     input:
-        train=f"{RES}/corpora/{{lang}}/train.txt",
-        dev=f"{RES}/corpora/{{lang}}/dev.txt",
-        tokenizer=f"{RES}/tokenizers/{{lang}}.model",
+        unpack(get_corpus),
+        tokenizer=get_tokenizer,
     output:
-        train_ids=f"{RES}/tokenized/{{lang}}/train.ids.npy",
-        train_offsets=f"{RES}/tokenized/{{lang}}/train.offsets.npy",
-        train_meta=f"{RES}/tokenized/{{lang}}/train.json",
-        dev_ids=f"{RES}/tokenized/{{lang}}/dev.ids.npy",
-        dev_offsets=f"{RES}/tokenized/{{lang}}/dev.offsets.npy",
-        dev_meta=f"{RES}/tokenized/{{lang}}/dev.json",
+        **TOKENIZED_PATTERNS,
     params:
-        settings=corpus_settings,
+        settings=get_corpus_settings,
         config=EFFECTIVE_CONFIG,
-        corpus_dir=corpus_dir,
-        out_dir=f"{RES}/tokenized/{{lang}}",
+        corpus_dir=get_corpus_dir,
+        out_dir=get_tokenized_dir,
     log:
         "logs/tokenize_corpus/{lang}.log",
     threads: 1

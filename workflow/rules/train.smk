@@ -6,19 +6,16 @@
 
 rule train:
     input:
-        train_ids=f"{RES}/tokenized/{{lang}}/train.ids.npy",
-        train_offsets=f"{RES}/tokenized/{{lang}}/train.offsets.npy",
-        dev_ids=f"{RES}/tokenized/{{lang}}/dev.ids.npy",
-        dev_offsets=f"{RES}/tokenized/{{lang}}/dev.offsets.npy",
-        tokenizer=f"{RES}/tokenizers/{{lang}}.model",
+        unpack(get_tokenized),
+        tokenizer=get_tokenizer,
     output:
-        record="results/runs/{lang}/{model}/{setting}/seed{seed}/train.json",
+        record=TRAIN_RECORD_PATTERN,
     wildcard_constraints:
         model="|".join(sorted(TRAINABLE_MODELS)),
     params:
-        flags=train_flags,
-        run_dir=run_dir,
-        data_dir=tokenized_dir,
+        flags=get_train_flags,
+        run_dir=get_run_dir,
+        data_dir=get_tokenized_dir,
     log:
         "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
     benchmark:

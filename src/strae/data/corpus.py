@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from strae import paths
 from strae.data.fetch import ChecksumError, FetchError, fetch_source
 from strae.data.registry import DEFAULT_CONFIG, data_setting, language_block, load_config, load_registry
 from strae.data.segment import iter_sentences
@@ -143,8 +144,8 @@ def prepare_corpus(
     if dev_sentences is None:
         dev_sentences = int(data_setting(config, "dev_sentences", config_path))
     if resources_dir is None:
-        resources_dir = (config.get("data") or {}).get("resources_dir", "resources")
-    out_dir = Path(out_dir) if out_dir is not None else Path(resources_dir) / "corpora" / lang
+        resources_dir = paths.resources_dir(config)
+    out_dir = Path(out_dir) if out_dir is not None else paths.corpus_dir(lang, resources_dir)
     segmenter = block.get("segmenter")
     if not segmenter:
         raise SystemExit(f"{config_path}: languages.{lang}.segmenter is missing; set the sentencex language code")

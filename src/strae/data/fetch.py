@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, Iterable
 
+from strae import paths
 from strae.data import upstream
 from strae.data.registry import DEFAULT_REGISTRY, KINDS, RegistryEntry, RegistryError, load_registry
 from strae.io import atomic_path, sha256_file
@@ -150,8 +151,9 @@ def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Pa
     raise FetchError(f"{entry.name} ({entry.path}): not in resources/, {where}; {detail}. To fix: {hint}.")
 
 
-def fetch_entry(entry: RegistryEntry, resources_dir: str | Path = "resources", mirror: str | Path | None = None) -> Path:
-    dest = Path(resources_dir) / "data" / entry.path
+def fetch_entry(entry: RegistryEntry, resources_dir: str | Path = paths.DEFAULT_RESOURCES,
+                mirror: str | Path | None = None) -> Path:
+    dest = paths.data_file(entry.path, resources_dir)
     if dest.exists():
         got = sha256_file(dest)
         if got == entry.sha256:
@@ -176,7 +178,7 @@ def fetch_entry(entry: RegistryEntry, resources_dir: str | Path = "resources", m
 
 def fetch(
     name: str,
-    resources_dir: str | Path = "resources",
+    resources_dir: str | Path = paths.DEFAULT_RESOURCES,
     mirror: str | Path | None = None,
     registry: dict[str, RegistryEntry] | str | Path | None = None,
 ) -> Path:
@@ -192,7 +194,7 @@ def fetch(
 
 def fetch_source(
     spec: dict[str, Any],
-    resources_dir: str | Path = "resources",
+    resources_dir: str | Path = paths.DEFAULT_RESOURCES,
     mirror: str | Path | None = None,
     registry: dict[str, RegistryEntry] | str | Path | None = None,
 ) -> Path:
@@ -217,7 +219,7 @@ def fetch_source(
         if not expected:
             raise FetchError(f"corpus entry url {spec['url']}: add sha256 (downloads are always verified)")
         name = spec["url"].rstrip("/").rsplit("/", 1)[-1] or "download"
-        dest = Path(resources_dir) / "data" / "external" / f"{expected[:16]}-{name}"
+        dest = paths.data_file(Path("external") / f"{expected[:16]}-{name}", resources_dir)
         if dest.exists() and sha256_file(dest) == expected.lower():
             return dest
         try:
@@ -231,7 +233,7 @@ def fetch_source(
 
         field_name = spec.get("text_field", "text")
         safe = "-".join(str(spec.get(k) or "default") for k in ("config", "split", "revision"))
-        dest = Path(resources_dir) / "data" / "hf" / spec["hf_dataset"].replace("/", "__") / f"{safe}.txt"
+        dest = paths.data_file(Path("hf") / spec["hf_dataset"].replace("/", "__") / f"{safe}.txt", resources_dir)
         # Trust on first use when the block gives no sha256: the first fetch's checksum is kept beside the text,
         # and a later use of a changed file is an error (delete both files to fetch again).
         first_use = dest.with_name(dest.name + ".sha256")
@@ -309,7 +311,8 @@ def fetch_url(url: str, dest: str | Path, sha256: str | None = None, mirror_file
                          f"failed ({exc}); fetch it on a machine with network access and copy resources/ over")
 
 
-def fetch_paper_corpus(lang: str, config_path: str | Path, resources_dir: str | Path = "resources",
+def fetch_paper_corpus(lang: str, config_path: str | Path,
+                       resources_dir: str | Path = paths.DEFAULT_RESOURCES,
                        mirror: str | Path | None = None,
                        registry: dict[str, RegistryEntry] | None = None) -> list[Path]:
     """Place every source of ``languages.<lang>.paper_source`` (train and dev) under resources/; return the files."""
@@ -335,7 +338,7 @@ def fetch_eval_sets(lang: str, config_path: str | Path, resources_dir: str | Pat
     sets = block.get("eval_sets") or {}
     if not sets:
         raise FetchError(f"{config_path}: languages.{lang}.eval_sets is not defined; nothing to fetch")
-    resources_dir = resources_dir or (config.get("data") or {}).get("resources_dir", "resources")
+    resources_dir = resources_dir or paths.resources_dir(config)
     if registry is None:
         registry = load_registry((config.get("data") or {}).get("registry", DEFAULT_REGISTRY))
     placed = {}
@@ -352,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="fetch every registered file")
     parser.add_argument("--kind", choices=KINDS, help="fetch every file of this kind")
     parser.add_argument("--resources-dir", default=None,
-                        help="default: resources (with --eval-sets: data.resources_dir of --config)")
+                        help="default: data.resources_dir of --config (resources without a config file)")
     parser.add_argument("--mirror", default=None, help=f"mirror directory (default: ${MIRROR_ENV})")
     parser.add_argument("--registry", default=DEFAULT_REGISTRY)
     parser.add_argument("--paper-corpus", metavar="LANG", action="append", default=[],
@@ -365,15 +368,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     registry = load_registry(args.registry)
-    eval_resources = args.resources_dir  # None: the config's data.resources_dir
-    args.resources_dir = args.resources_dir or "resources"
+    if args.resources_dir is None:
+        from strae.data.registry import load_config, resolve_project_file
+
+        has_config = resolve_project_file(args.config).exists()
+        args.resources_dir = paths.resources_dir(load_config(args.config) if has_config else None)
     for lang in args.paper_corpus:
         for path in fetch_paper_corpus(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
                                        registry=registry):
             print(f"{path}  sha256 {sha256_file(path)} (trust on first use)")
     manifest = {}
     for lang in args.eval_sets:
-        manifest[lang] = fetch_eval_sets(lang, args.config, resources_dir=eval_resources, mirror=args.mirror,
+        manifest[lang] = fetch_eval_sets(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
                                          registry=registry)
         for name, placed in manifest[lang].items():
             print(f"{lang}/{name}: {placed['file']}  sha256 {placed['sha256']}")

@@ -6,6 +6,7 @@ A registry NAME is the mirror-relative path without its extension(s), e.g. ``eva
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,25 +49,28 @@ def resolve_project_file(path: str | Path) -> Path:
 
 
 def load_registry(path: str | Path = DEFAULT_REGISTRY) -> dict[str, RegistryEntry]:
+    """NAME -> entry, validated against workflow/schemas/registry.schema.yaml. Parsed once per process and file
+    version (the workflow and every CLI that resolves several names share one parse); callers get their own dict."""
     resolved = resolve_project_file(path)
     if not resolved.exists():
         raise RegistryError(f"{path}: registry file not found; run from the repository root or pass --registry")
-    with open(resolved, encoding="utf-8") as handle:
-        raw = yaml.safe_load(handle) or {}
+    stat = resolved.stat()
+    return dict(_parse_registry(str(resolved.resolve()), stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=8)
+def _parse_registry(resolved: str, mtime_ns: int, size: int) -> dict[str, RegistryEntry]:
+    """The parse behind load_registry, keyed by the file's identity and version (mtime, size)."""
+    from strae.data.upstream import RECIPES
+    from strae.schemas import load_sheet
+
+    raw = load_sheet(resolved, "registry", RegistryError)
     entries: dict[str, RegistryEntry] = {}
     for name, item in raw.items():
-        missing = [key for key in ("path", "sha256", "kind", "language", "license", "source") if key not in item]
-        if missing:
-            raise RegistryError(f"{resolved}: entry {name!r} lacks {', '.join(missing)}; add them")
-        if item["kind"] not in KINDS:
-            raise RegistryError(f"{resolved}: entry {name!r} has kind {item['kind']!r}; use one of {KINDS}")
         recipe = ((item["source"] or {}).get("derive") or {}).get("recipe")
-        if recipe is not None:
-            from strae.data.upstream import RECIPES
-
-            if recipe not in RECIPES:
-                raise RegistryError(f"{resolved}: entry {name!r} has source.derive.recipe {recipe!r}; "
-                                    f"use one of {sorted(RECIPES)}")
+        if recipe is not None and recipe not in RECIPES:
+            raise RegistryError(f"{resolved}: entry {name!r} has source.derive.recipe {recipe!r}; "
+                                f"use one of {sorted(RECIPES)}")
         entries[name] = RegistryEntry(
             name=name,
             path=item["path"],

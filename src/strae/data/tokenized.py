@@ -21,6 +21,7 @@ from typing import Any, Iterator
 import numpy as np
 from tqdm import tqdm
 
+from strae import paths
 from strae.io import atomic_open, provenance, read_json, sha256_file, write_json
 
 log = logging.getLogger(__name__)
@@ -167,13 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     data = config.get("data") or {}
     pretokenize = args.pretokenize or language_pretokenize(language_block(config, args.lang, args.config), args.lang,
                                                            args.config)
-    resources = Path(data.get("resources_dir", "resources"))
+    resources = paths.resources_dir(config)
     min_len = args.min_pieces if args.min_pieces is not None else int(data.get("min_subword_tokens", 4))
     max_len = args.max_pieces if args.max_pieces is not None else int(data.get("max_subword_tokens", 200))
     metas = tokenize_corpus(
-        args.corpus_dir or resources / "corpora" / args.lang,
-        args.tokenizer or resources / "tokenizers" / f"{args.lang}.model",
-        args.out_dir or resources / "tokenized" / args.lang,
+        args.corpus_dir or paths.corpus_dir(args.lang, resources),
+        args.tokenizer or paths.tokenizer_model(args.lang, resources),
+        args.out_dir or paths.tokenized_dir(args.lang, resources),
         min_len=min_len, max_len=max_len, pretokenize=pretokenize,
     )
     for split, meta in metas.items():

@@ -21,6 +21,7 @@ import numpy as np
 import yaml
 from tqdm.auto import tqdm
 
+from strae import paths
 from strae.encode import Encoder, load_encoder
 from strae.evaluate import metrics
 from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
@@ -205,7 +206,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     tasks_path = tasks_path or data_cfg.get("tasks") or DEFAULT_TASKS_FILE
     catalog = load_tasks(tasks_path)
     tasks = select_tasks(catalog, config, language, variant, only, config_path)
-    resources_dir = resources_dir or data_cfg.get("resources_dir") or "resources"
+    resources_dir = resources_dir or paths.resources_dir(config)
     if resolve is None:
         resolve = make_resolver(resources_dir, data_cfg.get("registry"))
 
@@ -292,7 +293,7 @@ def default_out_path(model: str, lang: str, variant: str, options: dict[str, Any
     if record.is_file():
         run = (read_json(record).get("run") or {})
         if all(run.get(key) is not None for key in ("model", "setting", "seed")):
-            return Path("results/eval", lang, run["model"], f"{run['setting']}{suffix}", f"seed{run['seed']}.{variant}.json")
+            return paths.eval_json(lang, run["model"], f"{run['setting']}{suffix}", run["seed"], variant)
     return Path("results/eval", lang, f"{Path(model).name or 'model'}{suffix}.{variant}.json")
 
 

@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from strae import paths
 from strae.evaluate.result import EvalResult, TaskResult
 from strae.io import provenance, sha256_file
 
@@ -422,7 +423,7 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))
     if resolve is None:
-        resolve = make_resolver(resources_dir or data_cfg.get("resources_dir") or "resources", data_cfg.get("registry"))
+        resolve = make_resolver(resources_dir or paths.resources_dir(config), data_cfg.get("registry"))
     planned = [t.name for t in tasks] + [f"{t.name}_f1" for t in tasks if t.reader == "mrpc"]
     extra_prov = {"command": sys.argv, "config": str(config_path), "tasks_file": str(tasks_path),
                   "encoder_options": encoder_options or {}, "suite": SUITE, "inner_folds": inner_folds,

@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
-import yaml
+
+from strae import paths
 
 VARIANTS = ("paper", "official")
 LEVELS = ("word", "sentence")
@@ -156,51 +157,26 @@ class TaskCatalog:
             ) from None
 
 
-def _require(entry: dict[str, Any], key: str, where: str) -> Any:
-    if key not in entry or entry[key] in (None, ""):
-        raise SystemExit(f"{where}: missing required key {key!r}")
-    return entry[key]
-
-
 def _parse_task_entries(entry: dict[str, Any], where: str) -> list[Task]:
-    name = _require(entry, "name", where)
-    where = f"{where} ({name})"
-    variants = _require(entry, "variant", where)
-    variants = [variants] if isinstance(variants, str) else list(variants)
-    for variant in variants:
-        if variant not in VARIANTS:
-            raise SystemExit(f"{where}: variant {variant!r} is not one of {VARIANTS}")
-    level = _require(entry, "level", where)
-    if level not in LEVELS:
-        raise SystemExit(f"{where}: level {level!r} is not one of {LEVELS}")
-    aggregation = _require(entry, "aggregation", where)
-    if aggregation not in AGGREGATIONS:
-        raise SystemExit(f"{where}: aggregation {aggregation!r} is not one of {AGGREGATIONS}")
-    score_range = _require(entry, "score_range", where)
-    if not (isinstance(score_range, (list, tuple)) and len(score_range) == 2):
-        raise SystemExit(f"{where}: score_range must be [min, max], got {score_range!r}")
-    subsets = []
-    for i, sub in enumerate(entry.get("subsets") or []):
-        sub_where = f"{where} subsets[{i}]"
-        subsets.append(
-            Subset(name=str(_require(sub, "name", sub_where)), registry=str(_require(sub, "registry", sub_where)),
-                   rows=sub.get("rows"))
-        )
-    if subsets and aggregation != "pooled":
-        raise SystemExit(f"{where}: subsets are only meaningful with aggregation: pooled")
-    file_format = check_format(entry.get("format"), level, f"{where}: format")
+    """The Task of each variant of one schema-valid entry (workflow/schemas/tasks.schema.yaml); the format is checked
+    against the level here (a pairing JSON Schema cannot name)."""
+    variants = [entry["variant"]] if isinstance(entry["variant"], str) else list(entry["variant"])
+    level, score_range = entry["level"], entry["score_range"]
+    subsets = tuple(Subset(name=str(sub["name"]), registry=str(sub["registry"]), rows=sub.get("rows"))
+                    for sub in entry.get("subsets") or [])
+    file_format = check_format(entry.get("format"), level, f"{where} ({entry['name']}): format")
     return [
         Task(
-            name=str(name),
+            name=str(entry["name"]),
             variant=variant,
-            language=str(_require(entry, "language", where)),
+            language=str(entry["language"]),
             level=level,
-            registry=str(_require(entry, "registry", where)),
-            split=str(_require(entry, "split", where)),
+            registry=str(entry["registry"]),
+            split=str(entry["split"]),
             score_range=(float(score_range[0]), float(score_range[1])),
-            aggregation=aggregation,
+            aggregation=entry["aggregation"],
             rows=entry.get("rows"),
-            subsets=tuple(subsets),
+            subsets=subsets,
             pooling=entry.get("pooling"),
             note=entry.get("note"),
             format=file_format,
@@ -271,11 +247,12 @@ def read_task_list(path: str | Path, key: str,
     """(resolved path, whole document, the ``key:`` list) of a task file (config/tasks.yaml holds both the zero-shot
     ``tasks:`` and the SentEval ``senteval_tasks:``); ``error`` names the file when it or the list is missing."""
     from strae.data.registry import resolve_project_file
+    from strae.schemas import load_sheet
 
     path = resolve_project_file(path)
     if not path.exists():
         raise error(f"{path}: task file not found (pass --tasks-file or run from the repository root)")
-    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    document = load_sheet(path, "tasks", error)  # workflow/schemas/tasks.schema.yaml: errors name file and key
     entries = document.get(key)
     if not isinstance(entries, list):
         raise error(f"{path}: expected a top-level list `{key}:`")
@@ -283,7 +260,8 @@ def read_task_list(path: str | Path, key: str,
 
 
 def load_tasks(path: str | Path = "config/tasks.yaml") -> TaskCatalog:
-    """Parse and validate ``config/tasks.yaml`` (clear errors naming the file and entry)."""
+    """Parse ``config/tasks.yaml``, validated against workflow/schemas/tasks.schema.yaml (errors name the file and
+    the key, e.g. ``tasks.3.level``)."""
     path, document, entries = read_task_list(path, "tasks")
     tasks: list[Task] = []
     for i, entry in enumerate(entries):
@@ -482,7 +460,8 @@ def read_pairs(path: str | Path, level: str, expected_rows: int | None = None,
     return PairSet(left, right, np.asarray(gold, dtype=np.float64), gold_text)
 
 
-def resolve_data_file(name: str, resources_dir: str | Path = "resources", registry: Any = None) -> Path:
+def resolve_data_file(name: str, resources_dir: str | Path = paths.DEFAULT_RESOURCES,
+                      registry: Any = None) -> Path:
     """Registry name -> checksum-verified local path, via the data layer (resources -> mirror -> upstream)."""
     from strae.data.fetch import fetch
 
@@ -490,7 +469,7 @@ def resolve_data_file(name: str, resources_dir: str | Path = "resources", regist
 
 
 def make_resolver(
-    resources_dir: str | Path = "resources", registry_path: str | Path | None = None
+    resources_dir: str | Path = paths.DEFAULT_RESOURCES, registry_path: str | Path | None = None
 ) -> Callable[[str | dict[str, Any]], Path]:
     """A ``name or file spec -> path`` function that parses the registry once (not once per file).
 

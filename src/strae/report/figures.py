@@ -3,10 +3,9 @@
 `strae figure NAME --tables config/tables.yaml ...` draws the figure declared under `figures.NAME`:
 - `ku_curves`      SemEval Table 2 / Banyan Table 9 as score-vs-k curves, from scores.csv (via the table builder);
 - `ablation_bars`  Banyan Fig. 1: original vs change bars of a table's Score column, from scores.csv;
-- `node_counts`    Banyan Fig. 2: total nodes of sentential trees vs one entangled graph as the batch grows,
-                   measured with StraeModel.node_counts on the language's tokenised training corpus;
-- `uniformity_alignment`  SemEval Fig. 2: alignment (up vs down of each node) and uniformity per objective,
-                   strae.evaluate.geometry on StraeModel.up_down of each trained seed.
+- `node_counts`    Banyan Fig. 2: total nodes of sentential trees vs one entangled graph as the batch grows;
+- `uniformity_alignment`  SemEval Fig. 2: alignment (up vs down of each node) and uniformity per objective.
+The last two plot `strae measure NAME`'s JSON (--measurement): figures never load a model themselves.
 A panel without finished runs says "not run" instead of plotting anything.
 """
 from __future__ import annotations
@@ -23,9 +22,9 @@ matplotlib.use("Agg")  # headless: figures are files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-from tqdm import tqdm  # noqa: E402
 
-from strae.io import atomic_path, read_json  # noqa: E402
+from strae.io import atomic_path  # noqa: E402
+from strae.report import measure  # noqa: E402
 from strae.report import tables as table_builder  # noqa: E402
 
 
@@ -119,100 +118,37 @@ def ablation_bars(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Fig
     return fig
 
 
-def _load_model(run_dir: Path):
-    from strae.models.encoder import StraeEncoder
-
-    return StraeEncoder(run_dir, device="cpu").model
-
-
-def _batch(corpus, indices, pad_id):
-    import torch
-
-    seqs = [corpus[int(i)] for i in indices]
-    lengths = torch.tensor([len(s) for s in seqs])
-    ids = torch.full((len(seqs), int(lengths.max())), pad_id, dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        ids[row, : len(seq)] = torch.from_numpy(np.asarray(seq, dtype=np.int64))
-    return ids, lengths
-
-
-def _completed_runs(train_jsons: list[str]) -> list[Path]:
-    done = []
-    for path in train_jsons:
-        record = read_json(path)
-        if record.get("status") == "completed" and (Path(path).parent / "model.pt").exists():
-            done.append(Path(path).parent)
-    return done
+def _measurement(spec_name: str, kind: str, args) -> dict[str, Any]:
+    if not args.measurement:
+        raise SystemExit(f"--measurement: figure {spec_name!r} is drawn from `strae measure {spec_name}`'s JSON; pass it")
+    return measure.load_measurement(args.measurement[0], spec_name, kind)
 
 
 def node_counts(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figure:
-    from strae.data.tokenized import TokenizedCorpus
-
     fig, ax = plt.subplots(figsize=(5.5, 4))
-    runs = _completed_runs(args.runs)
-    if not args.corpus:
-        _not_run(ax, "not run (no tokenised corpus)")
+    measured = _measurement(args.figure, "node_counts", args)
+    if measured["status"] != "ok":
+        _not_run(ax, f"not run ({measured['reason']})")
         return fig
-    corpus = TokenizedCorpus(Path(args.corpus[0]).parent, "train")
-    if runs:
-        model, source = _load_model(runs[0]), f"trained run {'/'.join(runs[0].parts[-4:])}"
-    else:
-        # No finished run: the node counts are still measured on the real corpus, with the declared setting's
-        # freshly initialised model (trees from untrained embeddings); the title says so.
-        from strae import plan
-        from strae.models.config import ModelConfig
-        from strae.models.model import StraeModel
-        from strae.runtime import seed_everything
-
-        selector = spec["runs"]
-        seed_everything(int(selector.get("seed", 0)))
-        config = ModelConfig.preset(selector["model"], vocab_size=corpus.vocab_size,
-                                    **plan.parse_setting(selector["setting"]))
-        model, source = StraeModel(config).eval(), f"untrained {selector['setting']} (no finished run)"
-    rng = np.random.default_rng(spec.get("seed", 0))
-    sizes = [b for b in args.batch_sizes if b <= len(corpus)]
-    repeats = spec.get("repeats", 3)
-    results = {"sentential": [], "entangled": []}
-    for size in tqdm(sizes, desc="node counts", unit="batch size"):
-        per_kind = {"sentential": [], "entangled": []}
-        for _ in range(repeats):
-            ids, lengths = _batch(corpus, rng.choice(len(corpus), size=size, replace=False), model.config.vocab_size)
-            counts = model.node_counts(ids, lengths)
-            for kind in per_kind:
-                per_kind[kind].append(counts[kind])
-        for kind in results:
-            results[kind].append((np.mean(per_kind[kind]), np.std(per_kind[kind])))
+    sizes = measured["batch_sizes"]
     for kind, marker in (("sentential", "o"), ("entangled", "s")):
-        mean, std = np.array(results[kind]).T
-        ax.errorbar(sizes, mean, yerr=std, marker=marker, capsize=3, label=f"{kind} trees")
+        nodes = measured["nodes"][kind]
+        ax.errorbar(sizes, nodes["mean"], yerr=nodes["std"], marker=marker, capsize=3, label=f"{kind} trees")
     ax.set_xlabel("batch size (sentences)")
-    ax.set_ylabel(f"total nodes (mean ± std over {repeats} batches)")
-    ax.set_title(f"Total nodes vs batch size\n{Path(args.corpus[0]).parent.name} corpus; {source}", fontsize=8)
+    ax.set_ylabel(f"total nodes (mean ± std over {measured['repeats']} batches)")
+    ax.set_title(f"Total nodes vs batch size\n{measured['corpus']} corpus; {measured['source']}", fontsize=8)
     ax.legend()
     return fig
 
 
 def uniformity_alignment(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figure:
-    from strae.data.tokenized import TokenizedCorpus
-    from strae.evaluate.geometry import alignment_uniformity
-
     fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    runs = _completed_runs(args.runs)
+    measured = _measurement(args.figure, "uniformity_alignment", args)
     by_setting: dict[str, list[dict[str, float]]] = {}
-    for run_dir in tqdm(runs, desc="geometry", unit="run"):
-        setting = run_dir.parent.name
-        if setting not in spec["settings"].values():
-            continue
-        model = _load_model(run_dir)
-        corpus_dir = Path(args.corpus[0]).parent if args.corpus else Path(args.resources_dir) / "tokenized" / run_dir.parts[-4]
-        corpus = TokenizedCorpus(corpus_dir, "dev")
-        rng = np.random.default_rng(0)  # same sentences for every run
-        n = min(args.geometry_sentences, len(corpus))
-        ids, lengths = _batch(corpus, rng.choice(len(corpus), size=n, replace=False), model.config.vocab_size)
-        up, down = model.up_down(ids, lengths)
-        by_setting.setdefault(setting, []).append(alignment_uniformity(up, down))
+    for point in measured["runs"]:
+        by_setting.setdefault(point["setting"], []).append(point)
     if not by_setting:
-        _not_run(ax, "not run (no finished runs for these objectives)")
+        _not_run(ax, f"not run ({measured.get('reason', 'no finished runs for these objectives')})")
         return fig
     for label, setting in spec["settings"].items():
         points = by_setting.get(setting)
@@ -243,19 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tables", default="config/tables.yaml")
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--scores", nargs="*", default=[], help="results/scores.csv (figures built from scores)")
-    parser.add_argument("--runs", nargs="*", default=[], help="train.json files of the runs a figure measures")
-    parser.add_argument("--corpus", nargs="*", default=[], help="tokenised corpus ids (node-count figure)")
+    parser.add_argument("--measurement", nargs="*", default=[],
+                        help="results/measure/NAME.json (model-based figures: `strae measure NAME`)")
     parser.add_argument("--paper-dir", default=None)
     parser.add_argument("--out-png", required=True)
     parser.add_argument("--out-pdf", required=True)
     args = parser.parse_args(argv)
-    tables = table_builder.load_yaml(args.tables)
+    tables = table_builder.load_tables(args.tables)
     config = table_builder.load_yaml(args.config)
-    report = config.get("report", {})
-    args.paper_dir = args.paper_dir or report.get("paper_tables_dir", "paper_tables")
-    args.batch_sizes = report.get("node_count_batch_sizes", [16, 64, 256, 1024])
-    args.geometry_sentences = report.get("geometry_pairs", 2000)
-    args.resources_dir = config.get("data", {}).get("resources_dir", "resources")
+    args.paper_dir = args.paper_dir or config.get("report", {}).get("paper_tables_dir", "paper_tables")
     figures = tables.get("figures", {})
     if args.figure not in figures:
         raise SystemExit(f"{args.tables}: no figure {args.figure!r}; declared: {sorted(figures)}")

@@ -10,8 +10,8 @@ column may show a second metric `beside` it. The lexical columns compare the pap
 string-ranked Spearman (`spearman_reference_strings`, the protocol the published lexical numbers carry) and show
 the correct `spearman` beside it; both are labelled in the Markdown cell.
 
-`strae report param-counts --config ... --out results/param_counts.csv` counts the non-embedding parameters of
-every configured Self-StrAE/Banyan setting by instantiating the model (Banyan Table 6, SemEval Table 2 "# Params").
+Parameter-count cells (Banyan Table 6, SemEval Table 2 "# Params") read `strae measure param_counts`'s JSON
+(``--param-counts results/measure/param_counts.json``): tables never build a model themselves.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ import yaml
 
 from strae.evaluate.result import table_setting
 from strae.io import atomic_open, atomic_path
+from strae.report import measure
 
 CELL_COLUMNS = [
     "table", "half", "row", "column", "language", "model", "setting", "variant", "tasks", "aggregate",
@@ -47,6 +48,13 @@ STD_DDOF = 0
 def load_yaml(path: str | Path) -> dict[str, Any]:
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle) or {}
+
+
+def load_tables(path: str | Path) -> dict[str, Any]:
+    """config/tables.yaml, validated against workflow/schemas/tables.schema.yaml (errors name the file and key)."""
+    from strae.schemas import load_sheet
+
+    return load_sheet(path, "tables")
 
 
 def load_scores(path: str | Path) -> pd.DataFrame:
@@ -101,13 +109,6 @@ def _to_float(text: Any) -> float:
         return float(str(text).replace("≈", "").replace("~", "").strip())
     except ValueError:
         return math.nan
-
-
-def load_param_counts(path: str | Path | None) -> dict[tuple[str, str], int]:
-    if not path or not Path(path).exists():
-        return {}
-    counts = pd.read_csv(path, dtype={"model": str, "setting": str})
-    return {(r.model, r.setting): int(r.non_embedding_parameters) for r in counts.itertuples()}
 
 
 def _metric_column(metric: str, where: str) -> str:
@@ -393,41 +394,6 @@ def training_notes(cells: pd.DataFrame, scores: pd.DataFrame) -> list[str]:
     return lines
 
 
-def param_counts_frame(config: dict[str, Any]) -> pd.DataFrame:
-    """Non-embedding parameter count of every configured Self-StrAE/Banyan setting (enabled or not)."""
-    from strae import plan
-    from strae.models.config import ModelConfig
-    from strae.models.model import StraeModel
-
-    records = []
-    seen = set()
-    for run in plan.model_runs(config, include_disabled=True):
-        if (run.model, run.setting) in seen:
-            continue
-        seen.add((run.model, run.setting))
-        parts = plan.parse_setting(run.setting)
-        # vocab size does not change the non-embedding count; a small one keeps this fast
-        model_config = ModelConfig.preset(run.model, vocab_size=16, **parts)
-        count = StraeModel(model_config).non_embedding_parameter_count()
-        records.append({"model": run.model, "setting": run.setting, "non_embedding_parameters": int(count)})
-    records += _baseline_param_counts(config)
-    return pd.DataFrame.from_records(records, columns=["model", "setting", "non_embedding_parameters"])
-
-
-def _baseline_param_counts(config: dict[str, Any]) -> list[dict[str, Any]]:
-    """RoBERTa-medium (and its SimCSE continuation, same weights) counted from the baseline's own model builder:
-    the transformer encoder without embeddings and without the LM head (the Banyan paper's convention)."""
-    baselines = config.get("baselines") or {}
-    if "roberta" not in baselines:
-        return []
-    from baselines.roberta.model import RobertaShape, build_mlm_model, non_embedding_parameter_count
-
-    model = build_mlm_model(RobertaShape(n_pieces=16))
-    count = int(non_embedding_parameter_count(getattr(model, "roberta", model)))
-    return [{"model": name, "setting": baselines[name]["setting"], "non_embedding_parameters": count}
-            for name in ("roberta", "roberta_simcse") if name in baselines]
-
-
 def _write_csv(frame: pd.DataFrame, path: str | Path) -> None:
     with atomic_path(path, suffix=".csv") as tmp:
         frame.to_csv(tmp, index=False)
@@ -440,28 +406,20 @@ def main(argv: list[str] | None = None) -> int:
     table.add_argument("--table", required=True, help="a key of `tables:` in the tables file, e.g. selfstrae_table2")
     table.add_argument("--tables", default="config/tables.yaml")
     table.add_argument("--scores", default="results/scores.csv")
-    table.add_argument("--param-counts", default=None)
+    table.add_argument("--param-counts", default=None, help="results/measure/param_counts.json (strae measure)")
     table.add_argument("--paper-dir", default="paper_tables")
     table.add_argument("--out-csv", required=True)
     table.add_argument("--out-md", required=True)
     table.add_argument("--config", default=None, help="config whose language blocks may add columns "
                        "(languages.<lang>.tables.<table>: TASK); default: none")
-    counts = sub.add_parser("param-counts", help="non-embedding parameter counts of every configured setting")
-    counts.add_argument("--config", default="config/config.yaml")
-    counts.add_argument("--out", required=True)
     args = parser.parse_args(argv)
 
-    if args.command == "param-counts":
-        frame = param_counts_frame(load_yaml(args.config))
-        _write_csv(frame, args.out)
-        print(frame.to_string(index=False))
-        return 0
     if not Path(args.scores).exists():
         raise SystemExit(f"{args.scores}: scores file not found; run `snakemake results/scores.csv` first")
-    tables = with_language_entries(load_yaml(args.tables), args.table,
+    tables = with_language_entries(load_tables(args.tables), args.table,
                                    load_yaml(args.config) if args.config else None)
     scores = load_scores(args.scores)
-    cells = build_table(args.table, tables, scores, args.paper_dir, load_param_counts(args.param_counts))
+    cells = build_table(args.table, tables, scores, args.paper_dir, measure.load_param_counts(args.param_counts))
     _write_csv(cells, args.out_csv)
     markdown = to_markdown(cells, tables["tables"][args.table].get("title", args.table))
     notes = training_notes(cells, scores)
