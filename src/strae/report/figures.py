@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from strae.io import atomic_path, read_json  # noqa: E402
+from strae.io import atomic_path  # noqa: E402
 from strae.report import tables as table_builder  # noqa: E402
 
 
@@ -125,27 +125,19 @@ def _load_model(run_dir: Path):
     return StraeEncoder(run_dir, device="cpu").model
 
 
-def _batch(corpus, indices, pad_id):
-    import torch
-
-    seqs = [corpus[int(i)] for i in indices]
-    lengths = torch.tensor([len(s) for s in seqs])
-    ids = torch.full((len(seqs), int(lengths.max())), pad_id, dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        ids[row, : len(seq)] = torch.from_numpy(np.asarray(seq, dtype=np.int64))
-    return ids, lengths
-
-
 def _completed_runs(train_jsons: list[str]) -> list[Path]:
+    from strae.runs import MODEL_FILE, RunRecord
+
     done = []
     for path in train_jsons:
-        record = read_json(path)
-        if record.get("status") == "completed" and (Path(path).parent / "model.pt").exists():
+        record = RunRecord.from_disk(Path(path).parent)
+        if record is not None and record.status == "completed" and (Path(path).parent / MODEL_FILE).exists():
             done.append(Path(path).parent)
     return done
 
 
 def node_counts(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figure:
+    from strae.data.batching import collate
     from strae.data.tokenized import TokenizedCorpus
 
     fig, ax = plt.subplots(figsize=(5.5, 4))
@@ -176,7 +168,7 @@ def node_counts(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figur
     for size in tqdm(sizes, desc="node counts", unit="batch size"):
         per_kind = {"sentential": [], "entangled": []}
         for _ in range(repeats):
-            ids, lengths = _batch(corpus, rng.choice(len(corpus), size=size, replace=False), model.config.vocab_size)
+            ids, lengths = collate(corpus, rng.choice(len(corpus), size=size, replace=False), model.config.vocab_size)
             counts = model.node_counts(ids, lengths)
             for kind in per_kind:
                 per_kind[kind].append(counts[kind])
@@ -193,6 +185,7 @@ def node_counts(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figur
 
 
 def uniformity_alignment(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figure:
+    from strae.data.batching import collate
     from strae.data.tokenized import TokenizedCorpus
     from strae.evaluate.geometry import alignment_uniformity
 
@@ -208,7 +201,7 @@ def uniformity_alignment(spec: dict[str, Any], tables: dict[str, Any], args) -> 
         corpus = TokenizedCorpus(corpus_dir, "dev")
         rng = np.random.default_rng(0)  # same sentences for every run
         n = min(args.geometry_sentences, len(corpus))
-        ids, lengths = _batch(corpus, rng.choice(len(corpus), size=n, replace=False), model.config.vocab_size)
+        ids, lengths = collate(corpus, rng.choice(len(corpus), size=n, replace=False), model.config.vocab_size)
         up, down = model.up_down(ids, lengths)
         by_setting.setdefault(setting, []).append(alignment_uniformity(up, down))
     if not by_setting:
