@@ -20,7 +20,7 @@ Outputs, in order: ``checkpoint.pt`` (during training), ``model.pt`` (final weig
 ``tokenizer.model`` (copy), ``train.json`` (status completed), ``encoder.json`` (last); the layout, the record
 and the checkpoint files are :mod:`strae.runs`', the batches :mod:`strae.data.batching`'s.
 
-Read :func:`train` first: it is the whole procedure, each step a helper below it.
+The training section reads top-down: :func:`train` is the whole procedure, each step a short helper below it.
 """
 from __future__ import annotations
 
@@ -262,6 +262,130 @@ def _stable_data_fields(data_meta: dict) -> dict:
     # the setting existed was not pretokenised
     fields["pretokenize"] = fields["pretokenize"] or "none"
     return fields
+
+
+# ---------------------------------------------------------------------------------------- checkpointing
+def engine_source_sha256() -> str:
+    """Hash of the model engine's source files: recorded per session, so a resumed run that picked up engine
+    edits (e.g. a faster implementation) says so in train.json instead of hiding it."""
+    import strae.models as models_package
+    import strae.objectives as objectives_module
+
+    digest = hashlib.sha256()
+    files = sorted(Path(models_package.__file__).parent.glob("*.py")) + [Path(objectives_module.__file__)]
+    for path in files:
+        if path.name != "encoder.py":
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _load_weights(module, state_dict, checkpoint_path: Path, what: str) -> None:
+    try:
+        module.load_state_dict(state_dict)
+    except (RuntimeError, ValueError, KeyError) as error:
+        raise SystemExit(
+            f"{checkpoint_path}: its {what} does not fit the current model code (the engine changed since it was "
+            f"written: {str(error).splitlines()[-1].strip()}); pass --restart to train from scratch"
+        ) from error
+
+
+def _diff_keys(a: dict, b: dict) -> list[str]:
+    return [key for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+
+
+# ----------------------------------------------------------------------------------------- evaluation
+def _evaluate_dev(model, dev, batch_size: int, pad_id: int, device, max_sentences: int | None) -> dict[str, float]:
+    """Mean dev loss (and metrics) weighted by sentences; eval mode, no grad, training RNG untouched."""
+    n = len(dev) if max_sentences is None else min(len(dev), max_sentences)
+    totals: dict[str, float] = {}
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+        model.eval()
+        for indices in batch_indices(np.arange(n), batch_size):
+            ids, lengths = collate(dev, indices, pad_id)
+            loss, metrics = model.loss(ids.to(device), lengths.to(device))
+            values = {"loss": float(loss.detach()), **{k: float(v) for k, v in metrics.items()}}
+            for key, value in values.items():
+                totals[key] = totals.get(key, 0.0) + value * len(indices)
+        model.train()
+    return {key: value / n for key, value in totals.items()}
+
+
+def collapse_statistics(embeddings: torch.Tensor) -> dict[str, float]:
+    """Mean pairwise cosine (off-diagonal) and mean per-dimension std of a set of sentence embeddings."""
+    x = embeddings.double()
+    n = x.shape[0]
+    unit = x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
+    summed = unit.sum(dim=0)
+    # sum_{i != j} cos_ij = |sum_i u_i|^2 - sum_i |u_i|^2 ; rows of norm 0 count as 0 similarity
+    self_sim = (unit * unit).sum()
+    mean_cos = float((summed @ summed - self_sim) / max(n * (n - 1), 1))
+    std = float(x.std(dim=0, unbiased=False).mean()) if n > 1 else 0.0
+    centroid = x.mean(dim=0)
+    # spread around the centroid relative to the centroid's size: ~0 when every sentence gets the same vector
+    spread = float((x - centroid).norm(dim=1).mean() / centroid.norm().clamp_min(1e-12))
+    return {"mean_pairwise_cosine": mean_cos, "mean_std": std, "relative_spread": spread, "n_sentences": n}
+
+
+def _collapse_check(model, dev, batch_size, pad_id, device, n_sentences, max_cos, min_std) -> dict[str, float]:
+    n = min(len(dev), n_sentences)
+    chunks = []
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+        model.eval()
+        for indices in batch_indices(np.arange(n), batch_size):
+            ids, lengths = collate(dev, indices, pad_id)
+            chunks.append(model.encode(ids.to(device), lengths.to(device)).float().cpu())
+        model.train()
+    embeddings = torch.cat(chunks)
+    if not torch.isfinite(embeddings).all():
+        raise TrainingFailed("collapse check: non-finite dev sentence embeddings")
+    stats = collapse_statistics(embeddings)
+    if stats["mean_pairwise_cosine"] > max_cos:
+        raise TrainingFailed(
+            f"collapse: mean pairwise cosine of {n} dev sentence embeddings is "
+            f"{stats['mean_pairwise_cosine']:.4f} > {max_cos}"
+        )
+    if stats["mean_std"] < min_std:
+        raise TrainingFailed(f"collapse: dev sentence embeddings have mean std {stats['mean_std']:.3g} < {min_std}")
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+def new_record(job: Job, history: list, timings: dict, **blocks: Any) -> RunRecord:
+    """This run's train.json: labels, the architecture and training settings, the recipe, and ``blocks``."""
+    settings = job.settings
+    return RunRecord(
+        language=settings.language, model=settings.model, setting=settings.setting, seed=settings.seed,
+        config={"model": job.config.to_dict(),
+                "training": {k: v for k, v in vars(settings).items() if k != "extra"}},
+        history=history, timings=timings, blocks={"recipe": job.resolved.record(), **blocks},
+    )
+
+
+def data_block(job: Job) -> dict[str, Any]:
+    """train.json ``data``. pretokenize: what the encoder must apply to text it embeds (the corpus' own; "none"
+    for corpora tokenised before the setting existed); corpus_source: which source the prepared corpus came from."""
+    meta = job.data_meta
+    return {"dir": job.settings.data_dir, "train_sentences": len(job.train_corpus),
+            "train_tokens": int(job.train_corpus.n_tokens), "dev_sentences": len(job.dev_corpus),
+            "tokenizer_sha256": job.tokenizer_sha, "pretokenize": meta.get("pretokenize", "none"),
+            "corpus_source": meta.get("corpus_source"), "text_sha256": meta.get("text_sha256")}
+
+
+def write_outputs(job: Job, dest: Path, model: torch.nn.Module, record: RunRecord) -> None:
+    """model.pt, tokenizer copy, train.json, then encoder.json last (the 'run is usable' mark)."""
+    from strae.encode import write_encoder_manifest
+
+    settings = job.settings
+    save_weights(dest, {"config": job.config.to_dict(), "recipe": job.resolved.record(),
+                        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}})
+    copy_tokenizer(Path(settings.tokenizer), dest, job.tokenizer_sha)
+    record.to_disk(dest)
+    write_encoder_manifest(
+        dest, "strae", model=settings.model, setting=settings.setting, seed=settings.seed,
+        language=settings.language, weights=MODEL_FILE, tokenizer=TOKENIZER_FILE,
+        model_sha256=sha256_file(dest / MODEL_FILE), tokenizer_sha256=job.tokenizer_sha,
+        pretokenize=job.data_meta.get("pretokenize", "none"),
+    )
 
 
 # --------------------------------------------------------------------------------------------- training
@@ -581,130 +705,6 @@ def finish(job: Job, state: State, record: RunRecord) -> int:
     write_outputs(job, job.out, state.model, record)
     log(f"{job.out}: completed ({state.global_step} steps, {state.timings['train_seconds']:.0f} s training)")
     return 0
-
-
-# ---------------------------------------------------------------------------------------- checkpointing
-def engine_source_sha256() -> str:
-    """Hash of the model engine's source files: recorded per session, so a resumed run that picked up engine
-    edits (e.g. a faster implementation) says so in train.json instead of hiding it."""
-    import strae.models as models_package
-    import strae.objectives as objectives_module
-
-    digest = hashlib.sha256()
-    files = sorted(Path(models_package.__file__).parent.glob("*.py")) + [Path(objectives_module.__file__)]
-    for path in files:
-        if path.name != "encoder.py":
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _load_weights(module, state_dict, checkpoint_path: Path, what: str) -> None:
-    try:
-        module.load_state_dict(state_dict)
-    except (RuntimeError, ValueError, KeyError) as error:
-        raise SystemExit(
-            f"{checkpoint_path}: its {what} does not fit the current model code (the engine changed since it was "
-            f"written: {str(error).splitlines()[-1].strip()}); pass --restart to train from scratch"
-        ) from error
-
-
-def _diff_keys(a: dict, b: dict) -> list[str]:
-    return [key for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
-
-
-# ----------------------------------------------------------------------------------------- evaluation
-def _evaluate_dev(model, dev, batch_size: int, pad_id: int, device, max_sentences: int | None) -> dict[str, float]:
-    """Mean dev loss (and metrics) weighted by sentences; eval mode, no grad, training RNG untouched."""
-    n = len(dev) if max_sentences is None else min(len(dev), max_sentences)
-    totals: dict[str, float] = {}
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
-        model.eval()
-        for indices in batch_indices(np.arange(n), batch_size):
-            ids, lengths = collate(dev, indices, pad_id)
-            loss, metrics = model.loss(ids.to(device), lengths.to(device))
-            values = {"loss": float(loss.detach()), **{k: float(v) for k, v in metrics.items()}}
-            for key, value in values.items():
-                totals[key] = totals.get(key, 0.0) + value * len(indices)
-        model.train()
-    return {key: value / n for key, value in totals.items()}
-
-
-def collapse_statistics(embeddings: torch.Tensor) -> dict[str, float]:
-    """Mean pairwise cosine (off-diagonal) and mean per-dimension std of a set of sentence embeddings."""
-    x = embeddings.double()
-    n = x.shape[0]
-    unit = x / x.norm(dim=1, keepdim=True).clamp_min(1e-12)
-    summed = unit.sum(dim=0)
-    # sum_{i != j} cos_ij = |sum_i u_i|^2 - sum_i |u_i|^2 ; rows of norm 0 count as 0 similarity
-    self_sim = (unit * unit).sum()
-    mean_cos = float((summed @ summed - self_sim) / max(n * (n - 1), 1))
-    std = float(x.std(dim=0, unbiased=False).mean()) if n > 1 else 0.0
-    centroid = x.mean(dim=0)
-    # spread around the centroid relative to the centroid's size: ~0 when every sentence gets the same vector
-    spread = float((x - centroid).norm(dim=1).mean() / centroid.norm().clamp_min(1e-12))
-    return {"mean_pairwise_cosine": mean_cos, "mean_std": std, "relative_spread": spread, "n_sentences": n}
-
-
-def _collapse_check(model, dev, batch_size, pad_id, device, n_sentences, max_cos, min_std) -> dict[str, float]:
-    n = min(len(dev), n_sentences)
-    chunks = []
-    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
-        model.eval()
-        for indices in batch_indices(np.arange(n), batch_size):
-            ids, lengths = collate(dev, indices, pad_id)
-            chunks.append(model.encode(ids.to(device), lengths.to(device)).float().cpu())
-        model.train()
-    embeddings = torch.cat(chunks)
-    if not torch.isfinite(embeddings).all():
-        raise TrainingFailed("collapse check: non-finite dev sentence embeddings")
-    stats = collapse_statistics(embeddings)
-    if stats["mean_pairwise_cosine"] > max_cos:
-        raise TrainingFailed(
-            f"collapse: mean pairwise cosine of {n} dev sentence embeddings is "
-            f"{stats['mean_pairwise_cosine']:.4f} > {max_cos}"
-        )
-    if stats["mean_std"] < min_std:
-        raise TrainingFailed(f"collapse: dev sentence embeddings have mean std {stats['mean_std']:.3g} < {min_std}")
-    return stats
-
-
-# ---------------------------------------------------------------------------------------------- outputs
-def new_record(job: Job, history: list, timings: dict, **blocks: Any) -> RunRecord:
-    """This run's train.json: labels, the architecture and training settings, the recipe, and ``blocks``."""
-    settings = job.settings
-    return RunRecord(
-        language=settings.language, model=settings.model, setting=settings.setting, seed=settings.seed,
-        config={"model": job.config.to_dict(),
-                "training": {k: v for k, v in vars(settings).items() if k != "extra"}},
-        history=history, timings=timings, blocks={"recipe": job.resolved.record(), **blocks},
-    )
-
-
-def data_block(job: Job) -> dict[str, Any]:
-    """train.json ``data``. pretokenize: what the encoder must apply to text it embeds (the corpus' own; "none"
-    for corpora tokenised before the setting existed); corpus_source: which source the prepared corpus came from."""
-    meta = job.data_meta
-    return {"dir": job.settings.data_dir, "train_sentences": len(job.train_corpus),
-            "train_tokens": int(job.train_corpus.n_tokens), "dev_sentences": len(job.dev_corpus),
-            "tokenizer_sha256": job.tokenizer_sha, "pretokenize": meta.get("pretokenize", "none"),
-            "corpus_source": meta.get("corpus_source"), "text_sha256": meta.get("text_sha256")}
-
-
-def write_outputs(job: Job, dest: Path, model: torch.nn.Module, record: RunRecord) -> None:
-    """model.pt, tokenizer copy, train.json, then encoder.json last (the 'run is usable' mark)."""
-    from strae.encode import write_encoder_manifest
-
-    settings = job.settings
-    save_weights(dest, {"config": job.config.to_dict(), "recipe": job.resolved.record(),
-                        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}})
-    copy_tokenizer(Path(settings.tokenizer), dest, job.tokenizer_sha)
-    record.to_disk(dest)
-    write_encoder_manifest(
-        dest, "strae", model=settings.model, setting=settings.setting, seed=settings.seed,
-        language=settings.language, weights=MODEL_FILE, tokenizer=TOKENIZER_FILE,
-        model_sha256=sha256_file(dest / MODEL_FILE), tokenizer_sha256=job.tokenizer_sha,
-        pretokenize=job.data_meta.get("pretokenize", "none"),
-    )
 
 
 def export_checkpoint(job: Job) -> int:
