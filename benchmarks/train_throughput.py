@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from strae import recipes
+from strae.data.batching import pad_batch
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
 from strae.runtime import bf16_autocast_supported, describe_device, resolve_device
@@ -51,10 +52,7 @@ def corpus_batches(directory: Path, batch_size: int, rng: np.random.Generator):
 
 
 def to_padded(sentences, pad_id: int, device: torch.device):
-    lengths = torch.tensor([len(s) for s in sentences])
-    ids = torch.full((len(sentences), int(lengths.max())), pad_id, dtype=torch.long)
-    for b, s in enumerate(sentences):
-        ids[b, :len(s)] = torch.as_tensor(np.asarray(s, dtype=np.int64))
+    ids, lengths = pad_batch(sentences, pad_id)
     return ids.to(device), lengths.to(device)
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from strae import tokenize
+from strae.data import tokenizer as tokenizer_module
 from strae.data import fetch
 from strae.data.fetch import ChecksumError
 from strae.data.pretokenize import pretokenize
@@ -199,18 +199,18 @@ def test_right_to_left_uncased_script_round_trips(tmp_path):
     assert all(pretokenize(s, "none") == s for s in sentences)
     segmented = tmp_path / "train.txt"
     segmented.write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    record = tokenize.train_sentencepiece(segmented, tmp_path / "ar.model", requested_vocab=300, threads=1)
-    tokenizer = tokenize.load_tokenizer(tmp_path / "ar.model", pretokenize="none")
+    record = tokenizer_module.train_sentencepiece(segmented, tmp_path / "ar.model", requested_vocab=300, threads=1)
+    tokenizer = tokenizer_module.load_tokenizer(tmp_path / "ar.model", pretokenize="none")
     for sentence in sentences[:50]:
         assert sentence.lower() == sentence  # uncased: lowercasing is the identity
-        assert tokenizer.decode(tokenizer.encode(sentence)) == tokenize.normalize(sentence)
+        assert tokenizer.decode(tokenizer.encode(sentence)) == tokenizer_module.normalize(sentence)
         assert tokenizer.unk_id not in tokenizer.encode(sentence)
     assert tokenizer.normalize(sentences[0]) == "في عام 0000 بدأ السباق."  # Arabic-Indic digits -> 0
     # treebank pretokenisation only re-spaces punctuation: every letter and digit survives, in order
-    treebank = tokenize.load_tokenizer(tmp_path / "ar.model", pretokenize="treebank")
+    treebank = tokenizer_module.load_tokenizer(tmp_path / "ar.model", pretokenize="treebank")
     for sentence in sentences[:50]:
         assert pretokenize(sentence, "treebank").replace(" ", "") == sentence.replace(" ", "")
-        assert treebank.decode(treebank.encode(sentence)) == tokenize.normalize(pretokenize(sentence, "treebank"))
+        assert treebank.decode(treebank.encode(sentence)) == tokenizer_module.normalize(pretokenize(sentence, "treebank"))
     assert treebank.normalize(sentences[0]) == "في عام 0000 بدأ السباق ."
     assert record["alphabet_size"] >= len(ARABIC_LETTERS)
     # the same sentences as a published SemRel file: the eval side reaches the same ids
@@ -242,19 +242,19 @@ def test_bpemb_by_language_offline_falls_back_to_sentencepiece(tmp_path, monkeyp
     monkeypatch.delenv(fetch.MIRROR_ENV, raising=False)
     sentences = [" ".join(p.split()[:8]) for p in _arabic_paragraphs(300)]
     config = _bpemb_config(tmp_path, sentences)
-    record = tokenize.build_tokenizer("xx", config, out=tmp_path / "xx.model")
+    record = tokenizer_module.build_tokenizer("xx", config, out=tmp_path / "xx.model")
     assert (record["kind"], record["requested_kind"], record["bpemb_language"]) == ("sentencepiece", "bpemb", "xx")
     assert "no network" in record["fallback_reason"] and record["requested_vocab_size"] == 300
     assert json.loads((tmp_path / "xx.json").read_text())["fallback_reason"] == record["fallback_reason"]
     config = _bpemb_config(tmp_path / "strict", sentences, fallback="none")
     with pytest.raises(SystemExit, match="BPEmb model tokenizers/xx.wiki.bpe.vs300.model"):
-        tokenize.build_tokenizer("xx", config, out=tmp_path / "strict.model")
+        tokenizer_module.build_tokenizer("xx", config, out=tmp_path / "strict.model")
 
 
 def test_bpemb_by_language_is_checksummed(tmp_path, monkeypatch):
     sentences = [" ".join(p.split()[:8]) for p in _arabic_paragraphs(300)]
     (tmp_path / "corpus.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    tokenize.train_sentencepiece(tmp_path / "corpus.txt", tmp_path / "model.model", requested_vocab=300, threads=1)
+    tokenizer_module.train_sentencepiece(tmp_path / "corpus.txt", tmp_path / "model.model", requested_vocab=300, threads=1)
     mirror = tmp_path / "mirror"
     (mirror / "tokenizers").mkdir(parents=True)
     model = mirror / "tokenizers" / "xx.wiki.bpe.vs300.model"
@@ -262,17 +262,17 @@ def test_bpemb_by_language_is_checksummed(tmp_path, monkeypatch):
     monkeypatch.setenv(fetch.MIRROR_ENV, str(mirror))
     monkeypatch.setattr(fetch, "_download", lambda url, tmp: pytest.fail("the mirror copy must be used"))
     config = _bpemb_config(tmp_path / "tofu", sentences)
-    record = tokenize.build_tokenizer("xx", config, out=tmp_path / "a.model")
+    record = tokenizer_module.build_tokenizer("xx", config, out=tmp_path / "a.model")
     assert record["kind"] == "bpemb" and record["checksum"] == "trust on first use"
     assert record["sha256"] == sha256_file(model)
     placed = tmp_path / "tofu" / "resources" / "data" / "tokenizers" / "xx.wiki.bpe.vs300.model"
     assert (placed.parent / (placed.name + ".sha256")).read_text().strip() == sha256_file(model)
     placed.write_bytes(placed.read_bytes() + b"x")  # the file changed after its first use
     with pytest.raises(ChecksumError, match="differs from"):
-        tokenize.build_tokenizer("xx", config, out=tmp_path / "b.model")
+        tokenizer_module.build_tokenizer("xx", config, out=tmp_path / "b.model")
     config = _bpemb_config(tmp_path / "pinned", sentences, sha256="0" * 64)
     with pytest.raises(ChecksumError):  # a wrong pinned sha256 never falls back
-        tokenize.build_tokenizer("xx", config, out=tmp_path / "c.model")
+        tokenizer_module.build_tokenizer("xx", config, out=tmp_path / "c.model")
     assert not (tmp_path / "c.model").exists()
 
 

@@ -14,7 +14,7 @@ import yaml
 from strae.data.corpus import prepare_corpus
 from strae.data.fetch import ChecksumError, FetchError, main as fetch_main
 from strae.data.tokenized import tokenize_corpus
-from strae.tokenize import train_sentencepiece
+from strae.data.tokenizer import train_sentencepiece
 
 TRAIN = [f"Paper sentence {i} has words. It stays one line {i}." for i in range(60)]
 DEV = [f"Paper dev line {i} here." for i in range(8)]

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from strae.data.tokenized import TokenizedCorpus, tokenize_corpus
-from strae.tokenize import load_tokenizer, train_sentencepiece
+from strae.data.tokenizer import load_tokenizer, train_sentencepiece
 
 
 @pytest.fixture(scope="module")

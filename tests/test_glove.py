@@ -253,7 +253,7 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
 def test_subword_mode_names_vectors_by_piece_and_composes_words(mirror, tmp_path):
     """--tokenization subword: pieces are the vocabulary; a word's vector = mean of its pieces' vectors."""
     from baselines.glove.train import main
-    from strae.tokenize import load_tokenizer
+    from strae.data.tokenizer import load_tokenizer
 
     model_file = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
     corpus = _toy_corpus(tmp_path / "train.txt", n_lines=300)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from baselines.roberta.data import batch_indices, collate, mask_for_mlm, pack, padded_rows
+from baselines.roberta.data import collate, mask_for_mlm, pack, padded_rows
 from baselines.roberta.encoder import find_occurrences
 from baselines.roberta.model import (RobertaShape, SimcseMLP, SpecialIds, build_mlm_model, encode, mean_pool,
                                      non_embedding_parameter_count, segments_from_attention,
@@ -184,13 +184,6 @@ def test_masking_rates_and_specials():
     assert torch.equal(inputs[~chosen], ids[~chosen])
 
 
-def test_batches_are_a_function_of_seed_and_step():
-    first = batch_indices(100, 32, seed=3, step=4)
-    assert np.array_equal(first, batch_indices(100, 32, seed=3, step=4))
-    epoch = np.concatenate([batch_indices(100, 32, seed=3, step=s) for s in range(3)])
-    assert len(set(epoch.tolist())) == 96  # an epoch visits distinct sentences
-
-
 def test_schedule_warmup_and_decay():
     factor = linear_warmup_decay(100, 10)
     assert factor(0) == 0 and factor(5) == 0.5 and factor(10) == 1 and factor(55) == 0.5 and factor(100) == 0
@@ -337,27 +330,9 @@ def test_simcse_cli_and_harness_round_trip(tiny_run, tmp_path, repo_root):
     assert all(-100 <= task["score"] <= 100 for task in evaluation["tasks"].values())
 
 
-def test_checkpoints_are_read_onto_the_cpu(monkeypatch, tmp_path):
-    # a CUDA run's RNG states must come back as CPU ByteTensors (map_location=device breaks torch.set_rng_state)
-    from baselines.roberta.train import load_checkpoint
-    from strae.runtime import capture_rng_states, restore_rng_states
-
-    seen = {}
-    real_load = torch.load
-
-    def spy(*args, **kwargs):
-        seen.update(kwargs)
-        return real_load(*args, **kwargs)
-
-    torch.save({"rng": capture_rng_states()}, tmp_path / "checkpoint.pt")
-    monkeypatch.setattr(torch, "load", spy)
-    state = load_checkpoint(tmp_path / "checkpoint.pt")
-    assert seen["map_location"] == "cpu" and state["rng"]["torch"].device.type == "cpu"
-    restore_rng_states(state["rng"])
-
-
 def test_resume_refuses_a_checkpoint_from_other_settings(tmp_path):
     from baselines.roberta.train import run_steps
+    from strae.runs import RunRecord
 
     shape, model = tiny_model()
     special = shape.special
@@ -372,7 +347,7 @@ def test_resume_refuses_a_checkpoint_from_other_settings(tmp_path):
     def run(signature):
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(3, 0))
-        record = {"history": [], "timings": {}}
+        record = RunRecord()
         return run_steps(run_dir=tmp_path, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
                          total_steps=3, forward_backward=forward_backward, clip_grad_norm=1.0, checkpoint_every=100,
                          log_every=1, max_minutes=0, description="test", signature=signature)

@@ -16,6 +16,7 @@ import torch
 pytest.importorskip("strae.models.model", reason="the model engine (strae.models.model) is not installed yet")
 pytest.importorskip("strae.data.tokenized", reason="strae.data.tokenized is not installed yet")
 
+from strae import runs  # noqa: E402
 from strae import train as trainer  # noqa: E402
 
 WORDS = (
@@ -135,6 +136,7 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
     assert json.loads((out / "encoder.json").read_text())["kind"] == "strae"
     record = json.loads((out / "train.json").read_text())
     assert record["status"] == "completed" and record["failure_reason"] is None
+    assert record["schema_version"] == runs.SCHEMA_VERSION
     assert record["run"] == {"language": "xx", "model": "banyan",
                              "setting": "contrastive_diagonal_entangled_k4_u2", "seed": 3}
     training = record["config"]["training"]
@@ -253,29 +255,6 @@ def test_collapse_statistics():
     assert trainer.collapse_statistics(x)["mean_pairwise_cosine"] == pytest.approx(float(brute))
 
 
-def test_epoch_order_is_a_function_of_seed_and_epoch():
-    a = trainer.epoch_order(100, seed=1, epoch=0)
-    assert sorted(a.tolist()) == list(range(100))
-    assert np.array_equal(a, trainer.epoch_order(100, seed=1, epoch=0))
-    assert not np.array_equal(a, trainer.epoch_order(100, seed=1, epoch=1))
-    assert not np.array_equal(a, trainer.epoch_order(100, seed=2, epoch=0))
-    batches = trainer.batch_indices(a, 32)
-    assert [len(b) for b in batches] == [32, 32, 32, 4]
-
-
-def test_collate_pads_with_pad_id():
-    class Corpus:
-        sentences = [np.array([1, 2, 3, 4], dtype=np.int32), np.array([5, 6], dtype=np.int32)]
-        lengths = np.array([4, 2])
-
-        def __getitem__(self, i):
-            return self.sentences[i]
-
-    ids, lengths = trainer.collate(Corpus(), np.array([1, 0]), pad_id=9)
-    assert ids.dtype == torch.long and ids.tolist() == [[5, 6, 9, 9], [1, 2, 3, 4]]
-    assert lengths.tolist() == [2, 4]
-
-
 def test_export_checkpoint_is_labelled_mid_training(tiny, tmp_path):
     out, export = tmp_path / "run", tmp_path / "export"
     args = train_args(tiny, out, "--checkpoint-every-steps", "2")
@@ -299,7 +278,6 @@ def test_checkpoints_load_to_the_cpu_whatever_the_device(tiny, tmp_path):
     refuses anything else), so checkpoints are loaded to the CPU and load_state_dict moves the weights."""
     out = tmp_path / "run"
     assert trainer.train(train_args(tiny, out, "--max-steps", "2", "--epochs", "1")) == 0
-    # asking for the GPU on a machine without one: map_location="cuda" would raise here
-    state = trainer.load_checkpoint(out / "checkpoint.pt", torch.device("cuda"))
+    state = runs.load_checkpoint(out / "checkpoint.pt")
     assert state["rng"]["torch"].device.type == "cpu" and state["rng"]["torch"].dtype == torch.uint8
     assert all(t.device.type == "cpu" for t in state["model"].values())

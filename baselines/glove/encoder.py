@@ -102,15 +102,13 @@ class GloveEncoder(Encoder):
         }
 
     def run_info(self) -> dict[str, Any]:
-        setting = self.info.get("setting")
-        if self.stopwords is not None and setting:
-            setting = f"{setting}@stopword_rm"  # a distinct row: config/tables.yaml "SETTING@OPTION"
-        train = self.info.get("train", {})
-        return {
-            "language": self.info.get("language"), "model": "glove", "setting": setting,
-            "seed": self.info.get("seed"), "status": train.get("status", "completed"),
-            "failure_reason": train.get("failure_reason"),
-        }
+        from strae.runs import RunRecord
+
+        # the labels come from encoder.json (the same as train.json's), the status from train.json
+        labels = {key: self.info.get(key) for key in ("language", "setting", "seed")}
+        record = RunRecord.from_dict({"run": {**labels, "model": "glove"}, **self.info.get("train", {})})
+        # stop-word removal is a distinct row: config/tables.yaml "SETTING@OPTION"
+        return record.run_info(setting_suffix="stopword_rm" if self.stopwords is not None else None)
 
 
 def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,
@@ -134,7 +132,7 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
     vectors = KeyedVectors.load_word2vec_format(str(vectors_path), binary=True)
     tokenizer = None
     if manifest.get("tokenization") == "subword":
-        from strae.tokenize import load_tokenizer
+        from strae.data.tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(run_dir / manifest.get("tokenizer", "tokenizer.model"))
     language = stopwords_language or manifest.get("stopwords_language") or manifest.get("language")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -42,9 +42,11 @@ from baselines.glove.cooccurrence import (
 )
 from baselines.glove.model import OPTIMIZERS, GloveModel, RowOptimizer, glove_weight
 from strae import paths
+from strae.data.batching import batch_indices, epoch_order
 from strae.io import atomic_open, atomic_path, provenance, read_json, sha256_file, write_json
+from strae.runs import (CHECKPOINT_FILE, TOKENIZER_FILE, RunRecord, TrainingFailed, checkpoint_to_export,
+                        copy_tokenizer, load_checkpoint, save_checkpoint, snapshot_block)
 
-TRAIN_SCHEMA_VERSION = 1
 VECTORS_FILE = "vectors.bin"
 
 
@@ -142,7 +144,7 @@ def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray,
     else:
         import sentencepiece
 
-        from strae.tokenize import load_tokenizer
+        from strae.data.tokenizer import load_tokenizer
 
         tokenizer = load_tokenizer(args.tokenizer)
         processor = sentencepiece.SentencePieceProcessor(model_file=str(args.tokenizer))
@@ -197,12 +199,12 @@ def train_epochs(
     for epoch in range(start_epoch, args.epochs):
         started = time.time()
         # Shuffle from (seed, epoch) alone, so a resumed run sees exactly the same order.
-        order = torch.from_numpy(np.random.default_rng([args.seed, epoch]).permutation(nnz))
+        batches = batch_indices(epoch_order(nnz, args.seed, epoch), args.batch_size)
         total_loss, total_seen = 0.0, 0
         with tqdm(total=nnz, unit="pair", unit_scale=True, desc=f"epoch {epoch + 1}/{args.epochs}",
                   mininterval=2.0) as bar:
-            for start in range(0, nnz, args.batch_size):
-                batch = order[start:start + args.batch_size]
+            for number, indices in enumerate(batches):
+                batch = torch.from_numpy(indices)
                 # Sorting a batch by word row makes the word-table gather sequential and its duplicate
                 # sums a single reduceat (the update is order-independent).
                 batch = batch[torch.argsort(rows_all[batch])]
@@ -212,7 +214,8 @@ def train_epochs(
                 )
                 loss_value = float(loss)
                 if not math.isfinite(loss_value):
-                    raise FloatingPointError(f"non-finite loss {loss_value} in epoch {epoch + 1} at entry {start}")
+                    raise TrainingFailed(f"non-finite loss {loss_value} in epoch {epoch + 1} at entry "
+                                         f"{number * args.batch_size}")
                 optimizer.begin_step()
                 optimizer.step(0, rows, grad_word, rows_sorted=True)
                 optimizer.step(1, cols, grad_context)
@@ -241,10 +244,10 @@ def export_checkpoint(args) -> int:
     """Snapshot of a run in progress (or stopped): vectors of the last finished epoch, loadable by
     ``strae evaluate``; train.json keeps status 'running' and says which epoch it is."""
     out, dest = args.out, args.export_checkpoint
-    checkpoint_path = out / "checkpoint.pt"
-    if not checkpoint_path.exists() or not (out / "vocab.json").exists():
-        raise SystemExit(f"{checkpoint_path}: no checkpoint to export (has the first epoch finished?)")
-    state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+    checkpoint_path = checkpoint_to_export(out, "has the first epoch finished?")
+    if not (out / "vocab.json").exists():
+        raise SystemExit(f"{out / 'vocab.json'}: missing; {checkpoint_path} cannot be exported without it")
+    state = load_checkpoint(checkpoint_path)
     config = state["config"]
     vocab = read_json(out / "vocab.json")
     tokens, counts = vocab["tokens"], np.asarray(vocab["counts"], dtype=np.int64)
@@ -253,20 +256,15 @@ def export_checkpoint(args) -> int:
     dest.mkdir(parents=True, exist_ok=True)
     n_saved = save_vectors(dest / VECTORS_FILE, tokens, model.word_vectors(), counts)
     if config["tokenization"] == "subword":
-        shutil.copyfile(out / "tokenizer.model" if (out / "tokenizer.model").exists() else config["tokenizer"],
-                        dest / "tokenizer.model")
+        copy_tokenizer(out / TOKENIZER_FILE if (out / TOKENIZER_FILE).exists() else config["tokenizer"], dest)
     args.tokenization = config["tokenization"]
     setting = setting_name(args) if args.setting else f"{config['tokenization']}_w{config['window']}_d{config['dim']}"
-    snapshot = {"source": str(checkpoint_path.resolve()), "source_sha256": sha256_file(checkpoint_path),
-                "epochs_done": state["epoch"] + 1, "epochs_planned": config["epochs"],
-                "note": "mid-training export (strae train-glove --export-checkpoint); not a finished run"}
-    write_json(dest / "train.json", {
-        "schema_version": TRAIN_SCHEMA_VERSION, "status": "running", "failure_reason": None,
-        "run": {"language": args.lang, "model": "glove", "setting": setting, "seed": args.seed},
-        "config": config, "history": state["history"], "timings": state.get("timings", {}),
-        "data": {"vocab_size": len(tokens), "nnz": vocab.get("nnz"), "n_vectors_saved": n_saved},
-        "snapshot": snapshot, "provenance": provenance(seed=args.seed),
-    })
+    snapshot = snapshot_block(checkpoint_path, "strae train-glove", epochs_done=state["epoch"] + 1,
+                              epochs_planned=config["epochs"])
+    RunRecord(language=args.lang, model="glove", setting=setting, seed=args.seed, config=config,
+              history=state["history"], timings=state.get("timings", {}), provenance=provenance(seed=args.seed),
+              blocks={"data": {"vocab_size": len(tokens), "nnz": vocab.get("nnz"), "n_vectors_saved": n_saved},
+                      "snapshot": snapshot}).to_disk(dest)
     write_manifest(dest, args, setting, config.get("corpus_label", config["corpus"]))
     print(f"exported {checkpoint_path} (after epoch {state['epoch'] + 1} of {config['epochs']}) -> {dest}")
     return 0
@@ -300,21 +298,12 @@ def main(argv: list[str] | None = None) -> int:
         args, corpus, sha256_file(corpus),
         sha256_file(args.tokenizer) if args.tokenization == "subword" else None,
     )
-    run = {"language": args.lang, "model": "glove", "setting": setting_name(args), "seed": args.seed}
-    timings: dict[str, float] = {}
-    history: list[dict] = []
+    record = RunRecord(language=args.lang, model="glove", setting=setting_name(args), seed=args.seed, config=config,
+                       provenance=provenance(seed=args.seed, device="cpu", requested_device=args.device,
+                                             torch_threads=torch.get_num_threads()))
+    timings, history = record.timings, record.history
     began = time.time()
-
-    def write_train_json(status: str, failure_reason: str | None = None, **extra) -> None:
-        write_json(out / "train.json", {
-            "schema_version": TRAIN_SCHEMA_VERSION, "status": status, "failure_reason": failure_reason,
-            "run": run, "config": config, "history": history, "timings": timings,
-            "provenance": provenance(seed=args.seed, device="cpu", requested_device=args.device,
-                                     torch_threads=torch.get_num_threads()),
-            **extra,
-        })
-
-    write_train_json("running")
+    record.to_disk(out)
     tokens, counts, matrix, count_seconds = load_or_count(args, out, config)
     timings["cooccurrence_s"] = round(count_seconds, 2)
     rows, cols, values = cooccurrence_triples(matrix)
@@ -327,14 +316,15 @@ def main(argv: list[str] | None = None) -> int:
     del rows, cols, values
     data_stats = {"vocab_size": len(tokens), "nnz": int(len(triples[0])), "n_corpus_tokens": int(counts.sum())}
     print(f"GloVe: vocab {len(tokens):,}, non-zero co-occurrences {data_stats['nnz']:,}")
+    record.blocks["data"] = data_stats
 
     generator = torch.Generator().manual_seed(args.seed)
     model = GloveModel(len(tokens), args.dim, generator=generator)
     optimizer = RowOptimizer([model.word.data, model.context.data], kind=args.optimizer, lr=args.lr)
     start_epoch = 0
-    checkpoint_path = out / "checkpoint.pt"
+    checkpoint_path = out / CHECKPOINT_FILE
     if checkpoint_path.exists():
-        state = torch.load(checkpoint_path, map_location="cpu", weights_only=False)
+        state = load_checkpoint(checkpoint_path)
         changed = _differences(state["config"], config, ignore=LABEL_FIELDS + ("epochs",))
         if changed:
             raise SystemExit(f"{checkpoint_path}: made with different {', '.join(changed)}; delete the run "
@@ -351,24 +341,22 @@ def main(argv: list[str] | None = None) -> int:
 
     def on_epoch_end(epoch: int) -> None:
         timings["train_s"] = round(previous_train_s + time.time() - train_started, 2)
-        with atomic_path(checkpoint_path, suffix=".pt") as tmp:
-            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
-                        "history": history, "config": config, "timings": timings}, tmp)
-        write_train_json("running", data=data_stats)
+        save_checkpoint(checkpoint_path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                          "epoch": epoch, "history": history, "config": config, "timings": timings})
+        record.to_disk(out)
 
     try:
         train_epochs(model, optimizer, triples, args, start_epoch, history, on_epoch_end)
-    except FloatingPointError as error:
-        write_train_json("failed", failure_reason=str(error), data=data_stats)
-        print(f"GloVe training failed: {error}")
-        return 0 if args.record_failure else 1
+    except TrainingFailed as error:
+        return record.fail(out, str(error), args.record_failure, stream=sys.stdout)
 
     n_saved = save_vectors(out / VECTORS_FILE, tokens, model.word_vectors(), counts)
     if args.tokenization == "subword":
-        shutil.copyfile(args.tokenizer, out / "tokenizer.model")
+        copy_tokenizer(args.tokenizer, out)
     timings["total_s"] = round(time.time() - began, 2)
-    write_train_json("completed", data={**data_stats, "n_vectors_saved": n_saved})
-    write_manifest(out, args, run["setting"], config["corpus_label"])
+    record.status, record.blocks["data"] = "completed", {**data_stats, "n_vectors_saved": n_saved}
+    record.to_disk(out)
+    write_manifest(out, args, record.setting, config["corpus_label"])
     print(f"GloVe run complete: {out}")
     return 0
 

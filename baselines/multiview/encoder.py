@@ -90,12 +90,10 @@ class MultiviewEncoder(Encoder):
                 "seed": self.train_record.get("run", {}).get("seed")}
 
     def run_info(self) -> dict[str, Any]:
-        run = dict(self.train_record.get("run", {}))
-        if self.view != "both" and run.get("setting"):
-            run["setting"] = f"{run['setting']}@{self.view}"
-        run.setdefault("status", self.train_record.get("status", "completed"))
-        run.setdefault("failure_reason", self.train_record.get("failure_reason"))
-        return run
+        from strae.runs import RunRecord
+
+        record = RunRecord.from_dict(self.train_record, str(self.run_dir / "train.json"))
+        return record.run_info(setting_suffix=self.view if self.view != "both" else None)
 
 
 def load_run(run_dir: Path, **options: Any) -> MultiviewEncoder:

@@ -21,6 +21,8 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from strae.data.batching import pad_batch
+
 VIEWS = ("bilstm", "treelstm")
 #: model name -> (target view f, context view g)
 MODELS: dict[str, tuple[str, str]] = {
@@ -94,14 +96,13 @@ def make_batch(sentences: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id:
     lengths = [len(ids) for ids, _ in sentences]
     if min(lengths) < 1:
         raise ValueError("make_batch: a sentence has no tokens")
-    ids = np.full((len(sentences), max(lengths)), pad_id, dtype=np.int64)
+    ids, padded_lengths = pad_batch([tok for tok, _ in sentences], pad_id)
     node_ids, heads, roots = [], [], []
     offset = 0
     for b, (tok, head) in enumerate(sentences):
         n = len(tok)
         if len(head) != n:
             raise ValueError(f"make_batch: sentence {b} has {n} tokens but {len(head)} heads")
-        ids[b, :n] = tok
         local = np.asarray(head, dtype=np.int64)
         root_positions = np.flatnonzero(local < 0)
         if len(root_positions) != 1:
@@ -111,7 +112,7 @@ def make_batch(sentences: Sequence[tuple[Sequence[int], Sequence[int]]], pad_id:
         roots.append(offset + int(root_positions[0]))
         offset += n
     return TreeBatch(
-        ids=torch.from_numpy(ids), lengths=torch.tensor(lengths, dtype=torch.long),
+        ids=ids, lengths=padded_lengths,
         node_ids=torch.from_numpy(np.concatenate(node_ids)), heads=torch.from_numpy(np.concatenate(heads)),
         roots=torch.tensor(roots, dtype=torch.long),
     )

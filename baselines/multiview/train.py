@@ -29,10 +29,9 @@ from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, 
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel
 from baselines.multiview.parse import META_FILE
 from strae.encode import write_encoder_manifest
-from strae.io import atomic_path, provenance, read_json, write_json
+from strae.io import provenance, read_json, write_json
+from strae.runs import CHECKPOINT_FILE, RunRecord, TrainingFailed, load_checkpoint, save_checkpoint, save_weights
 from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
-
-TRAIN_SCHEMA_VERSION = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     setting = setting_name(args)
     recipe = _recipe(args)
-    if (out / "encoder.json").exists() and read_json(out / "train.json").get("status") == "completed":
-        if read_json(out / "train.json").get("config", {}).get("recipe") == recipe:  # same command twice
+    previous = RunRecord.from_disk(out)
+    if (out / "encoder.json").exists() and previous is not None and previous.status == "completed":
+        if previous.config.get("recipe") == recipe:  # same command twice
             print(f"{out}: already trained (train.json status completed)")
             return 0
         raise SystemExit(f"{out}: holds a completed run with another recipe; use another --out or delete it")
@@ -121,9 +121,9 @@ def main(argv: list[str] | None = None) -> int:
                                                                    corpus.tokens[:total_steps * args.batch_size])),
     }
     step, history, train_seconds = 0, [], 0.0
-    checkpoint = out / "checkpoint.pt"
+    checkpoint = out / CHECKPOINT_FILE
     if checkpoint.exists():
-        state = torch.load(checkpoint, map_location=device, weights_only=False)
+        state = load_checkpoint(checkpoint)
         # max_steps may grow between runs (extend a time-boxed run); everything else must match
         if {k: v for k, v in state["recipe"].items() if k != "max_steps"} != \
                 {k: v for k, v in recipe.items() if k != "max_steps"}:
@@ -134,30 +134,30 @@ def main(argv: list[str] | None = None) -> int:
         step, history, train_seconds = state["step"], state["history"], state["train_seconds"]
         print(f"{out}: resuming at step {step}/{total_steps}")
 
-    def write_train_json(status: str, failure_reason: str | None = None) -> None:
-        write_json(out / "train.json", {
-            "schema_version": TRAIN_SCHEMA_VERSION, "status": status, "failure_reason": failure_reason,
-            "run": {"language": args.lang, "model": f"multiview_{args.model}", "setting": setting, "seed": args.seed},
-            "config": {"recipe": recipe, "model": config.to_dict(), "views": list(config.views),
-                       "objective": "quick-thoughts NLL, inner-product critic, in-batch negatives, context ±1",
-                       "init": "xavier_uniform weights, zero biases, zero leaf child states",
-                       "test_vector": "concat(target view, context view)"},
-            "data": data_stats, "parser": parse_meta["parser"],
-            "history": history[-200:],  # per-step log is long; the last 200 steps + the summary below
-            "summary": _summary(history),
-            "timings": {"train_seconds": round(train_seconds, 1), "steps": step, "total_steps": total_steps,
-                        "seconds_per_step": round(train_seconds / max(step, 1), 3),
-                        "torch_threads": torch.get_num_threads()},
-            "provenance": provenance(device=describe_device(device), seed=args.seed, command=sys.argv),
-        })
+    record = RunRecord(
+        language=args.lang, model=f"multiview_{args.model}", setting=setting, seed=args.seed,
+        config={"recipe": recipe, "model": config.to_dict(), "views": list(config.views),
+                "objective": "quick-thoughts NLL, inner-product critic, in-batch negatives, context ±1",
+                "init": "xavier_uniform weights, zero biases, zero leaf child states",
+                "test_vector": "concat(target view, context view)"},
+        provenance=provenance(device=describe_device(device), seed=args.seed, command=sys.argv),
+        blocks={"data": data_stats, "parser": parse_meta["parser"]},
+    )
 
-    def save_checkpoint() -> None:
-        with atomic_path(checkpoint) as tmp:
-            torch.save({"recipe": recipe, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                        "rng": capture_rng_states(), "step": step, "history": history,
-                        "train_seconds": train_seconds}, tmp)
+    def write_train_json() -> None:
+        record.history = history[-200:]  # per-step log is long; the last 200 steps + the summary
+        record.blocks["summary"] = _summary(history)
+        record.timings = {"train_seconds": round(train_seconds, 1), "steps": step, "total_steps": total_steps,
+                          "seconds_per_step": round(train_seconds / max(step, 1), 3),
+                          "torch_threads": torch.get_num_threads()}
+        record.to_disk(out)
 
-    write_train_json("running")
+    def checkpoint_now() -> None:
+        save_checkpoint(checkpoint, {"recipe": recipe, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                     "rng": capture_rng_states(), "step": step, "history": history,
+                                     "train_seconds": train_seconds})
+
+    write_train_json()
     model.train()
     bar = tqdm(total=total_steps, initial=step, desc=f"train-multiview {args.model}", unit="batch",
                disable=args.quiet)
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             loss, metrics = model.loss(batch.to(device), torch.from_numpy(books).to(device),
                                        torch.from_numpy(positions).to(device))
             if not torch.isfinite(loss):
-                raise FloatingPointError(f"non-finite loss {float(loss)} at step {step}")
+                raise TrainingFailed(f"non-finite loss {float(loss)} at step {step}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad_norm)
@@ -180,17 +180,16 @@ def main(argv: list[str] | None = None) -> int:
             bar.update(1)
             bar.set_postfix(loss=f"{metrics['loss']:.3f}", top1=f"{metrics['context_top1']:.2f}")
             if step % args.checkpoint_every_steps == 0 or step == total_steps:
-                save_checkpoint()
-                write_train_json("running")
-    except (FloatingPointError, ValueError) as error:
+                checkpoint_now()
+                write_train_json()
+    except (TrainingFailed, ValueError) as error:  # ValueError: a batch the model refuses (make_batch, loss)
         bar.close()
-        write_train_json("failed", str(error))
-        print(f"{out}: training failed: {error}", file=sys.stderr)
-        return 0 if args.record_failure else 1
+        write_train_json()
+        return record.fail(out, str(error), args.record_failure)
     bar.close()
-    with atomic_path(out / "model.pt") as tmp:
-        torch.save({"config": config.to_dict(), "state_dict": model.state_dict()}, tmp)
-    write_train_json("completed")
+    save_weights(out, {"config": config.to_dict(), "state_dict": model.state_dict()})
+    record.status = "completed"
+    write_train_json()
     write_encoder_manifest(out, "multiview", model=f"multiview_{args.model}", setting=setting, language=args.lang,
                            seed=args.seed)
     print(f"{out}: trained {step} steps ({data_stats['sentences_trained']} sentences) in {train_seconds:.0f} s; "

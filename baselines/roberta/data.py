@@ -7,8 +7,9 @@ so the masked positions do not depend on the layout) and then, by default, packe
 (:func:`pack`, first-fit decreasing into rows of ``max_length`` ids) with block-diagonal attention between them: on
 real English batches (32 sentences) padding to the longest made 2.6 ids per real token, packing 1.05.
 
-Batches are a pure function of (seed, step): epoch ``e`` visits the sentences in ``default_rng(seed + e)``'s
-permutation, so a resumed run sees exactly the batches an uninterrupted one would.
+Batches are a pure function of (seed, step) (:func:`strae.data.batching.batch_at_step`: epoch ``e`` visits the
+sentences in ``default_rng([seed, e])``'s permutation), so a resumed run sees exactly the batches an uninterrupted
+one would.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 
 from baselines.roberta.model import SpecialIds
+from strae.data.batching import pad_batch
 
 
 class SentenceCorpus(Protocol):
@@ -84,30 +86,11 @@ def load_corpus(data_dir: str | Path | None, corpus_file: str | Path | None, tok
     return corpus
 
 
-def sentence_order(n_sentences: int, seed: int, epoch: int) -> np.ndarray:
-    return np.random.default_rng([seed, epoch]).permutation(n_sentences)
-
-
-def batch_indices(n_sentences: int, batch_size: int, seed: int, step: int) -> np.ndarray:
-    """Corpus indices of the sentences in batch ``step`` (0-based); epochs wrap, each with a fresh permutation."""
-    if n_sentences < batch_size:
-        raise SystemExit(f"corpus has {n_sentences} sentences, fewer than one batch ({batch_size})")
-    batches_per_epoch = n_sentences // batch_size  # the ragged tail of each epoch is dropped
-    epoch, within = divmod(step, batches_per_epoch)
-    order = sentence_order(n_sentences, seed, epoch)
-    return order[within * batch_size:(within + 1) * batch_size]
-
-
 def collate(sentences: Sequence[np.ndarray], special: SpecialIds, max_length: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``<s> pieces </s>`` per sentence, truncated to ``max_length`` ids in all, padded with pad; (ids, attention)."""
     max_pieces = max_length - 2
-    rows = [np.asarray(s[:max_pieces], dtype=np.int64) for s in sentences]
-    width = max(len(r) for r in rows) + 2
-    ids = torch.full((len(rows), width), special.pad, dtype=torch.long)
-    for i, row in enumerate(rows):
-        ids[i, 0] = special.bos
-        ids[i, 1:len(row) + 1] = torch.from_numpy(row)
-        ids[i, len(row) + 1] = special.eos
+    ids, _ = pad_batch([[special.bos, *np.asarray(s[:max_pieces]).tolist(), special.eos] for s in sentences],
+                       special.pad)
     return ids, (ids != special.pad).long()
 
 

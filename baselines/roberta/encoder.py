@@ -112,7 +112,7 @@ class RobertaEncoder(Encoder):
                  corpus: str | None = None, device: str = "auto", precision: str = "fp32",
                  max_length: int | str = 512, occurrence_seed: int | str = 0, pooler: str | None = None):
         from strae.runtime import describe_device, resolve_device
-        from strae.tokenize import load_tokenizer
+        from strae.data.tokenizer import load_tokenizer
 
         self.run_dir = Path(run_dir)
         self.train_record = read_json(self.run_dir / "train.json")
@@ -291,8 +291,9 @@ class RobertaEncoder(Encoder):
         }
 
     def run_info(self) -> dict[str, Any]:
-        return {**self.train_record["run"], "status": self.train_record.get("status"),
-                "failure_reason": self.train_record.get("failure_reason")}
+        from strae.runs import RunRecord
+
+        return RunRecord.from_dict(self.train_record, str(self.run_dir / "train.json")).run_info()
 
 
 def load_run(run_dir: str | Path, **options: Any) -> RobertaEncoder:

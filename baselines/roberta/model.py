@@ -20,7 +20,7 @@ attends only to keys of its own segment (block-diagonal). One segment per row is
 is packing (``baselines.roberta.data.pack``). Because positions are relative (only i - j enters), a sentence packed
 at offset 40 of a row sees exactly the scores it would see alone: position ids restart per sentence by construction.
 
-Vocabulary: the language's SentencePiece pieces are ids 0..V-1 and pad = V (``strae.tokenize`` contract). RoBERTa
+Vocabulary: the language's SentencePiece pieces are ids 0..V-1 and pad = V (``strae.data.tokenizer`` contract). RoBERTa
 also needs a mask token and sentence delimiters; they are appended AFTER pad so piece ids never move:
   pad = V, mask = V + 1, bos (<s>) = V + 2, eos (</s>) = V + 3; embedding rows = V + 4.
 """

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from strae.io import read_json, sha256_file, write_json
+from strae.io import sha256_file
 
 
 RECIPES: dict[str, dict[str, object]] = {
@@ -59,14 +59,15 @@ def simcse_loss(model, ids: torch.Tensor, attention: torch.Tensor, temperature: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from baselines.roberta.data import batch_indices, collate, load_corpus
+    from baselines.roberta.data import collate, load_corpus
     from baselines.roberta.encoder import load_weights
     from baselines.roberta.model import ATTENTION_IMPLEMENTATIONS, POOLERS, SimcseMLP, set_attention_implementation
-    from baselines.roberta.train import (DivergedError, add_common_arguments, autocast_context, copy_tokenizer,
-                                         corpus_provenance, finish_run, linear_warmup_decay, new_record,
-                                         record_failure, run_steps)
+    from baselines.roberta.train import (add_common_arguments, autocast_context, corpus_provenance, finish_run,
+                                         linear_warmup_decay, new_record, run_steps)
+    from strae.data.batching import batch_at_step
+    from strae.data.tokenizer import load_tokenizer
+    from strae.runs import MODEL_FILE, TOKENIZER_FILE, RunRecord, TrainingFailed, copy_tokenizer
     from strae.runtime import resolve_device, seed_everything
-    from strae.tokenize import load_tokenizer
 
     parser = argparse.ArgumentParser(prog="strae train-simcse", description=__doc__.split("\n\n")[0])
     parser.add_argument("--init", type=Path, required=True, help="completed `strae train-roberta` run directory")
@@ -99,20 +100,19 @@ def main(argv: list[str] | None = None) -> int:
     if recipe["eval_pooler"] == "cls" and recipe["train_pooler"] != "cls":
         raise SystemExit("--eval-pooler cls needs the MLP that only --train-pooler cls trains")
 
-    init_train = args.init / "train.json"
-    if not (args.init / "model.pt").exists() or not init_train.exists():
+    init_record = RunRecord.from_disk(args.init)
+    if not (args.init / MODEL_FILE).exists() or init_record is None:
         raise SystemExit(f"--init {args.init}: no model.pt/train.json (is the RoBERTa run completed?)")
-    init_record = read_json(init_train)
-    if init_record.get("status") != "completed":
-        raise SystemExit(f"{init_train}: status {init_record.get('status')!r}, expected 'completed'")
-    init_config = init_record["config"]
-    language = init_record["run"]["language"]
+    if init_record.status != "completed":
+        raise SystemExit(f"{args.init / 'train.json'}: status {init_record.status!r}, expected 'completed'")
+    init_config = init_record.config
+    language = init_record.language
 
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
     autocast, precision = autocast_context(device, args.precision)
-    tokenizer_path = args.init / "tokenizer.model"
+    tokenizer_path = args.init / TOKENIZER_FILE
     tokenizer = load_tokenizer(tokenizer_path)
     data_dir = None
     corpus_file = args.corpus
@@ -163,12 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     record = new_record(language=language, model="roberta_simcse", setting=args.setting, seed=args.seed,
                         config=config, device=device, precision=precision,
                         extra_provenance={"argv": list(argv or sys.argv[1:])})
-    write_json(run_dir / "train.json", record)
+    record.to_disk(run_dir)
 
     def forward_backward(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         # SimCSE's 10^6 sentences = here the first `sentences_per_epoch` corpus sentences (already a random sample),
         # visited in a seeded order. No gradient accumulation: in-batch negatives need the whole batch at once.
-        indices = batch_indices(sentences_per_epoch, batch_size, args.seed, step)
+        indices = batch_at_step(sentences_per_epoch, batch_size, args.seed, step)
         ids, attention = collate([corpus[int(i)] for i in indices], special, int(recipe["max_length"]))
         with autocast():
             loss, accuracy = simcse_loss(model, ids.to(device), attention.to(device), float(recipe["temperature"]),
@@ -183,8 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                            max_minutes=args.max_minutes, description=f"simcse {language} seed{args.seed}",
                            signature={"shape": shape.to_dict(), "init_model_sha256": config["init_model_sha256"],
                                       **{key: recipe[key] for key in sorted(recipe)}})
-    except DivergedError as error:
-        return record_failure(run_dir, record, str(error), args.record_failure)
+    except TrainingFailed as error:
+        return record.fail(run_dir, str(error), args.record_failure)
     weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "simcse_unsup",
                "simcse_mlp": mlp.state_dict() if mlp is not None else None}
     return finish_run(run_dir, record, status, weights, {"model": "roberta_simcse", "objective": "simcse_unsup"})

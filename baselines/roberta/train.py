@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -28,16 +27,12 @@ import torch
 from tqdm import tqdm
 
 from strae import paths
-from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
+from strae.io import provenance, read_json, sha256_file
+from strae.runs import (CHECKPOINT_FILE, RunRecord, TrainingFailed, copy_tokenizer, load_checkpoint, save_checkpoint,
+                        save_weights)
 from strae.runtime import (
     bf16_autocast_supported, capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything,
 )
-
-TRAIN_SCHEMA_VERSION = 1
-
-
-class DivergedError(RuntimeError):
-    """The loss became NaN/inf; the run is recorded as failed."""
 
 
 def autocast_context(device: torch.device, precision: str) -> tuple[Callable[[], Any], str]:
@@ -83,19 +78,7 @@ def mlm_loss(model, rows) -> torch.Tensor:
     return mlm_token_losses(model, rows)[0].mean()
 
 
-def load_checkpoint(path: Path) -> dict[str, Any]:
-    """A checkpoint's state with every tensor on the CPU, whatever device wrote it: the model and optimiser tensors
-    are moved to the training device by ``load_state_dict``; the RNG states must stay CPU ByteTensors
-    (``torch.set_rng_state`` / ``torch.cuda.set_rng_state_all`` reject anything else)."""
-    return torch.load(path, map_location="cpu", weights_only=False)
-
-
-def save_checkpoint(path: Path, **state: Any) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(state, tmp)
-
-
-def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
               scheduler: torch.optim.lr_scheduler.LRScheduler, total_steps: int,
               forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]], clip_grad_norm: float,
               checkpoint_every: int, log_every: int, max_minutes: float | None, description: str,
@@ -109,10 +92,9 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
     gradient accumulation) and returns (detached loss, metrics); this loop zeroes, clips and steps around it.
 
     Returns "completed" or "stopped" (time budget hit; checkpoint saved, rerun the same command to resume).
-    Raises :class:`DivergedError` on a non-finite loss. ``record`` is train.json's content and is updated in place.
+    Raises :class:`strae.runs.TrainingFailed` on a non-finite loss. ``record`` (train.json) is updated in place.
     """
-    checkpoint_path = run_dir / "checkpoint.pt"
-    train_json = run_dir / "train.json"
+    checkpoint_path = run_dir / CHECKPOINT_FILE
     step, elapsed_before = 0, 0.0
     if checkpoint_path.exists():
         state = load_checkpoint(checkpoint_path)
@@ -134,16 +116,17 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
         scheduler.load_state_dict(state["scheduler"])
         restore_rng_states(state["rng"])
         step, elapsed_before = state["step"], state["elapsed_s"]
-        record["history"] = state["history"]
-        record["timings"]["resumed_from_step"] = step
+        record.history = state["history"]
+        record.timings["resumed_from_step"] = step
         print(f"resuming {run_dir} at step {step}/{total_steps}", file=sys.stderr)
 
     def checkpoint(now_elapsed: float) -> None:
-        save_checkpoint(checkpoint_path, model=model.state_dict(), optimizer=optimizer.state_dict(),
-                        scheduler=scheduler.state_dict(), rng=capture_rng_states(), step=step, total_steps=total_steps,
-                        elapsed_s=now_elapsed, history=record["history"], signature=signature)
-        record["timings"].update(steps_done=step, train_seconds=round(now_elapsed, 1))
-        write_json(train_json, record)
+        save_checkpoint(checkpoint_path, dict(
+            model=model.state_dict(), optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
+            rng=capture_rng_states(), step=step, total_steps=total_steps, elapsed_s=now_elapsed,
+            history=record.history, signature=signature))
+        record.timings.update(steps_done=step, train_seconds=round(now_elapsed, 1))
+        record.to_disk(run_dir)
 
     started = time.monotonic()
     deadline = started + max_minutes * 60 if max_minutes is not None else None
@@ -155,7 +138,7 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
             optimizer.zero_grad(set_to_none=True)
             loss, metrics = forward_backward(step)
             if not torch.isfinite(loss):
-                raise DivergedError(f"non-finite loss {loss.item()} at step {step}")
+                raise TrainingFailed(f"non-finite loss {loss.item()} at step {step}")
             if clip_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
             optimizer.step()
@@ -167,7 +150,7 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
             if step % log_every == 0 or step == total_steps:
                 now = time.monotonic()
-                record["history"].append({
+                record.history.append({
                     "step": step, "loss": window_loss / window_steps, "lr": scheduler.get_last_lr()[0],
                     "steps_per_s": window_steps / max(now - window_start, 1e-9), **metrics,
                 })
@@ -179,48 +162,33 @@ def run_steps(*, run_dir: Path, record: dict[str, Any], model: torch.nn.Module, 
                 break
     total_elapsed = elapsed_before + time.monotonic() - started
     checkpoint(total_elapsed)
-    record["timings"]["steps_per_s"] = round(step / max(total_elapsed, 1e-9), 4)
+    record.timings["steps_per_s"] = round(step / max(total_elapsed, 1e-9), 4)
     return status
 
 
-def finish_run(run_dir: Path, record: dict[str, Any], status: str, weights: dict[str, Any], encoder_fields: dict) -> int:
+def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str, Any], encoder_fields: dict) -> int:
     """Write model.pt, train.json and (last) encoder.json for a completed run; report a stopped one."""
     from strae.encode import write_encoder_manifest
 
     if status == "stopped":
-        record["status"] = "running"
-        record["stopped_reason"] = "time budget (--max-minutes) reached; rerun the same command to resume"
-        write_json(run_dir / "train.json", record)
-        print(f"{run_dir}: stopped at step {record['timings']['steps_done']} (time budget); resumable", file=sys.stderr)
+        record.blocks["stopped_reason"] = "time budget (--max-minutes) reached; rerun the same command to resume"
+        record.to_disk(run_dir)
+        print(f"{run_dir}: stopped at step {record.timings['steps_done']} (time budget); resumable", file=sys.stderr)
         return 0
-    with atomic_path(run_dir / "model.pt") as tmp:
-        torch.save(weights, tmp)
-    record["status"] = "completed"
-    write_json(run_dir / "train.json", record)
+    save_weights(run_dir, weights)
+    record.status = "completed"
+    record.to_disk(run_dir)
     write_encoder_manifest(run_dir, "roberta", **encoder_fields)
     return 0
 
 
-def record_failure(run_dir: Path, record: dict[str, Any], reason: str, record_failure_flag: bool) -> int:
-    record["status"] = "failed"
-    record["failure_reason"] = reason
-    write_json(run_dir / "train.json", record)
-    print(f"{run_dir}: training failed: {reason}", file=sys.stderr)
-    return 0 if record_failure_flag else 1
-
-
 def new_record(*, language: str, model: str, setting: str, seed: int, config: dict[str, Any],
-               device: torch.device, precision: str, extra_provenance: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema_version": TRAIN_SCHEMA_VERSION,
-        "status": "running",
-        "failure_reason": None,
-        "run": {"language": language, "model": model, "setting": setting, "seed": seed},
-        "config": config,
-        "history": [],
-        "timings": {"device": describe_device(device), "precision": precision, "torch_threads": torch.get_num_threads()},
-        "provenance": provenance(**extra_provenance),
-    }
+               device: torch.device, precision: str, extra_provenance: dict[str, Any]) -> RunRecord:
+    return RunRecord(
+        language=language, model=model, setting=setting, seed=seed, config=config,
+        timings={"device": describe_device(device), "precision": precision, "torch_threads": torch.get_num_threads()},
+        provenance=provenance(**extra_provenance),
+    )
 
 
 def corpus_provenance(data_dir: str | None, corpus_file: str | None, split: str, n_sentences: int) -> dict[str, Any]:
@@ -236,11 +204,6 @@ def corpus_provenance(data_dir: str | None, corpus_file: str | None, split: str,
         if meta.exists():
             info["meta"] = read_json(meta)
     return info
-
-
-def copy_tokenizer(tokenizer_path: Path, run_dir: Path) -> None:
-    with atomic_path(run_dir / "tokenizer.model") as tmp:
-        shutil.copyfile(tokenizer_path, tmp)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -260,10 +223,11 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from baselines.roberta.data import batch_indices, collate, load_corpus, mask_for_mlm, pack, padded_rows
+    from baselines.roberta.data import collate, load_corpus, mask_for_mlm, pack, padded_rows
     from baselines.roberta.model import (ATTENTION_IMPLEMENTATIONS, SHAPES, RobertaShape, build_mlm_model,
                                          non_embedding_parameter_count)
-    from strae.tokenize import load_tokenizer
+    from strae.data.batching import batch_at_step
+    from strae.data.tokenizer import load_tokenizer
 
     parser = argparse.ArgumentParser(prog="strae train-roberta", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lang", required=True)
@@ -346,10 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     }
     record = new_record(language=args.lang, model="roberta", setting=args.setting, seed=args.seed, config=config,
                         device=device, precision=precision, extra_provenance={"argv": list(argv or sys.argv[1:])})
-    write_json(run_dir / "train.json", record)
+    record.to_disk(run_dir)
 
     def forward_backward(step: int) -> tuple[torch.Tensor, dict[str, float]]:
-        indices = batch_indices(len(corpus), args.batch_size, args.seed, step)
+        indices = batch_at_step(len(corpus), args.batch_size, args.seed, step)
         ids, attention = collate([corpus[int(i)] for i in indices], special, args.max_length)
         # masking depends only on (seed, step) and is drawn on the padded layout, so resumed runs and both packing
         # modes predict exactly the same positions
@@ -377,8 +341,8 @@ def main(argv: list[str] | None = None) -> int:
                            signature={"weight_decay": args.weight_decay,
                                       **{key: config[key] for key in ("shape", "batch_size", "max_length", "lr",
                                                                       "warmup_steps", "mask_probability")}})
-    except DivergedError as error:
-        return record_failure(run_dir, record, str(error), args.record_failure)
+    except TrainingFailed as error:
+        return record.fail(run_dir, str(error), args.record_failure)
     weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "mlm"}
     return finish_run(run_dir, record, status, weights, {"model": "roberta", "objective": "mlm"})
 

@@ -70,11 +70,11 @@ def engine_sources(root: str = ENGINE_ROOT) -> dict[str, str]:
 
 
 def _normalize_source() -> str:
-    """The tokeniser's preprocessing (BPEmb: lowercase, digits -> 0), copied from strae.tokenize."""
-    from strae import tokenize
+    """The tokeniser's preprocessing (BPEmb: lowercase, digits -> 0), copied from strae.data.tokenizer."""
+    from strae.data import tokenizer
 
-    return (f"_DIGIT = re.compile({tokenize._DIGIT.pattern!r})\n\n\n"
-            + inspect.getsource(tokenize.normalize))
+    return (f"_DIGIT = re.compile({tokenizer._DIGIT.pattern!r})\n\n\n"
+            + inspect.getsource(tokenizer.normalize))
 
 
 MODULE_TEMPLATE = '''"""sentence-transformers module for a strae (Self-StrAE / Banyan) model, written by `strae export`.

@@ -271,7 +271,7 @@ def check_config(config: dict[str, Any]) -> list[str]:
                 errors.append(f"languages.{lang}: corpus url {source['url']!r} needs a sha256")
         tokenizer = block.get("tokenizer") or {}
         if tokenizer.get("kind") == "bpemb":
-            from strae.tokenize import bpemb_spec_errors
+            from strae.data.tokenizer import bpemb_spec_errors
 
             errors += bpemb_spec_errors(tokenizer, f"languages.{lang}.tokenizer")
         errors += _eval_errors(config, lang, block, registry)

@@ -17,7 +17,10 @@ embeddings nearly identical: mean pairwise cosine above ``--collapse-cosine`` or
 ``encoder.json`` are written for a failed run, so it can never be averaged in by mistake.
 
 Outputs, in order: ``checkpoint.pt`` (during training), ``model.pt`` (final weights + config),
-``tokenizer.model`` (copy), ``train.json`` (status completed), ``encoder.json`` (last).
+``tokenizer.model`` (copy), ``train.json`` (status completed), ``encoder.json`` (last); the layout, the record
+and the checkpoint files are :mod:`strae.runs`', the batches :mod:`strae.data.batching`'s.
+
+The training section reads top-down: :func:`train` is the whole procedure, each step a short helper below it.
 """
 from __future__ import annotations
 
@@ -25,7 +28,6 @@ import argparse
 import hashlib
 import json
 import math
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,22 +38,18 @@ import numpy as np
 import torch
 
 from strae import paths, recipes
-from strae.io import atomic_path, provenance, read_json, sha256_file, write_json
+from strae.data.batching import batch_indices, collate, epoch_order
+from strae.io import provenance, read_json, sha256_file
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
+from strae.runs import (CHECKPOINT_FILE, MODEL_FILE, TOKENIZER_FILE, RunRecord, TrainingFailed, checkpoint_to_export,
+                        copy_tokenizer, invalidate_outputs, load_checkpoint, lock_run_dir, save_checkpoint,
+                        save_weights, snapshot_block)
 from strae.runtime import (capture_rng_states, configure_determinism, describe_device, resolve_device,
                            restore_rng_states, seed_everything)
-
-# 2: the run's recipe (strae/recipes.yaml + overrides) is recorded under "recipe"; the model config is the
-# architecture only.
-TRAIN_SCHEMA_VERSION = 2
 
 # Flags that override the recipe value of the same name (also reachable as --set KEY=VALUE; --lr sets the run's
 # objective's learning rate, lr.<objective>).
 RECIPE_FLAGS = ("lr", "temperature", "epochs", "batch_size", "clip_grad_norm")
-
-
-class TrainingFailed(Exception):
-    """The run diverged or collapsed; the message is the failure reason written to train.json."""
 
 
 # --------------------------------------------------------------------------------------------------- CLI
@@ -172,7 +170,7 @@ def _check_tokenizer(tokenizer_path: Path, data_dir: Path, vocab_size: int) -> s
             f"{tokenizer_path}: sha256 {digest[:12]} differs from the tokenizer recorded in {meta_path} "
             f"({recorded[:12]}); pass the tokenizer the corpus was tokenised with"
         )
-    from strae.tokenize import load_tokenizer
+    from strae.data.tokenizer import load_tokenizer
 
     tok_vocab = load_tokenizer(tokenizer_path).vocab_size
     if tok_vocab != vocab_size:
@@ -201,19 +199,11 @@ def resolve_recipe(args: argparse.Namespace, objective: str) -> recipes.Resolved
 
 def resolve(args: argparse.Namespace):
     """CLI -> (ModelConfig, ResolvedRecipe, TrainSettings, corpora, tokenizer sha)."""
-    ModelConfig, _ = _import_model_classes()
     data_dir = args.data_dir or paths.tokenized_dir(args.lang, args.resources_dir)
     tokenizer_path = args.tokenizer or paths.tokenizer_model(args.lang, args.resources_dir)
     train, dev = _load_corpora(data_dir)
     tokenizer_sha = _check_tokenizer(tokenizer_path, data_dir, train.vocab_size)
-    architecture = {
-        key: getattr(args, key) for key in ("structure", "functions", "objective", "k", "u")
-        if getattr(args, key) is not None
-    }
-    try:
-        config = ModelConfig.preset(args.model, vocab_size=train.vocab_size, **architecture)
-    except ValueError as error:
-        raise SystemExit(f"strae train: {error}") from error
+    config = _model_config(args, train.vocab_size)
     resolved = resolve_recipe(args, config.objective)
     recipe = resolved.recipe
     if recipe.decoder_child_order == "node_id" and config.structure != "sentential":
@@ -221,21 +211,25 @@ def resolve(args: argparse.Namespace):
                          f"reference decoder, sentential trees only); with --structure {config.structure} pass "
                          "--set decoder_child_order=position")
     settings = TrainSettings(
-        model=args.model,
-        language=args.lang,
-        seed=args.seed,
-        setting=args.setting or config.setting_name(),
-        recipe=recipe.name,
-        lr=recipe.lr_for(config.objective),
-        epochs=recipe.epochs,
-        batch_size=recipe.batch_size,
-        clip_grad_norm=recipe.clip_grad_norm,
-        max_steps=args.max_steps,
-        checkpoint_every_steps=args.checkpoint_every_steps,
-        data_dir=str(data_dir),
-        tokenizer=str(tokenizer_path),
+        model=args.model, language=args.lang, seed=args.seed, setting=args.setting or config.setting_name(),
+        recipe=recipe.name, lr=recipe.lr_for(config.objective), epochs=recipe.epochs, batch_size=recipe.batch_size,
+        clip_grad_norm=recipe.clip_grad_norm, max_steps=args.max_steps,
+        checkpoint_every_steps=args.checkpoint_every_steps, data_dir=str(data_dir), tokenizer=str(tokenizer_path),
     )
     return config, resolved, settings, (train, dev), tokenizer_sha
+
+
+def _model_config(args: argparse.Namespace, vocab_size: int):
+    """The model's paper preset with the architecture flags given on the command line."""
+    ModelConfig, _ = _import_model_classes()
+    architecture = {
+        key: getattr(args, key) for key in ("structure", "functions", "objective", "k", "u")
+        if getattr(args, key) is not None
+    }
+    try:
+        return ModelConfig.preset(args.model, vocab_size=vocab_size, **architecture)
+    except ValueError as error:
+        raise SystemExit(f"strae train: {error}") from error
 
 
 def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
@@ -272,44 +266,7 @@ def _stable_data_fields(data_meta: dict) -> dict:
     return fields
 
 
-# -------------------------------------------------------------------------------------------------- data
-def epoch_order(n_sentences: int, seed: int, epoch: int) -> np.ndarray:
-    """The shuffled sentence order of one epoch: a pure function of (seed, epoch) so resumption replays it."""
-    return np.random.default_rng([seed, epoch]).permutation(n_sentences)
-
-
-def batch_indices(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
-
-
-def collate(corpus, indices: np.ndarray, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Padded (B, T) LongTensor of ids (pad = ``pad_id``) and (B,) lengths, in the order of ``indices``."""
-    lengths = np.asarray(corpus.lengths)[indices].astype(np.int64)
-    ids = np.full((len(indices), int(lengths.max())), pad_id, dtype=np.int64)
-    for row, index in enumerate(indices):
-        sentence = corpus[int(index)]
-        ids[row, : len(sentence)] = sentence
-    return torch.from_numpy(ids), torch.from_numpy(lengths)
-
-
 # ---------------------------------------------------------------------------------------- checkpointing
-def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
-    with atomic_path(path, suffix=".pt") as tmp:
-        torch.save(state, tmp)
-
-
-def load_checkpoint(path: Path, device: torch.device | None = None) -> dict[str, Any]:
-    """A checkpoint, loaded to the CPU whatever device wrote it: the RNG states inside must stay CPU ByteTensors
-    (torch.set_rng_state refuses CUDA tensors), and load_state_dict moves weights and optimizer state to the
-    model's device anyway. ``device`` is accepted for callers' symmetry and ignored."""
-    del device
-    # Our own file with numpy/python RNG states inside: a full (trusted) unpickle is needed.
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as error:  # noqa: BLE001 - any unreadable file is the same user-facing problem
-        raise SystemExit(f"{path}: unreadable checkpoint ({error}); delete it or pass --restart") from error
-
-
 def engine_source_sha256() -> str:
     """Hash of the model engine's source files: recorded per session, so a resumed run that picked up engine
     edits (e.g. a faster implementation) says so in train.json instead of hiding it."""
@@ -396,314 +353,379 @@ def _collapse_check(model, dev, batch_size, pad_id, device, n_sentences, max_cos
 
 
 # ---------------------------------------------------------------------------------------------- outputs
-def _train_json(status, reason, settings, config_dict, history, timings, extra=None) -> dict[str, Any]:
-    record = {
-        "schema_version": TRAIN_SCHEMA_VERSION,
-        "status": status,
-        "failure_reason": reason,
-        "run": {
-            "language": settings.language,
-            "model": settings.model,
-            "setting": settings.setting,
-            "seed": settings.seed,
-        },
-        "config": {"model": config_dict, "training": {k: v for k, v in vars(settings).items() if k != "extra"}},
-        "history": history,
-        "timings": timings,
-    }
-    record.update(extra or {})
-    return record
-
-
-def _write_final(out: Path, model, config_dict, tokenizer_path: Path, tokenizer_sha: str, record, settings,
-                 recipe_record: dict[str, Any], pretokenize: str | None = None) -> None:
-    """model.pt, tokenizer copy, train.json (completed), then encoder.json last (the 'run is usable' mark)."""
-    from strae.encode import write_encoder_manifest
-
-    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    with atomic_path(out / "model.pt", suffix=".pt") as tmp:
-        torch.save({"config": config_dict, "recipe": recipe_record, "state_dict": state}, tmp)
-    if not (out / "tokenizer.model").exists() or sha256_file(out / "tokenizer.model") != tokenizer_sha:
-        with atomic_path(out / "tokenizer.model") as tmp:
-            shutil.copyfile(tokenizer_path, tmp)
-    write_json(out / "train.json", record)
-    write_encoder_manifest(
-        out,
-        "strae",
-        model=settings.model,
-        setting=settings.setting,
-        seed=settings.seed,
-        language=settings.language,
-        weights="model.pt",
-        tokenizer="tokenizer.model",
-        model_sha256=sha256_file(out / "model.pt"),
-        tokenizer_sha256=tokenizer_sha,
-        **({"pretokenize": pretokenize} if pretokenize else {}),
+def new_record(job: Job, history: list, timings: dict, **blocks: Any) -> RunRecord:
+    """This run's train.json: labels, the architecture and training settings, the recipe, and ``blocks``."""
+    settings = job.settings
+    return RunRecord(
+        language=settings.language, model=settings.model, setting=settings.setting, seed=settings.seed,
+        config={"model": job.config.to_dict(),
+                "training": {k: v for k, v in vars(settings).items() if k != "extra"}},
+        history=history, timings=timings, blocks={"recipe": job.resolved.record(), **blocks},
     )
 
 
-def _invalidate_outputs(out: Path) -> None:
-    """A run that (re)starts training is not usable until it finishes: drop the completion mark first."""
-    for name in ("encoder.json", "model.pt"):
-        (out / name).unlink(missing_ok=True)
+def data_block(job: Job) -> dict[str, Any]:
+    """train.json ``data``. pretokenize: what the encoder must apply to text it embeds (the corpus' own; "none"
+    for corpora tokenised before the setting existed); corpus_source: which source the prepared corpus came from."""
+    meta = job.data_meta
+    return {"dir": job.settings.data_dir, "train_sentences": len(job.train_corpus),
+            "train_tokens": int(job.train_corpus.n_tokens), "dev_sentences": len(job.dev_corpus),
+            "tokenizer_sha256": job.tokenizer_sha, "pretokenize": meta.get("pretokenize", "none"),
+            "corpus_source": meta.get("corpus_source"), "text_sha256": meta.get("text_sha256")}
 
 
-def _lock_run_dir(out: Path):
-    """Two trainers writing one run directory would interleave checkpoints: refuse the second one."""
-    import fcntl
+def write_outputs(job: Job, dest: Path, model: torch.nn.Module, record: RunRecord) -> None:
+    """model.pt, tokenizer copy, train.json, then encoder.json last (the 'run is usable' mark)."""
+    from strae.encode import write_encoder_manifest
 
-    handle = open(out / ".train.lock", "w")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise SystemExit(f"{out}: another `strae train` process is training this run directory") from None
-    return handle
+    settings = job.settings
+    save_weights(dest, {"config": job.config.to_dict(), "recipe": job.resolved.record(),
+                        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()}})
+    copy_tokenizer(Path(settings.tokenizer), dest, job.tokenizer_sha)
+    record.to_disk(dest)
+    write_encoder_manifest(
+        dest, "strae", model=settings.model, setting=settings.setting, seed=settings.seed,
+        language=settings.language, weights=MODEL_FILE, tokenizer=TOKENIZER_FILE,
+        model_sha256=sha256_file(dest / MODEL_FILE), tokenizer_sha256=job.tokenizer_sha,
+        pretokenize=job.data_meta.get("pretokenize", "none"),
+    )
 
 
 # --------------------------------------------------------------------------------------------- training
 def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None] | None = None) -> int:
     """Run ``strae train``. ``step_callback(global_step)`` is called after each optimizer step (and after any
     checkpoint of that step); tests use it to interrupt a run the way a kill would."""
-    args = build_parser().parse_args(argv)
-    _, StraeModel = _import_model_classes()
+    job = prepare(build_parser().parse_args(argv))
+    if job.args.export_checkpoint is not None:
+        return export_checkpoint(job)
+    job.out.mkdir(parents=True, exist_ok=True)
+    lock = lock_run_dir(job.out, "strae train")  # noqa: F841 - held until this function returns
+    previous = previous_status(job)
+    if previous == "failed":
+        return 0 if job.args.record_failure else 1
+    state = build_state(job)
+    resume(job, state)
+    if already_completed(job, state, previous):
+        return 0
+    record = start_session(job, state)
+    try:
+        while state.epoch < job.settings.epochs and not steps_exhausted(job, state):
+            if run_epoch(job, state, record, step_callback):
+                break  # --max-steps ended the epoch early
+    except TrainingFailed as failure:
+        state.session["ended"] = time.time()
+        return record.fail(job.out, str(failure), job.args.record_failure)
+    return finish(job, state, record)
+
+
+@dataclass
+class Job:
+    """One resolved ``strae train`` command: what to train, on which data, where."""
+
+    args: argparse.Namespace
+    config: Any  # strae.models.config.ModelConfig
+    resolved: recipes.ResolvedRecipe
+    settings: TrainSettings
+    train_corpus: Any  # strae.data.tokenized.TokenizedCorpus
+    dev_corpus: Any
+    tokenizer_sha: str
+    data_meta: dict[str, Any]  # the tokenized training split's meta (train.json beside the ids)
+    device: torch.device
+    fingerprint: dict[str, Any]  # what a checkpoint must have been written with to be resumed
+
+    @property
+    def out(self) -> Path:
+        return self.args.out
+
+
+# What checkpoint.pt saves of the State besides the model and optimizer, in this order.
+PROGRESS_KEYS = ("epoch", "batch_in_epoch", "global_step", "history", "timings", "epoch_sums")
+
+
+@dataclass
+class State:
+    """The model, its optimizer and where training stands: what checkpoint.pt holds."""
+
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    engine_sha: str
+    determinism: dict[str, Any]
+    epoch: int = 0  # the position of the next batch: its epoch ...
+    batch_in_epoch: int = 0  # ... and its index in that epoch's order
+    global_step: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=lambda: {"train_seconds": 0.0, "dev_seconds": 0.0,
+                                                              "sessions": []})
+    epoch_sums: dict[str, float] = field(default_factory=dict)
+    session: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.params = [p for p in self.model.parameters() if p.requires_grad]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def prepare(args: argparse.Namespace) -> Job:
+    """Resolve the command: model config, recipe, settings, corpora, device and the checkpoint fingerprint."""
     config, resolved, settings, (train_corpus, dev_corpus), tokenizer_sha = resolve(args)
-    recipe = resolved.recipe
-    config_dict = config.to_dict()
     data_meta = read_json(Path(settings.data_dir) / "train.json")
-    print_ = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
-
-    out: Path = args.out
-    checkpoint_path = out / "checkpoint.pt"
     device = resolve_device(args.device)
-    expected = fingerprint(config_dict, settings, data_meta, recipe)
+    expected = fingerprint(config.to_dict(), settings, data_meta, resolved.recipe)
+    return Job(args, config, resolved, settings, train_corpus, dev_corpus, tokenizer_sha, data_meta, device,
+               expected)
 
-    if args.export_checkpoint is not None:
-        return _export(args, checkpoint_path, device, expected, StraeModel, config, resolved, settings,
-                       tokenizer_sha)
 
-    out.mkdir(parents=True, exist_ok=True)
-    lock = _lock_run_dir(out)  # held until this process exits  # noqa: F841
-    previous = read_json(out / "train.json") if (out / "train.json").exists() else None
-    if args.restart:
-        checkpoint_path.unlink(missing_ok=True)
-        _invalidate_outputs(out)
-        previous = None
+def previous_status(job: Job) -> str | None:
+    """The status train.json already records (None after --restart, which also discards the checkpoint)."""
+    if job.args.restart:
+        (job.out / CHECKPOINT_FILE).unlink(missing_ok=True)
+        invalidate_outputs(job.out)
+        return None
+    previous = RunRecord.from_disk(job.out)
     # A divergence is deterministic (same seed, same data): a failed run stays failed until --restart.
-    if previous and previous.get("status") == "failed":
-        print_(f"{out}/train.json: run already recorded as failed: {previous.get('failure_reason')} "
-               "(pass --restart to train again from scratch)")
-        return 0 if args.record_failure else 1
+    if previous is not None and previous.status == "failed":
+        log(f"{job.out}/train.json: run already recorded as failed: {previous.failure_reason} "
+            "(pass --restart to train again from scratch)")
+    return previous.status if previous is not None else None
 
+
+def build_state(job: Job) -> State:
+    """The seeded, freshly initialised model and its optimizer (deterministic kernels unless told otherwise)."""
+    _, StraeModel = _import_model_classes()
     engine_sha = engine_source_sha256()
-    determinism = configure_determinism(device, not args.nondeterministic)
-    seed_everything(settings.seed)
-    model = StraeModel(config, recipe).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
-    history: list[dict[str, Any]] = []
-    timings: dict[str, Any] = {"train_seconds": 0.0, "dev_seconds": 0.0, "sessions": []}
-    start_epoch, start_batch, global_step = 0, 0, 0
-    epoch_sums: dict[str, float] = {}
+    determinism = configure_determinism(job.device, not job.args.nondeterministic)
+    seed_everything(job.settings.seed)
+    model = StraeModel(job.config, job.resolved.recipe).to(job.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=job.settings.lr)
+    return State(model, optimizer, engine_sha, determinism)
 
-    if checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path)
-        state["fingerprint"]["model_config"] = without_empty_fields(state["fingerprint"]["model_config"])
-        state["fingerprint"].setdefault("recipe", {})
-        if state["fingerprint"] != expected:
-            changed = _diff_keys(state["fingerprint"], expected)
-            raise SystemExit(
-                f"{checkpoint_path}: written with different settings ({', '.join(changed)}); use another --out "
-                "or pass --restart to discard it"
-            )
-        _load_weights(model, state["model"], checkpoint_path, "model state")
-        _load_weights(optimizer, state["optimizer"], checkpoint_path, "optimizer state")
-        if state.get("engine_sha256") not in (None, engine_sha):
-            print_(f"warning: the model engine's source changed since {checkpoint_path} was written; resuming "
-                   "with the current code (recorded in train.json timings.sessions)")
-        restore_rng_states(state["rng"])
-        start_epoch, start_batch, global_step = state["epoch"], state["batch_in_epoch"], state["global_step"]
-        history, timings, epoch_sums = state["history"], state["timings"], state["epoch_sums"]
-        print_(f"resuming {out} at epoch {start_epoch + 1}, batch {start_batch}, step {global_step}")
 
-    max_steps = settings.max_steps
-    finished_steps = max_steps is not None and global_step >= max_steps
-    if start_epoch >= settings.epochs or finished_steps:
-        if (out / "encoder.json").exists() and previous and previous.get("status") == "completed":
-            print_(f"{out}: already completed ({global_step} steps)")
-            return 0
-    else:
-        _invalidate_outputs(out)
+def resume(job: Job, state: State) -> None:
+    """Continue from checkpoint.pt when there is one: weights, optimizer, RNG states and position."""
+    path = job.out / CHECKPOINT_FILE
+    if not path.exists():
+        return
+    saved = load_matching_checkpoint(job, path, "use another --out or pass --restart to discard it")
+    _load_weights(state.model, saved["model"], path, "model state")
+    _load_weights(state.optimizer, saved["optimizer"], path, "optimizer state")
+    if saved.get("engine_sha256") not in (None, state.engine_sha):
+        log(f"warning: the model engine's source changed since {path} was written; resuming with the current "
+            "code (recorded in train.json timings.sessions)")
+    restore_rng_states(saved["rng"])
+    for key in PROGRESS_KEYS:
+        setattr(state, key, saved[key])
+    log(f"resuming {job.out} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step}")
 
-    session = {"started": time.time(), "start_step": global_step, "device": describe_device(device),
-               "engine_sha256": engine_sha}
-    timings.setdefault("sessions", []).append(session)
-    prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads(), determinism=determinism)
-    params = [p for p in model.parameters() if p.requires_grad]
-    extra = {
-        "recipe": resolved.record(),
-        "provenance": prov,
-        # pretokenize: what the encoder must apply to text it embeds (the corpus' own; "none" for corpora
-        # tokenised before the setting existed); corpus_source: which source the prepared corpus came from.
-        "data": {"dir": settings.data_dir, "train_sentences": len(train_corpus), "train_tokens":
-                 int(train_corpus.n_tokens), "dev_sentences": len(dev_corpus), "tokenizer_sha256": tokenizer_sha,
-                 "pretokenize": data_meta.get("pretokenize", "none"), "corpus_source": data_meta.get("corpus_source"),
-                 "text_sha256": data_meta.get("text_sha256")},
-        "parameters": {
-            "total": sum(p.numel() for p in params),
-            "non_embedding": int(model.non_embedding_parameter_count()),
-        },
-    }
 
-    def write_state(status: str, reason: str | None = None, **more: Any) -> None:
-        write_json(out / "train.json", _train_json(status, reason, settings, config_dict, history, timings,
-                                                   {**extra, **more}))
+def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any]:
+    """checkpoint.pt, refused when it was written with other settings than this command's."""
+    saved = load_checkpoint(path, "delete it or pass --restart")
+    written = saved["fingerprint"]
+    written["model_config"] = without_empty_fields(written["model_config"])
+    written.setdefault("recipe", {})
+    if written != job.fingerprint:
+        changed = _diff_keys(written, job.fingerprint)
+        raise SystemExit(f"{path}: written with different settings ({', '.join(changed)}); {remedy}")
+    return saved
 
-    def checkpoint(epoch: int, batch_in_epoch: int) -> None:
-        save_checkpoint(checkpoint_path, {
-            "fingerprint": expected, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-            "rng": capture_rng_states(), "epoch": epoch, "batch_in_epoch": batch_in_epoch,
-            "global_step": global_step, "history": history, "timings": timings, "epoch_sums": epoch_sums,
-            "model_config": config_dict, "engine_sha256": engine_sha,
-        })
 
-    write_state("running")
-    pad_id = train_corpus.pad_id
-    interactive = sys.stderr.isatty()
-    interval = args.progress_interval or (1.0 if interactive else 30.0)
+def steps_exhausted(job: Job, state: State) -> bool:
+    return job.settings.max_steps is not None and state.global_step >= job.settings.max_steps
+
+
+def already_completed(job: Job, state: State, previous: str | None) -> bool:
+    """True when a completed run is asked for again; a run with steps left loses its completion mark first."""
+    if state.epoch < job.settings.epochs and not steps_exhausted(job, state):
+        invalidate_outputs(job.out)
+        return False
+    if (job.out / "encoder.json").exists() and previous == "completed":
+        log(f"{job.out}: already completed ({state.global_step} steps)")
+        return True
+    return False
+
+
+def start_session(job: Job, state: State) -> RunRecord:
+    """Open this process' timing session and write train.json (status running)."""
+    state.session = {"started": time.time(), "start_step": state.global_step, "device": describe_device(job.device),
+                     "engine_sha256": state.engine_sha}
+    state.timings.setdefault("sessions", []).append(state.session)
+    record = new_record(job, state.history, state.timings, data=data_block(job), parameters={
+        "total": sum(p.numel() for p in state.params),
+        "non_embedding": int(state.model.non_embedding_parameter_count()),
+    })
+    record.provenance = provenance(device=describe_device(job.device), torch_threads=torch.get_num_threads(),
+                                   determinism=state.determinism)
+    record.to_disk(job.out)
+    return record
+
+
+def run_epoch(job: Job, state: State, record: RunRecord, step_callback: Callable[[int], None] | None) -> bool:
+    """Train the rest of epoch ``state.epoch``, evaluate dev, checkpoint; True when --max-steps cut it short."""
+    order = epoch_order(len(job.train_corpus), job.settings.seed, state.epoch)
+    batches = batch_indices(order, job.settings.batch_size)
+    if state.batch_in_epoch == 0:
+        state.epoch_sums = {}
+    state.model.train()
+    tick = time.perf_counter()
+    with epoch_progress_bar(job, state, len(batches)) as bar:
+        for position in range(state.batch_in_epoch, len(batches)):
+            if steps_exhausted(job, state):
+                break
+            train_step(job, state, batches[position], bar)
+            if checkpoint_due(job, state, len(batches)):
+                save_progress(job, state, record)
+            if step_callback is not None:
+                step_callback(state.global_step)
+    partial = state.batch_in_epoch < len(batches)
+    end_epoch(job, state, record, partial, tick)
+    return partial
+
+
+def epoch_progress_bar(job: Job, state: State, n_batches: int):
     from tqdm import tqdm
 
-    try:
-        for epoch in range(start_epoch, settings.epochs):
-            if max_steps is not None and global_step >= max_steps:
-                break
-            batches = batch_indices(epoch_order(len(train_corpus), settings.seed, epoch), settings.batch_size)
-            first = start_batch if epoch == start_epoch else 0
-            if first == 0:
-                epoch_sums = {}
-            model.train()
-            bar = tqdm(total=len(batches), initial=first, desc=f"epoch {epoch + 1}/{settings.epochs}",
-                       unit="batch", mininterval=interval, dynamic_ncols=interactive, file=sys.stderr)
-            tick = time.perf_counter()
-            done_batches = first
-            for position in range(first, len(batches)):
-                if max_steps is not None and global_step >= max_steps:
-                    break
-                ids, lengths = collate(train_corpus, batches[position], pad_id)
-                step_start = time.perf_counter()
-                loss, metrics = model.loss(ids.to(device), lengths.to(device))
-                loss_value = float(loss.detach())
-                if not math.isfinite(loss_value):
-                    raise TrainingFailed(f"non-finite training loss ({loss_value}) at epoch {epoch + 1}, "
-                                         f"batch {position}, step {global_step + 1}")
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if settings.clip_grad_norm > 0:
-                    grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.clip_grad_norm)
-                else:
-                    grad_norm = torch.linalg.vector_norm(
-                        torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]))
-                if not torch.isfinite(grad_norm):
-                    raise TrainingFailed(f"non-finite gradient norm at epoch {epoch + 1}, batch {position}, "
-                                         f"step {global_step + 1}")
-                optimizer.step()
-                global_step += 1
-                done_batches = position + 1
-                n_tokens = int(lengths.sum())
-                step_seconds = time.perf_counter() - step_start
-                values = {"loss": loss_value, "grad_norm": float(grad_norm),
-                          **{k: float(v) for k, v in metrics.items()}}
-                for key, value in values.items():
-                    epoch_sums[key] = epoch_sums.get(key, 0.0) + value * len(lengths)
-                for key, value in (("sentences", len(lengths)), ("tokens", n_tokens), ("seconds", step_seconds)):
-                    epoch_sums[key] = epoch_sums.get(key, 0.0) + value
-                timings["train_seconds"] += step_seconds
-                bar.update(1)
-                bar.set_postfix(loss=f"{loss_value:.4f}", tok_s=f"{n_tokens / max(step_seconds, 1e-9):,.0f}",
-                                refresh=False)
-                is_last = position + 1 == len(batches)
-                if settings.checkpoint_every_steps and global_step % settings.checkpoint_every_steps == 0 \
-                        and not is_last:
-                    checkpoint(epoch, position + 1)
-                    write_state("running")
-                if step_callback is not None:
-                    step_callback(global_step)
-            bar.close()
-            partial = done_batches < len(batches)
+    interactive = sys.stderr.isatty()
+    return tqdm(total=n_batches, initial=state.batch_in_epoch, desc=f"epoch {state.epoch + 1}/{job.settings.epochs}",
+                unit="batch", mininterval=job.args.progress_interval or (1.0 if interactive else 30.0),
+                dynamic_ncols=interactive, file=sys.stderr)
 
-            dev_start = time.perf_counter()
-            dev = _evaluate_dev(model, dev_corpus, settings.batch_size, pad_id, device, args.dev_max_sentences)
-            if not all(math.isfinite(v) for v in dev.values()):
-                raise TrainingFailed(f"non-finite dev loss after epoch {epoch + 1}: {dev}")
-            collapse = _collapse_check(model, dev_corpus, settings.batch_size, pad_id, device,
-                                       args.collapse_sentences, args.collapse_cosine, args.collapse_std)
-            timings["dev_seconds"] += time.perf_counter() - dev_start
-            sentences = max(epoch_sums.get("sentences", 0.0), 1.0)
-            entry = {
-                "epoch": epoch + 1,
-                "global_step": global_step,
-                "batches": done_batches,
-                "partial": partial,
-                "train": {k: v / sentences for k, v in epoch_sums.items()
-                          if k not in ("sentences", "tokens", "seconds")},
-                "dev": dev,
-                "collapse": collapse,
-                "sentences": int(epoch_sums.get("sentences", 0)),
-                "tokens": int(epoch_sums.get("tokens", 0)),
-                "seconds": epoch_sums.get("seconds", 0.0),
-                "tokens_per_second": epoch_sums.get("tokens", 0.0) / max(epoch_sums.get("seconds", 0.0), 1e-9),
-                "wall_elapsed": time.perf_counter() - tick,
-            }
-            history.append(entry)
-            print_(f"epoch {epoch + 1}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
-                   f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
-                   f"{collapse['mean_pairwise_cosine']:.3f}" + ("  (partial: --max-steps)" if partial else ""))
-            epoch_sums = {}
-            # Position "next epoch, batch 0" (or where --max-steps stopped: a later, larger --max-steps resumes).
-            checkpoint(epoch + 1 if not partial else epoch, 0 if not partial else done_batches)
-            write_state("running")
-            if partial:
-                break
-    except TrainingFailed as failure:
-        session["ended"] = time.time()
-        write_state("failed", str(failure))
-        print_(f"training failed: {failure}")
-        return 0 if args.record_failure else 1
 
-    session["ended"] = time.time()
-    session["end_step"] = global_step
-    timings["total_steps"] = global_step
-    record = _train_json("completed", None, settings, config_dict, history, timings, extra)
-    _write_final(out, model, config_dict, Path(settings.tokenizer), tokenizer_sha, record, settings,
-                 resolved.record(), pretokenize=data_meta.get("pretokenize", "none"))
-    print_(f"{out}: completed ({global_step} steps, {timings['train_seconds']:.0f} s training)")
+def train_step(job: Job, state: State, indices: np.ndarray, bar) -> None:
+    """One optimizer step on the sentences ``indices``, added to the epoch's running sums."""
+    ids, lengths = collate(job.train_corpus, indices, job.train_corpus.pad_id)
+    started = time.perf_counter()
+    values = optimizer_step(job, state, ids, lengths)
+    seconds = time.perf_counter() - started
+    state.global_step += 1
+    state.batch_in_epoch += 1
+    n_tokens = int(lengths.sum())
+    accumulate(state.epoch_sums, values, len(lengths), n_tokens, seconds)
+    state.timings["train_seconds"] += seconds
+    bar.update(1)
+    bar.set_postfix(loss=f"{values['loss']:.4f}", tok_s=f"{n_tokens / max(seconds, 1e-9):,.0f}", refresh=False)
+
+
+def optimizer_step(job: Job, state: State, ids: torch.Tensor, lengths: torch.Tensor) -> dict[str, float]:
+    """Forward, backward, clip, step; a non-finite loss or gradient norm fails the run."""
+    where = f"epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step + 1}"
+    loss, metrics = state.model.loss(ids.to(job.device), lengths.to(job.device))
+    loss_value = float(loss.detach())
+    if not math.isfinite(loss_value):
+        raise TrainingFailed(f"non-finite training loss ({loss_value}) at {where}")
+    state.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = clip_gradients(state.params, job.settings.clip_grad_norm)
+    if not torch.isfinite(grad_norm):
+        raise TrainingFailed(f"non-finite gradient norm at {where}")
+    state.optimizer.step()
+    return {"loss": loss_value, "grad_norm": float(grad_norm), **{k: float(v) for k, v in metrics.items()}}
+
+
+def clip_gradients(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """The gradients' total norm (before clipping); they are clipped to ``max_norm`` when it is > 0."""
+    if max_norm > 0:
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+    return torch.linalg.vector_norm(
+        torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]))
+
+
+def accumulate(sums: dict[str, float], values: dict[str, float], n_sentences: int, n_tokens: int,
+               seconds: float) -> None:
+    """Add one batch to the epoch's running sums (metrics weighted by the batch's sentences)."""
+    for key, value in values.items():
+        sums[key] = sums.get(key, 0.0) + value * n_sentences
+    for key, value in (("sentences", n_sentences), ("tokens", n_tokens), ("seconds", seconds)):
+        sums[key] = sums.get(key, 0.0) + value
+
+
+def checkpoint_due(job: Job, state: State, n_batches: int) -> bool:
+    """Every --checkpoint-every-steps steps, but not on an epoch's last batch (the epoch end checkpoints)."""
+    every = job.settings.checkpoint_every_steps
+    return bool(every) and state.global_step % every == 0 and state.batch_in_epoch < n_batches
+
+
+def save_progress(job: Job, state: State, record: RunRecord) -> None:
+    """checkpoint.pt at the current position, then train.json (still running)."""
+    save_checkpoint(job.out / CHECKPOINT_FILE, {
+        "fingerprint": job.fingerprint, "model": state.model.state_dict(), "optimizer": state.optimizer.state_dict(),
+        "rng": capture_rng_states(), **{key: getattr(state, key) for key in PROGRESS_KEYS},
+        "model_config": job.config.to_dict(), "engine_sha256": state.engine_sha,
+    })
+    record.to_disk(job.out)
+
+
+def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: float) -> None:
+    """Dev loss and the collapse check, the epoch's history entry, then a checkpoint at the next position."""
+    dev, collapse = evaluate_dev(job, state)
+    entry = epoch_entry(state, dev, collapse, partial, time.perf_counter() - tick)
+    state.history.append(entry)
+    log(f"epoch {state.epoch + 1}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
+        f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
+        f"{collapse['mean_pairwise_cosine']:.3f}" + ("  (partial: --max-steps)" if partial else ""))
+    state.epoch_sums = {}
+    # Position "next epoch, batch 0" (or where --max-steps stopped: a later, larger --max-steps resumes).
+    if not partial:
+        state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+    save_progress(job, state, record)
+
+
+def evaluate_dev(job: Job, state: State) -> tuple[dict[str, float], dict[str, float]]:
+    """(dev loss and metrics, collapse statistics); a non-finite dev loss or a collapse fails the run."""
+    args, batch_size, pad_id = job.args, job.settings.batch_size, job.train_corpus.pad_id
+    started = time.perf_counter()
+    dev = _evaluate_dev(state.model, job.dev_corpus, batch_size, pad_id, job.device, args.dev_max_sentences)
+    if not all(math.isfinite(v) for v in dev.values()):
+        raise TrainingFailed(f"non-finite dev loss after epoch {state.epoch + 1}: {dev}")
+    collapse = _collapse_check(state.model, job.dev_corpus, batch_size, pad_id, job.device,
+                               args.collapse_sentences, args.collapse_cosine, args.collapse_std)
+    state.timings["dev_seconds"] += time.perf_counter() - started
+    return dev, collapse
+
+
+def epoch_entry(state: State, dev: dict, collapse: dict, partial: bool, wall_elapsed: float) -> dict[str, Any]:
+    """train.json's history entry of the epoch that just ended (train metrics: means over its sentences)."""
+    sums = state.epoch_sums
+    sentences = max(sums.get("sentences", 0.0), 1.0)
+    return {
+        "epoch": state.epoch + 1, "global_step": state.global_step, "batches": state.batch_in_epoch,
+        "partial": partial,
+        "train": {k: v / sentences for k, v in sums.items() if k not in ("sentences", "tokens", "seconds")},
+        "dev": dev, "collapse": collapse,
+        "sentences": int(sums.get("sentences", 0)), "tokens": int(sums.get("tokens", 0)),
+        "seconds": sums.get("seconds", 0.0),
+        "tokens_per_second": sums.get("tokens", 0.0) / max(sums.get("seconds", 0.0), 1e-9),
+        "wall_elapsed": wall_elapsed,
+    }
+
+
+def finish(job: Job, state: State, record: RunRecord) -> int:
+    """Close the session and write the finished run's outputs (encoder.json last)."""
+    state.session.update(ended=time.time(), end_step=state.global_step)
+    state.timings["total_steps"] = state.global_step
+    record.status = "completed"
+    write_outputs(job, job.out, state.model, record)
+    log(f"{job.out}: completed ({state.global_step} steps, {state.timings['train_seconds']:.0f} s training)")
     return 0
 
 
-def _export(args, checkpoint_path, device, expected, StraeModel, config, resolved, settings, tokenizer_sha) -> int:
+def export_checkpoint(job: Job) -> int:
     """Write a loadable run directory from a mid-training checkpoint, labelled as such (status 'running')."""
-    if not checkpoint_path.exists():
-        raise SystemExit(f"{checkpoint_path}: no checkpoint to export (has this run started?)")
-    state = load_checkpoint(checkpoint_path)
-    state["fingerprint"]["model_config"] = without_empty_fields(state["fingerprint"]["model_config"])
-    state["fingerprint"].setdefault("recipe", {})
-    if state["fingerprint"] != expected:
-        raise SystemExit(f"{checkpoint_path}: written with different settings "
-                         f"({', '.join(_diff_keys(state['fingerprint'], expected))}); pass the run's own options")
-    model = StraeModel(config, resolved.recipe)
-    _load_weights(model, state["model"], checkpoint_path, "model state")
-    snapshot = {"source": str(checkpoint_path.resolve()), "source_sha256": sha256_file(checkpoint_path),
-                "epoch": state["epoch"], "batch_in_epoch": state["batch_in_epoch"],
-                "global_step": state["global_step"], "epochs_planned": settings.epochs,
-                "note": "mid-training export (strae train --export-checkpoint); not a finished run"}
-    record = _train_json("running", None, settings, config.to_dict(), state["history"], state["timings"],
-                         {"snapshot": snapshot, "recipe": resolved.record(), "provenance": provenance()})
-    dest: Path = args.export_checkpoint
+    path = checkpoint_to_export(job.out)
+    saved = load_matching_checkpoint(job, path, "pass the run's own options")
+    _, StraeModel = _import_model_classes()
+    model = StraeModel(job.config, job.resolved.recipe)
+    _load_weights(model, saved["model"], path, "model state")
+    snapshot = snapshot_block(path, "strae train", epoch=saved["epoch"], batch_in_epoch=saved["batch_in_epoch"],
+                              global_step=saved["global_step"], epochs_planned=job.settings.epochs)
+    record = new_record(job, saved["history"], saved["timings"], snapshot=snapshot)
+    record.provenance = provenance()
+    dest: Path = job.args.export_checkpoint
     dest.mkdir(parents=True, exist_ok=True)
-    pretokenize = read_json(Path(settings.data_dir) / "train.json").get("pretokenize", "none")
-    _write_final(dest, model, config.to_dict(), Path(settings.tokenizer), tokenizer_sha, record, settings,
-                 resolved.record(), pretokenize=pretokenize)
-    print(f"exported {checkpoint_path} (epoch {state['epoch']}, batch {state['batch_in_epoch']}, step "
-          f"{state['global_step']}) -> {dest}", file=sys.stderr)
+    write_outputs(job, dest, model, record)
+    log(f"exported {path} (epoch {saved['epoch']}, batch {saved['batch_in_epoch']}, step {saved['global_step']}) "
+        f"-> {dest}")
     return 0
 
 

@@ -122,7 +122,7 @@ def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_le
 def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir: str | Path,
                     min_len: int = 4, max_len: int = 200, splits=SPLITS,
                     pretokenize: str | None = None) -> dict[str, dict]:
-    from strae.tokenize import load_tokenizer
+    from strae.data.tokenizer import load_tokenizer
 
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
     tokenizer = load_tokenizer(tokenizer_file, pretokenize=pretokenize)
@@ -150,7 +150,7 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
 def main(argv: list[str] | None = None) -> int:
     from strae.data.pretokenize import PRETOKENIZERS
     from strae.data.registry import DEFAULT_CONFIG, language_block, load_config
-    from strae.tokenize import language_pretokenize
+    from strae.data.tokenizer import language_pretokenize
 
     parser = argparse.ArgumentParser(prog="strae tokenize-corpus", description=__doc__.splitlines()[0])
     parser.add_argument("--lang", required=True)

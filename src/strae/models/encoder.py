@@ -22,6 +22,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
+from strae.data.batching import pad_batch
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
 from strae.runtime import describe_device, resolve_device
@@ -32,7 +33,7 @@ class StraeEncoder(Encoder):
                  pretokenize: str | None = None) -> None:
         from strae.models.config import ModelConfig
         from strae.models.model import StraeModel
-        from strae.tokenize import load_tokenizer
+        from strae.data.tokenizer import load_tokenizer
 
         self.run_dir = Path(run_dir)
         weights = self.run_dir / "model.pt"
@@ -99,10 +100,7 @@ class StraeEncoder(Encoder):
         with torch.no_grad():
             for start in range(0, len(order), max(int(batch_size), 1)):
                 chunk = order[start : start + int(batch_size)]
-                lengths = torch.tensor([len(pieces[i]) for i in chunk], dtype=torch.long)
-                ids = torch.full((len(chunk), int(lengths.max())), self.pad_id, dtype=torch.long)
-                for row, i in enumerate(chunk):
-                    ids[row, : len(pieces[i])] = torch.tensor(pieces[i], dtype=torch.long)
+                ids, lengths = pad_batch([pieces[i] for i in chunk], self.pad_id)
                 vectors = self.model.encode(ids.to(self.device), lengths.to(self.device)).float().cpu().numpy()
                 for row, i in enumerate(chunk):
                     results[i] = vectors[row]
@@ -145,20 +143,10 @@ class StraeEncoder(Encoder):
         }
 
     def run_info(self) -> dict[str, Any]:
-        run = self.train_record.get("run", {})
-        return {
-            "language": run.get("language"),
-            "model": run.get("model", self.config.model),
-            "setting": run.get("setting", self.config.setting_name()),
-            "seed": run.get("seed"),
-            "status": self.train_record.get("status", "completed"),
-            "failure_reason": self.train_record.get("failure_reason"),
-            # how it was trained, so tables can say so: the recipe, any overrides (e.g. the quick profile's bf16)
-            # and which corpus source the language's data came from (the authors' or the mirror's substitute)
-            "recipe": recipe_label(self.train_record),
-            "recipe_overrides": overrides_label(self.train_record),
-            "corpus_source": (self.train_record.get("data") or {}).get("corpus_source"),
-        }
+        from strae.runs import RunRecord
+
+        fallback = {"model": self.config.model, "setting": self.config.setting_name()}
+        return RunRecord.from_dict(self.train_record, str(self.run_dir / "train.json")).run_info(fallback=fallback)
 
 
 def load_run(run_dir: str | Path, **options: Any) -> StraeEncoder:
@@ -177,16 +165,3 @@ def load_recipe(payload: dict[str, Any]):
     if "recipe" in payload:
         return recipes.from_record(payload["recipe"])
     return recipes.legacy(payload["config"])
-
-
-def recipe_label(train_record: dict[str, Any]) -> str | None:
-    recipe = train_record.get("recipe")
-    return recipe.get("name") if isinstance(recipe, dict) else None
-
-
-def overrides_label(train_record: dict[str, Any]) -> str | None:
-    """`key=value;...` of the recipe values a run overrode ("" when none; None for runs without a recipe record)."""
-    recipe = train_record.get("recipe")
-    if not isinstance(recipe, dict):
-        return None
-    return ";".join(f"{key}={entry['value']}" for key, entry in sorted((recipe.get("overrides") or {}).items()))

@@ -95,20 +95,19 @@ def load_param_counts(path: str | Path | None) -> dict[tuple[str, str], int]:
 
 # ------------------------------------------------------------------------------------------ model-based figures
 def _batch(corpus, indices, pad_id, device):
-    import torch
+    from strae.data.batching import collate
 
-    seqs = [corpus[int(i)] for i in indices]
-    lengths = torch.tensor([len(s) for s in seqs])
-    ids = torch.full((len(seqs), int(lengths.max())), pad_id, dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        ids[row, : len(seq)] = torch.from_numpy(np.asarray(seq, dtype=np.int64))
+    ids, lengths = collate(corpus, indices, pad_id)
     return ids.to(device), lengths.to(device)
 
 
 def _completed_runs(train_jsons: list[str]) -> list[Path]:
+    from strae.runs import MODEL_FILE, RunRecord
+
     done = []
     for path in train_jsons:
-        if read_json(path).get("status") == "completed" and (Path(path).parent / "model.pt").exists():
+        record = RunRecord.from_disk(Path(path).parent)
+        if record is not None and record.status == "completed" and (Path(path).parent / MODEL_FILE).exists():
             done.append(Path(path).parent)
     return done
 

@@ -7,7 +7,7 @@ import random
 import pytest
 import yaml
 
-from strae.tokenize import build_tokenizer, choose_vocab_size, load_tokenizer, normalize, train_sentencepiece
+from strae.data.tokenizer import build_tokenizer, choose_vocab_size, load_tokenizer, normalize, train_sentencepiece
 
 BPEMB_NAME = "tokenizers/en.wiki.bpe.vs25000"
 

@@ -1,0 +1,44 @@
+"""Batching shared by every trainer (and the encoders and benchmarks that pad id sequences).
+
+Batch order is a pure function of ``(seed, epoch)``, never of the global RNG, so a resumed run regenerates exactly
+the batches an uninterrupted one would and skips those already done.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import torch
+
+
+def epoch_order(n_items: int, seed: int, epoch: int) -> np.ndarray:
+    """The shuffled item order of one epoch."""
+    return np.random.default_rng([seed, epoch]).permutation(n_items)
+
+
+def batch_indices(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Consecutive batches of ``order``; the last one may be short."""
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def batch_at_step(n_items: int, batch_size: int, seed: int, step: int) -> np.ndarray:
+    """The items of optimizer step ``step`` (0-based) when training counts steps, not epochs: epochs wrap, each
+    with its own :func:`epoch_order`, and the ragged tail of every epoch is dropped (all batches full)."""
+    if n_items < batch_size:
+        raise SystemExit(f"corpus has {n_items} sentences, fewer than one batch ({batch_size})")
+    epoch, within = divmod(step, n_items // batch_size)
+    return epoch_order(n_items, seed, epoch)[within * batch_size : (within + 1) * batch_size]
+
+
+def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) LongTensor of the sequences padded with ``pad_id`` to the longest, and their (B,) lengths."""
+    lengths = np.fromiter((len(s) for s in sequences), dtype=np.int64, count=len(sequences))
+    ids = np.full((len(sequences), int(lengths.max()) if len(sequences) else 0), pad_id, dtype=np.int64)
+    for row, sequence in enumerate(sequences):
+        ids[row, : len(sequence)] = sequence
+    return torch.from_numpy(ids), torch.from_numpy(lengths)
+
+
+def collate(corpus, indices: np.ndarray, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The corpus sentences at ``indices``, in that order, padded (:func:`pad_batch`)."""
+    return pad_batch([corpus[int(index)] for index in indices], pad_id)

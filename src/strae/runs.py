@@ -1,0 +1,196 @@
+"""Run directories: their layout, the ``train.json`` record, checkpoints, the lock, and exports.
+
+Every trainer (``strae train`` and the baselines) writes its run directory through this module, and every
+encoder's ``run_info()`` reads ``train.json`` through it, so the record has one schema in one place.
+
+Layout of a run directory (baselines add their own files beside these, e.g. GloVe's ``vectors.bin``):
+``checkpoint.pt`` (resumable state, during training), ``model.pt`` (final weights), ``tokenizer.model`` (copy),
+``train.json`` (this module's :class:`RunRecord`), ``encoder.json`` (written last: the run is usable).
+"""
+from __future__ import annotations
+
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from strae.io import atomic_path, read_json, sha256_file, write_json
+
+TRAIN_JSON = "train.json"
+MODEL_FILE = "model.pt"
+CHECKPOINT_FILE = "checkpoint.pt"
+TOKENIZER_FILE = "tokenizer.model"
+ENCODER_MANIFEST = "encoder.json"
+LOCK_FILE = ".train.lock"
+
+# 3: one record for every trainer. Older files keep the same top-level layout (schema_version, status,
+# failure_reason, run, config, history, timings, provenance + trainer blocks), so they read as they are:
+#   1 - strae train before recipes (the recipe values sat in config.model; no `recipe` block) and every
+#       baseline trainer (GloVe, RoBERTa / SimCSE, multi-view);
+#   2 - strae train with its `recipe` block.
+SCHEMA_VERSION = 3
+READABLE_SCHEMAS = (1, 2, 3)
+
+# train.json keys with a field of their own; every other top-level key is a trainer block (RunRecord.blocks)
+_RUN_KEYS = ("language", "model", "setting", "seed")
+_FIELDS = ("schema_version", "status", "failure_reason", "run", "config", "history", "timings", "provenance")
+
+
+class TrainingFailed(Exception):
+    """A run diverged or collapsed; the message is the failure reason written to train.json."""
+
+
+@dataclass
+class RunRecord:
+    """``train.json``: what a run is (labels), how it went (status, history, timings) and how it was made.
+
+    ``config`` is the trainer's own settings; ``blocks`` holds the trainer-specific top-level sections (``data``,
+    ``recipe``, ``parameters``, ``snapshot``, ``summary``, ``parser``, ``stopped_reason``), written as they are.
+    """
+
+    language: str | None = None
+    model: str | None = None
+    setting: str | None = None
+    seed: int | None = None
+    status: str = "running"
+    failure_reason: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
+    blocks: dict[str, Any] = field(default_factory=dict)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version, "status": self.status, "failure_reason": self.failure_reason,
+            "run": {key: getattr(self, key) for key in _RUN_KEYS},
+            "config": self.config, "history": self.history, "timings": self.timings, "provenance": self.provenance,
+            **self.blocks,
+        }
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any], source: str = TRAIN_JSON) -> RunRecord:
+        """A record of any readable schema. A record without a status predates statuses: it was a finished run."""
+        version = record.get("schema_version", 1)
+        if version not in READABLE_SCHEMAS:
+            raise SystemExit(f"{source}: schema_version {version} is not one this strae reads "
+                             f"({', '.join(map(str, READABLE_SCHEMAS))}); update strae")
+        run = record.get("run") or {}
+        return cls(**{key: run.get(key) for key in _RUN_KEYS}, status=record.get("status") or "completed",
+                   failure_reason=record.get("failure_reason"), config=record.get("config") or {},
+                   history=record.get("history") or [], timings=record.get("timings") or {},
+                   provenance=record.get("provenance") or {},
+                   blocks={k: v for k, v in record.items() if k not in _FIELDS}, schema_version=SCHEMA_VERSION)
+
+    def to_disk(self, run_dir: Path) -> None:
+        write_json(Path(run_dir) / TRAIN_JSON, self.to_dict())
+
+    @classmethod
+    def from_disk(cls, run_dir: Path) -> RunRecord | None:
+        """The run directory's record, or None when it has no train.json."""
+        path = Path(run_dir) / TRAIN_JSON
+        return cls.from_dict(read_json(path), str(path)) if path.exists() else None
+
+    def run_info(self, setting_suffix: str | None = None, fallback: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The labels an evaluation JSON copies (``Encoder.run_info``). ``setting_suffix``: an encoder option that
+        makes a distinct table row (``SETTING@SUFFIX``); ``fallback``: labels for a record that lacks them."""
+        labels = {key: getattr(self, key) if getattr(self, key) is not None else (fallback or {}).get(key)
+                  for key in _RUN_KEYS}
+        if setting_suffix and labels["setting"]:
+            labels["setting"] = f"{labels['setting']}@{setting_suffix}"
+        return {**labels, "status": self.status, "failure_reason": self.failure_reason,
+                # how it was trained, so tables can say so: the recipe, any overrides (e.g. the quick profile's
+                # bf16) and which source the language's corpus came from (the authors' or the mirror's substitute)
+                "recipe": self.recipe_label(), "recipe_overrides": self.overrides_label(),
+                "corpus_source": (self.blocks.get("data") or {}).get("corpus_source")}
+
+    def recipe_label(self) -> str | None:
+        recipe = self.blocks.get("recipe")
+        return recipe.get("name") if isinstance(recipe, dict) else None
+
+    def overrides_label(self) -> str | None:
+        """`key=value;...` of the recipe values a run overrode ("" when none; None for runs without a recipe)."""
+        recipe = self.blocks.get("recipe")
+        if not isinstance(recipe, dict):
+            return None
+        return ";".join(f"{key}={entry['value']}" for key, entry in sorted((recipe.get("overrides") or {}).items()))
+
+    def fail(self, run_dir: Path, reason: str, record_failure: bool, stream: TextIO | None = None) -> int:
+        """Record the run as failed; the exit code: 0 with ``--record-failure`` (the workflow reports the failed
+        seed in the tables instead of stopping), else 1."""
+        self.status, self.failure_reason = "failed", reason
+        self.to_disk(run_dir)
+        print(f"{run_dir}: training failed: {reason}", file=stream or sys.stderr, flush=True)
+        return 0 if record_failure else 1
+
+
+# -------------------------------------------------------------------------------------------- checkpoints
+def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    import torch
+
+    with atomic_path(path, suffix=".pt") as tmp:
+        torch.save(state, tmp)
+
+
+def load_checkpoint(path: Path, remedy: str = "delete it to start over") -> dict[str, Any]:
+    """A checkpoint, loaded to the CPU whatever device wrote it: the RNG states inside must stay CPU ByteTensors
+    (torch.set_rng_state refuses CUDA tensors), and load_state_dict moves weights and optimizer state to the
+    model's device anyway. ``remedy``: what the error for an unreadable file tells the user to do."""
+    import torch
+
+    # Our own file with numpy/python RNG states inside: a full (trusted) unpickle is needed.
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # any unreadable file is the same user-facing problem
+        raise SystemExit(f"{path}: unreadable checkpoint ({error}); {remedy}") from error
+
+
+def checkpoint_to_export(run_dir: Path, remedy: str = "has this run started?") -> Path:
+    """The checkpoint ``--export-checkpoint`` turns into a loadable run directory (an error when there is none)."""
+    path = Path(run_dir) / CHECKPOINT_FILE
+    if not path.exists():
+        raise SystemExit(f"{path}: no checkpoint to export ({remedy})")
+    return path
+
+
+def snapshot_block(checkpoint: Path, command: str, **position: Any) -> dict[str, Any]:
+    """train.json's ``snapshot`` block of an exported mid-training state (its status stays 'running')."""
+    return {"source": str(checkpoint.resolve()), "source_sha256": sha256_file(checkpoint), **position,
+            "note": f"mid-training export ({command} --export-checkpoint); not a finished run"}
+
+
+# ----------------------------------------------------------------------------------------------- outputs
+def save_weights(run_dir: Path, payload: dict[str, Any]) -> None:
+    """``model.pt``: the final weights (and whatever the trainer's loader needs beside them)."""
+    save_checkpoint(Path(run_dir) / MODEL_FILE, payload)
+
+
+def copy_tokenizer(tokenizer: Path, run_dir: Path, sha256: str | None = None) -> None:
+    """The run's own copy of its tokenizer (kept when it already is that file: ``sha256`` given and equal)."""
+    dest = Path(run_dir) / TOKENIZER_FILE
+    if sha256 is not None and dest.exists() and sha256_file(dest) == sha256:
+        return
+    with atomic_path(dest) as tmp:
+        shutil.copyfile(tokenizer, tmp)
+
+
+def invalidate_outputs(run_dir: Path) -> None:
+    """A run that (re)starts training is not usable until it finishes: drop the completion mark first."""
+    for name in (ENCODER_MANIFEST, MODEL_FILE):
+        (Path(run_dir) / name).unlink(missing_ok=True)
+
+
+def lock_run_dir(run_dir: Path, command: str):
+    """Two trainers writing one run directory would interleave checkpoints: refuse the second one. The lock
+    lasts as long as the returned handle (the caller keeps it until training ends)."""
+    import fcntl
+
+    handle = open(Path(run_dir) / LOCK_FILE, "w")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise SystemExit(f"{run_dir}: another `{command}` process is training this run directory") from None
+    return handle

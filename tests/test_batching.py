@@ -1,0 +1,50 @@
+"""strae.data.batching: the one epoch order, batch split and padding every trainer uses."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from strae.data.batching import batch_at_step, batch_indices, collate, epoch_order, pad_batch
+
+
+def test_epoch_order_is_a_function_of_seed_and_epoch():
+    a = epoch_order(100, seed=1, epoch=0)
+    assert sorted(a.tolist()) == list(range(100))
+    assert np.array_equal(a, epoch_order(100, seed=1, epoch=0))
+    assert not np.array_equal(a, epoch_order(100, seed=1, epoch=1))
+    assert not np.array_equal(a, epoch_order(100, seed=2, epoch=0))
+    batches = batch_indices(a, 32)
+    assert [len(b) for b in batches] == [32, 32, 32, 4]
+
+
+def test_the_trainers_draw_the_batches_they_drew_before():
+    """Each trainer used to draw its own order; the shared helpers must give exactly those batches (same RNG use),
+    or resumed and re-run experiments would train on other batches."""
+    for seed, epoch, n, size in ((0, 0, 97, 16), (3, 2, 100, 32), (11, 5, 40, 40)):
+        # strae train and GloVe: numpy's default_rng([seed, epoch]) permutation, consecutive slices
+        permutation = np.random.default_rng([seed, epoch]).permutation(n)
+        assert np.array_equal(epoch_order(n, seed, epoch), permutation)
+        glove = torch.from_numpy(permutation)
+        assert all(torch.equal(torch.from_numpy(batch), glove[i * size:(i + 1) * size])
+                   for i, batch in enumerate(batch_indices(epoch_order(n, seed, epoch), size)))
+    # RoBERTa / SimCSE: step-indexed batches, epochs wrap, ragged tail dropped
+    for step in range(9):
+        epoch, within = divmod(step, 100 // 32)
+        before = np.random.default_rng([3, epoch]).permutation(100)[within * 32:(within + 1) * 32]
+        assert np.array_equal(batch_at_step(100, 32, seed=3, step=step), before)
+    epoch0 = np.concatenate([batch_at_step(100, 32, seed=3, step=s) for s in range(3)])
+    assert len(set(epoch0.tolist())) == 96  # an epoch visits distinct sentences
+
+
+def test_pad_batch_and_collate_pad_with_pad_id():
+    class Corpus:
+        sentences = [np.array([1, 2, 3, 4], dtype=np.int32), np.array([5, 6], dtype=np.int32)]
+
+        def __getitem__(self, i):
+            return self.sentences[i]
+
+    ids, lengths = collate(Corpus(), np.array([1, 0]), pad_id=9)
+    assert ids.dtype == torch.long and ids.tolist() == [[5, 6, 9, 9], [1, 2, 3, 4]]
+    assert lengths.dtype == torch.long and lengths.tolist() == [2, 4]
+    ids, lengths = pad_batch([[7], [], [1, 2, 3]], pad_id=0)  # python lists, an empty row
+    assert ids.tolist() == [[7, 0, 0], [0, 0, 0], [1, 2, 3]] and lengths.tolist() == [1, 0, 3]

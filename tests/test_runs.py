@@ -1,0 +1,127 @@
+"""strae.runs: the train.json record every trainer writes (and every older schema still reads), checkpoints, lock."""
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+
+import pytest
+import torch
+
+from strae import runs
+from strae.runs import RunRecord
+
+# train.json as each trainer wrote it before strae.runs (trimmed to the fields readers use; layouts as written).
+STRAE_V1 = {  # strae train before recipes: recipe values inside config.model, no recipe block
+    "schema_version": 1, "status": "completed", "failure_reason": None,
+    "run": {"language": "xx", "model": "selfstrae", "setting": "ceco_linear_sentential_k16_u16", "seed": 2},
+    "config": {"model": {"model": "selfstrae", "k": 16, "u": 16, "temperature": 1.2}, "training": {"lr": 1e-3}},
+    "history": [{"epoch": 1, "train": {"loss": 3.1}}], "timings": {"train_seconds": 5.0},
+    "provenance": {"device": "cpu"}, "data": {"dir": "resources/tokenized/xx"}, "parameters": {"total": 10},
+}
+GLOVE_V1 = {  # strae train-glove (a --export-checkpoint snapshot)
+    "schema_version": 1, "status": "running", "failure_reason": None,
+    "run": {"language": "xx", "model": "glove", "setting": "words_w10_d256", "seed": 0},
+    "config": {"model": "glove", "dim": 256, "epochs": 15}, "history": [{"epoch": 1, "loss": 0.5}], "timings": {},
+    "data": {"vocab_size": 22, "nnz": 255, "n_vectors_saved": 22},
+    "snapshot": {"epochs_done": 1, "epochs_planned": 15, "note": "mid-training export"},
+    "provenance": {"seed": 0},
+}
+ROBERTA_V1 = {  # strae train-roberta stopped by its time budget (the same layout for train-simcse)
+    "schema_version": 1, "status": "running", "failure_reason": None,
+    "run": {"language": "xx", "model": "roberta", "setting": "medium_mlm", "seed": 1},
+    "config": {"objective": "mlm", "steps": 4}, "history": [{"step": 1, "loss": 9.9}],
+    "timings": {"device": "cpu", "steps_done": 1}, "provenance": {"argv": []},
+    "stopped_reason": "time budget (--max-minutes) reached; rerun the same command to resume",
+}
+FAILED_SIMCSE_V1 = {
+    "schema_version": 1, "status": "failed", "failure_reason": "non-finite loss nan at step 3",
+    "run": {"language": "xx", "model": "roberta_simcse", "setting": "medium_mlm_simcse", "seed": 0},
+    "config": {"objective": "simcse_unsup", "recipe": "official"}, "history": [], "timings": {}, "provenance": {},
+}
+OLD_RECORDS = {"strae_v1": STRAE_V1, "glove_v1": GLOVE_V1, "roberta_v1": ROBERTA_V1, "simcse_v1": FAILED_SIMCSE_V1}
+# records written by `strae train` (schema 2) and `strae train-multiview` (schema 1), committed in reproductions/
+RECORDED = {"strae_v2": "reproductions/fidelity-ablation-cpu-2026-11-23/steps160/a0_strae_0_1/train.json",
+            "multiview_v1": "reproductions/multiview-cpu-2026-11-23/train.json"}
+
+
+def _old_records(repo_root, tmp_path):
+    for name, record in OLD_RECORDS.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "train.json").write_text(json.dumps(record))
+    for name, path in RECORDED.items():
+        (tmp_path / name).mkdir()
+        shutil.copy(repo_root / path, tmp_path / name / "train.json")
+    return {name: tmp_path / name for name in [*OLD_RECORDS, *RECORDED]}
+
+
+def test_every_older_schema_reads_and_round_trips(repo_root, tmp_path):
+    for name, run_dir in _old_records(repo_root, tmp_path).items():
+        original = json.loads((run_dir / "train.json").read_text())
+        record = RunRecord.from_disk(run_dir)
+        assert record.schema_version == runs.SCHEMA_VERSION
+        # every field and trainer block comes back as it was; only the schema version is the current one
+        assert record.to_dict() == {**original, "schema_version": runs.SCHEMA_VERSION}, name
+        info = record.run_info()
+        assert {key: info[key] for key in ("language", "model", "setting", "seed")} == original["run"], name
+        assert (info["status"], info["failure_reason"]) == (original["status"], original["failure_reason"]), name
+        record.to_disk(tmp_path / "rewritten")
+        assert RunRecord.from_disk(tmp_path / "rewritten") == record
+
+
+def test_run_info_labels(repo_root, tmp_path):
+    dirs = _old_records(repo_root, tmp_path)
+    strae = RunRecord.from_disk(dirs["strae_v2"]).run_info()
+    assert (strae["recipe"], strae["recipe_overrides"], strae["corpus_source"]) == ("strae_0_1", "", None)
+    # before recipes: no recipe record (the model.pt's config implies strae_0_1; strae.recipes.legacy)
+    assert RunRecord.from_disk(dirs["strae_v1"]).run_info()["recipe"] is None
+    glove = RunRecord.from_disk(dirs["glove_v1"]).run_info(setting_suffix="stopword_rm")
+    assert glove["setting"] == "words_w10_d256@stopword_rm" and glove["status"] == "running"
+    # a record without labels or status (an encoder without train.json) falls back; it was a finished run
+    bare = RunRecord.from_dict({}).run_info(fallback={"model": "banyan", "setting": "s"})
+    assert (bare["model"], bare["setting"], bare["seed"], bare["status"]) == ("banyan", "s", None, "completed")
+
+
+def test_unknown_schema_is_refused_with_the_file(tmp_path):
+    (tmp_path / "train.json").write_text(json.dumps({**ROBERTA_V1, "schema_version": 99}))
+    with pytest.raises(SystemExit, match=r"train.json: schema_version 99"):
+        RunRecord.from_disk(tmp_path)
+    assert RunRecord.from_disk(tmp_path / "nowhere") is None
+
+
+@pytest.mark.parametrize("record_failure", [True, False])
+def test_fail_records_the_reason_and_the_exit_code(tmp_path, record_failure):
+    record = RunRecord.from_dict(copy.deepcopy(ROBERTA_V1))
+    assert record.fail(tmp_path, "non-finite loss", record_failure) == (0 if record_failure else 1)
+    written = json.loads((tmp_path / "train.json").read_text())
+    assert written["status"] == "failed" and written["failure_reason"] == "non-finite loss"
+    assert written["stopped_reason"] == ROBERTA_V1["stopped_reason"]
+
+
+def test_checkpoints_are_read_onto_the_cpu(monkeypatch, tmp_path):
+    # a CUDA run's RNG states must come back as CPU ByteTensors (map_location=device breaks torch.set_rng_state)
+    from strae.runtime import capture_rng_states, restore_rng_states
+
+    seen = {}
+    real_load = torch.load
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real_load(*args, **kwargs)
+
+    runs.save_checkpoint(tmp_path / "checkpoint.pt", {"rng": capture_rng_states()})
+    monkeypatch.setattr(torch, "load", spy)
+    state = runs.load_checkpoint(tmp_path / "checkpoint.pt")
+    assert seen["map_location"] == "cpu" and state["rng"]["torch"].device.type == "cpu"
+    restore_rng_states(state["rng"])
+    (tmp_path / "broken.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(SystemExit, match=r"broken.pt: unreadable checkpoint .*; pass --restart"):
+        runs.load_checkpoint(tmp_path / "broken.pt", "pass --restart")
+
+
+def test_a_second_trainer_on_the_same_run_directory_is_refused(tmp_path):
+    held = runs.lock_run_dir(tmp_path, "strae train")
+    with pytest.raises(SystemExit, match="another `strae train` process"):
+        runs.lock_run_dir(tmp_path, "strae train")
+    held.close()
+    runs.lock_run_dir(tmp_path, "strae train").close()
