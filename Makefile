@@ -27,6 +27,7 @@ demo: setup
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores 2 results/table2.csv --configfile config/quick.yaml
 
 lint: setup
+	$(BIN)/ruff check src baselines benchmarks tests
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
 
 clean:
