@@ -25,7 +25,7 @@ def _csv_rows(path: Path) -> list[dict[str, str]]:
 
 
 def _build_table(scores: Path, out: Path) -> tuple[bytes, bytes]:
-    assert tables.main(["table", "--table", "fixture_table", "--tables", str(FIXTURE / "tables.yaml"),
+    assert tables.main(["table", "--table", "fixture_table1", "--tables", str(FIXTURE / "tables.yaml"),
                         "--scores", str(scores), "--paper-dir", str(FIXTURE), "--out-csv", str(out / "table.csv"),
                         "--out-md", str(out / "table.md")]) == 0
     return (out / "table.csv").read_bytes(), (out / "table.md").read_bytes()
