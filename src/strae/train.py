@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", type=Path, help="tokenizer model (default resources/tokenizers/LANG.model)")
     p.add_argument("--setting", help="setting label (default: ModelConfig.setting_name())")
     p.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda[:N]")
+    p.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
+                   help="engine of the no-grad tree induction: auto (the fused Triton kernel on CUDA when triton "
+                   "imports and passes a first-use check, else torch) | torch | triton; recorded in train.json")
     p.add_argument("--nondeterministic", action="store_true",
                    help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")
     p.add_argument(
@@ -495,7 +498,11 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     engine_sha = engine_source_sha256()
     determinism = configure_determinism(device, not args.nondeterministic)
     seed_everything(settings.seed)
-    model = StraeModel(config, recipe).to(device)
+    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel).to(device)
+    try:
+        induction_kernel = model.kernel_choice(device).record()
+    except ValueError as error:
+        raise SystemExit(f"strae train --induction-kernel {args.induction_kernel}: {error}") from error
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
     history: list[dict[str, Any]] = []
     timings: dict[str, Any] = {"train_seconds": 0.0, "dev_seconds": 0.0, "sessions": []}
@@ -534,7 +541,8 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     session = {"started": time.time(), "start_step": global_step, "device": describe_device(device),
                "engine_sha256": engine_sha}
     timings.setdefault("sessions", []).append(session)
-    prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads(), determinism=determinism)
+    prov = provenance(device=describe_device(device), torch_threads=torch.get_num_threads(), determinism=determinism,
+                      induction_kernel=induction_kernel)
     params = [p for p in model.parameters() if p.requires_grad]
     extra = {
         "recipe": resolved.record(),

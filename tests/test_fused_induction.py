@@ -1,0 +1,101 @@
+"""The fused Triton induction (models/fused.py) against the torch loop, on Triton's CPU interpreter.
+
+Trees are identical where the two engines take the same decisions: always up to rounding, so a test batch must
+not hinge on an exact tie between two similarities that each engine rounds differently. Ties between leaf pairs
+are safe (the kernel takes the torch loop's first similarities); what is not is e.g. [5] * 17 under entangled
+structures, where the cosine of two identical parents (1 up to rounding) competes with the leaves' exact 1.0 -
+the same caveat as between torch on CPU and on CUDA.
+
+The kernel tests skip when triton is not installed (it comes with the `kernels` extra; CUDA builds of torch bring
+their own). The interpreter is slow, so batches stay small; it checks the kernel's logic and numbering, not its
+speed or its compiled numerics on a GPU.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from strae.models import fused
+from strae.models.config import ModelConfig
+from strae.models.model import StraeModel
+from test_models_engine import VOCAB, padded, random_batch
+
+
+@pytest.fixture(scope="module")
+def interpreter():
+    pytest.importorskip("triton")
+    assert fused.interpreting()  # conftest.py sets TRITON_INTERPRET=1 before triton can be imported
+
+
+def make_model(structure: str, functions: str, kernel: str, k: int = 3, u: int = 2) -> StraeModel:
+    torch.manual_seed(11)
+    cfg = ModelConfig(model="banyan", structure=structure, functions=functions, objective="ce", k=k, u=u,
+                      vocab_size=VOCAB)
+    model = StraeModel(cfg, induction_kernel=kernel)
+    with torch.no_grad():  # larger than the papers' init so that the compositions' parameters matter
+        model.embedding.weight.uniform_(-1, 1)
+        for p in model.functions.parameters():
+            p.uniform_(-1, 1)
+    return model
+
+
+def both_inductions(structure: str, functions: str, dropout: bool, sentences, k: int = 3, u: int = 2):
+    reference = make_model(structure, functions, "torch", k, u).train(dropout)
+    kernel = make_model(structure, functions, "triton", k, u).train(dropout)
+    kernel.load_state_dict(reference.state_dict())
+    ids, lengths = padded(sentences)
+    torch.manual_seed(3)  # the step's dropout seed is one draw: the same for both
+    _, expected = reference.induce(ids, lengths)
+    torch.manual_seed(3)
+    _, got = kernel.induce(ids, lengths)
+    assert kernel.kernel_choice(ids.device).used == "triton"
+    return expected, got
+
+
+# Both structures: leaves are keyed by token (entangled) or by occurrence (sentential). (k, u) = (3, 2) and (2, 3)
+# pad the (channels, channel size) tile in either dimension.
+@pytest.mark.parametrize("dropout", [False, True], ids=["no_dropout", "dropout"])
+@pytest.mark.parametrize("structure,functions,k,u", [("entangled", "diagonal", 3, 2), ("sentential", "diagonal", 2, 3),
+                                                     ("sentential", "linear", 3, 2), ("entangled", "linear", 2, 3)])
+def test_kernel_gives_the_torch_loops_trees(interpreter, structure, functions, k, u, dropout):
+    # random lengths 1..13, exact ties (repeated pairs), a length-1 and a length-2 sentence, a duplicate
+    sentences = random_batch(k * 10 + u)
+    expected, got = both_inductions(structure, functions, dropout, sentences, k, u)
+    for name in ("left", "right", "height", "roots", "span_start", "span_end"):
+        assert torch.equal(getattr(expected, name), getattr(got, name)), name
+    torch.testing.assert_close(got.up, expected.up, rtol=1e-5, atol=1e-5)
+    if dropout:
+        assert expected.keep is not None and torch.equal(expected.keep, got.keep)
+        assert not expected.keep.all()  # the masks did drop something
+        assert got.dropout.seed == expected.dropout.seed
+    else:
+        assert got.keep is None
+    assert fused.compare(expected, got) is None
+
+
+def test_kernel_on_single_leaf_sentences_and_a_wide_batch(interpreter):
+    expected, got = both_inductions("sentential", "diagonal", True, [[1], [2], [3]])
+    assert got.left.numel() == 0 and torch.equal(got.roots, torch.arange(3)) and fused.compare(expected, got) is None
+    # 40 slots -> a 64-wide slot vector; the periodic sentence repeats pairs (exact ties between leaf pairs)
+    wide = [[(7 * i) % VOCAB for i in range(40)], [(5 * i * i + 1) % VOCAB for i in range(17)], [1, 2]]
+    expected, got = both_inductions("entangled", "diagonal", True, wide)
+    assert fused.compare(expected, got) is None
+
+
+def test_compare_reports_a_different_tree(interpreter):
+    expected, got = both_inductions("sentential", "diagonal", False, [[1, 2, 3, 4]])
+    got.left = got.left.flip(0)
+    assert fused.compare(expected, got) == "left differs"
+
+
+def test_kernel_choice_on_cpu_keeps_the_torch_loop(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    model = make_model("entangled", "diagonal", "auto")
+    choice = model.kernel_choice(torch.device("cpu"))
+    assert choice.used == "torch" and "cpu" in choice.reason
+    assert choice.record() == {"requested": "auto", "used": "torch", "reason": choice.reason}
+    assert make_model("entangled", "diagonal", "torch").kernel_choice(torch.device("cpu")).used == "torch"
+    with pytest.raises(ValueError, match="induction_kernel triton: device cpu"):
+        make_model("entangled", "diagonal", "triton").kernel_choice(torch.device("cpu"))
+    with pytest.raises(ValueError, match="induction_kernel 'fast'"):
+        make_model("entangled", "diagonal", "fast")
