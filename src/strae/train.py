@@ -502,7 +502,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     try:
         induction_kernel = model.kernel_choice(device).record()
     except ValueError as error:
-        raise SystemExit(f"strae train --induction-kernel {args.induction_kernel}: {error}") from error
+        raise SystemExit(f"strae train: {error}") from error
     optimizer = torch.optim.Adam(model.parameters(), lr=settings.lr)
     history: list[dict[str, Any]] = []
     timings: dict[str, Any] = {"train_seconds": 0.0, "dev_seconds": 0.0, "sessions": []}

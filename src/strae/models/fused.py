@@ -177,7 +177,7 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Mod
         merges[0], merges[1], merges[2], span_start, span_end, roots, w_left, w_right, bias,
         n_leaves, _as_int32(dropout.function_seed) if dropout is not None else 0,
         65536 - round((1.0 - function_p) * 65536), keep_scale(function_p),
-        K=functions.k, U=functions.u, K_B=_pow2(functions.k), U_B=_pow2(functions.u), T_B=_pow2(t_max + 1),
+        K=functions.k, U=functions.u, E=emb, HALVES=(emb + 1) // 2, K_B=_pow2(functions.k), U_B=_pow2(functions.u), T_B=_pow2(t_max + 1),
         LINEAR=linear, DROPOUT=dropout is not None, num_warps=4)
     return Induction(n_leaves=n_leaves, left=merges[0, :n_internal], right=merges[1, :n_internal],
                      height=merges[2, :n_internal], up=up, roots=roots, span_start=span_start, span_end=span_end,

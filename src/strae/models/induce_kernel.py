@@ -48,17 +48,16 @@ def _cosine(unit, row):
     return tl.sum(tl.sum(unit * _unit(row), axis=1), axis=0)
 
 
-@triton.jit
+# Scalars that differ from batch to batch are not specialised on (no recompilation per value class).
+@triton.jit(do_not_specialize=["n_leaves", "function_seed", "threshold"])
 def induce_kernel(up_ptr, adjacent_ptr, leaf_key_ptr, keep_ptr, start_ptr, length_ptr, batch_ptr, step_base_ptr,
                   left_ptr, right_ptr, height_ptr, span_start_ptr, span_end_ptr, root_ptr,
                   w_left_ptr, w_right_ptr, bias_ptr, n_leaves, function_seed, threshold, scale,
-                  K: tl.constexpr, U: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr, T_B: tl.constexpr,
-                  LINEAR: tl.constexpr, DROPOUT: tl.constexpr):
+                  K: tl.constexpr, U: tl.constexpr, E: tl.constexpr, HALVES: tl.constexpr, K_B: tl.constexpr,
+                  U_B: tl.constexpr, T_B: tl.constexpr, LINEAR: tl.constexpr, DROPOUT: tl.constexpr):
     p = tl.program_id(0)
     start = tl.load(start_ptr + p)  # int64: packed row of the sentence's first leaf
     n = tl.load(length_ptr + p)  # int32; slot n is the sentinel ("no neighbour")
-    E: tl.constexpr = K * U
-    HALVES: tl.constexpr = (E + 1) // 2
     channel = tl.arange(0, K_B)
     within = tl.arange(0, U_B)
     element = channel[:, None] * U + within[None, :]  # flat index c * u + i of the (K_B, U_B) tile

@@ -18,6 +18,13 @@ Pipeline (see DESIGN.md "Performance stance"):
    (children -> parent for the up pass; parent messages -> children for the down pass) so that the
    differentiable passes touch every routed row exactly once (no growing table, no in-place writes).
 
+On a GPU step 1 is launch-bound (one Python iteration of ~20 small kernels per merge step). ``models/fused.py``
+runs it as ONE Triton kernel (one program per sentence: argmax, compose, keyed function dropout, renormalise, the
+two new neighbour similarities), producing the same ``Induction`` in the same step-major node numbering
+(``merge_schedule``); leaf dropout and the first similarities stay batched torch ops, and steps 2-3 and the
+differentiable passes are untouched. The model picks the engine (``induction_kernel``: auto = Triton on CUDA,
+this loop on CPU). Its GPU speed is UNMEASURED (written and tested on Triton's CPU interpreter, without a GPU).
+
 The structure is a deterministic function of (parameters, tokens, the step's dropout seed). Keyed masks give
 every occurrence of one (left, right) pair the same mask, so a pair has one well-defined embedding - which is
 what makes entangling well defined - and the per-sentence trees are identical under both structures.
