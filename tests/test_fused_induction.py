@@ -12,6 +12,11 @@ speed or its compiled numerics on a GPU.
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -99,3 +104,37 @@ def test_kernel_choice_on_cpu_keeps_the_torch_loop(monkeypatch):
         make_model("entangled", "diagonal", "triton").kernel_choice(torch.device("cpu"))
     with pytest.raises(ValueError, match="induction_kernel 'fast'"):
         make_model("entangled", "diagonal", "fast")
+
+
+COMPILE = """
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from strae.models.induce_kernel import induce_kernel
+
+pointers = {"up_ptr": "*fp32", "adjacent_ptr": "*fp32", "leaf_key_ptr": "*i32", "keep_ptr": "*u8",
+            "start_ptr": "*i64", "length_ptr": "*i32", "batch_ptr": "*i32", "step_base_ptr": "*i64",
+            "left_ptr": "*i64", "right_ptr": "*i64", "height_ptr": "*i64", "span_start_ptr": "*i64",
+            "span_end_ptr": "*i64", "root_ptr": "*i64", "w_left_ptr": "*fp32", "w_right_ptr": "*fp32",
+            "bias_ptr": "*fp32", "n_leaves": "i32", "function_seed": "i32", "threshold": "i32", "scale": "fp32"}
+for linear, k, u in ((False, 128, 2), (True, 16, 16)):  # Banyan's and Self-StrAE's functions
+    constants = dict(K=k, U=u, E=k * u, HALVES=(k * u + 1) // 2, K_B=k, U_B=u, T_B=256, LINEAR=linear,
+                     DROPOUT=True)
+    signature = {name: pointers.get(name, "constexpr") for name in induce_kernel.arg_names}
+    compiled = triton.compile(ASTSource(fn=induce_kernel, signature=signature, constexprs=constants),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    assert "cubin" in compiled.asm, sorted(compiled.asm)
+print("compiled")
+"""
+
+
+def test_kernel_compiles_for_an_h100_without_one(interpreter, tmp_path):
+    """The interpreter does not type-check like the compiler: compile the kernel to a cubin for sm_90 (no GPU
+    needed; triton ships ptxas) in a process where Triton is not interpreting."""
+    root = Path(__file__).resolve().parents[1]
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), env.get("PYTHONPATH", "")])
+    env["TRITON_CACHE_DIR"] = str(tmp_path)  # not the user's ~/.triton
+    env["TRITON_DEFAULT_FP_FUSION"] = "1"  # triton 3.9 warns when unset; 1 = the default of older releases
+    result = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and "compiled" in result.stdout, result.stderr[-3000:]
