@@ -122,7 +122,7 @@ for linear, k, u in ((False, 128, 2), (True, 16, 16)):  # Banyan's and Self-StrA
                      DROPOUT=True)
     signature = {name: pointers.get(name, "constexpr") for name in induce_kernel.arg_names}
     compiled = triton.compile(ASTSource(fn=induce_kernel, signature=signature, constexprs=constants),
-                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 1})
     assert "cubin" in compiled.asm, sorted(compiled.asm)
 print("compiled")
 """

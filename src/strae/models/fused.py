@@ -135,6 +135,14 @@ def _pow2(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
+def _warps(slots: int) -> int:
+    """One warp per sentence while it fits: a merge step is ~10 reductions over the slots and the embedding, and
+    within one warp each is a few shuffles with no block-wide barrier. ptxas for sm_90 (triton 3.9): 1 warp uses
+    ~200 registers, no spills, for slots <= 256 (Banyan k128 u2 and Self-StrAE k16 u16 alike); 512 slots reach the
+    register limit, so wider batches take 4 warps. Chosen from register counts, not timed (no GPU here)."""
+    return 1 if slots <= 256 else 4
+
+
 @torch.no_grad()
 def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Module,
            dropout: InductionDropout | None = None) -> Induction:
@@ -178,7 +186,7 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Mod
         n_leaves, _as_int32(dropout.function_seed) if dropout is not None else 0,
         65536 - round((1.0 - function_p) * 65536), keep_scale(function_p),
         K=functions.k, U=functions.u, E=emb, HALVES=(emb + 1) // 2, K_B=_pow2(functions.k), U_B=_pow2(functions.u), T_B=_pow2(t_max + 1),
-        LINEAR=linear, DROPOUT=dropout is not None, num_warps=4)
+        LINEAR=linear, DROPOUT=dropout is not None, num_warps=_warps(_pow2(t_max + 1)))
     return Induction(n_leaves=n_leaves, left=merges[0, :n_internal], right=merges[1, :n_internal],
                      height=merges[2, :n_internal], up=up, roots=roots, span_start=span_start, span_end=span_end,
                      keep=keep, dropout=dropout)
