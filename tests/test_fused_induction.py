@@ -106,6 +106,17 @@ def test_kernel_choice_on_cpu_keeps_the_torch_loop(monkeypatch):
         make_model("entangled", "diagonal", "fast")
 
 
+@pytest.mark.parametrize("model", ["banyan", "selfstrae"])
+def test_first_use_check_passes_for_the_presets_and_a_failure_falls_back(interpreter, model, monkeypatch):
+    functions = StraeModel(ModelConfig.preset(model, vocab_size=VOCAB)).functions  # k128 u2 / k16 u16
+    assert fused.self_check(functions, torch.device("cpu")) is None
+    # auto on CUDA runs the check first; here it fails (no CUDA in this torch) and the torch loop is kept
+    choice = fused.choose("auto", torch.device("cuda"), functions)
+    assert choice.used == "torch" and "first-use check" in choice.reason
+    monkeypatch.setattr(fused, "induce", lambda *args: (_ for _ in ()).throw(RuntimeError("no kernel")))
+    assert fused.self_check(functions, torch.device("cpu")) == "RuntimeError: no kernel"
+
+
 COMPILE = """
 import triton
 from triton.backends.compiler import GPUTarget

@@ -68,14 +68,15 @@ def choose(requested: str, device: torch.device, functions: nn.Module) -> Kernel
         raise ValueError(f"induction_kernel {requested!r} is not one of {', '.join(INDUCTION_KERNELS)}")
     if requested == "torch":
         return KernelChoice(requested, "torch", "requested")
-    unsupported = compose_operands(functions) is None and f"no fused compose for {type(functions).__name__}"
-    problem = unsupported or triton_unavailable(device)
+    if requested == "auto" and device.type != "cuda":  # without importing triton: CPU runs stay as they were
+        return KernelChoice(requested, "torch", f"auto: device {device.type} (the Triton induction is for CUDA)")
+    problem = triton_unavailable(device)
+    if compose_operands(functions) is None:
+        problem = f"no fused composition for {type(functions).__name__}"
     if requested == "triton":
         if problem:
             raise ValueError(f"induction_kernel triton: {problem}; use auto or torch")
         return KernelChoice(requested, "triton", "requested")
-    if device.type != "cuda":
-        return KernelChoice(requested, "torch", f"auto: device {device.type} (the Triton induction is for CUDA)")
     if problem:
         return KernelChoice(requested, "torch", f"auto: {problem}")
     mismatch = self_check(functions, device)
@@ -88,18 +89,16 @@ def self_check(functions: nn.Module, device: torch.device) -> str | None:
     """Induce one small fixed batch with both engines (with keyed dropout); None if the trees agree."""
     generator = torch.Generator().manual_seed(0)  # not the global RNG: training stays seeded as before
     lengths = [9, 1, 2, 6, 5, 9, 3]
-    size = functions.k * functions.u
-    leaves = torch.rand(sum(lengths), size, generator=generator).sub_(0.5).to(device)
-    offsets = np.concatenate(([0], np.cumsum(lengths)))
-    tokens = torch.randint(0, 5, (sum(lengths),), generator=generator).to(device)
-    packed = PackedBatch(tokens=tokens, lengths=lengths, offsets=offsets)
-    dropout = InductionDropout(seed=12345, leaf_p=0.1, function_p=0.1, leaf_ids=tokens)
     try:
+        leaves = torch.rand(sum(lengths), functions.k * functions.u, generator=generator).sub_(0.5).to(device)
+        tokens = torch.randint(0, 5, (sum(lengths),), generator=generator).to(device)
+        packed = PackedBatch(tokens=tokens, lengths=lengths, offsets=np.concatenate(([0], np.cumsum(lengths))))
+        dropout = InductionDropout(seed=12345, leaf_p=0.1, function_p=0.1, leaf_ids=tokens)
         with torch.no_grad():
             expected = induce_torch(leaves, packed, functions.compose, dropout)
             got = induce(leaves, packed, functions, dropout)
         return compare(expected, got)
-    except Exception as error:  # a compiler or driver failure must not stop training: fall back, say why
+    except Exception as error:  # a compiler, driver or device failure must not stop training: fall back, say why
         return f"{type(error).__name__}: {error}"
 
 
@@ -149,20 +148,17 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Mod
     """``trees.induce`` with the merge loop in one Triton kernel; the torch loop for what it does not cover
     (non-fp32 embeddings, sentences longer than ``MAX_SLOTS - 1``, compositions without a fused form)."""
     operands = compose_operands(functions)
-    t_max = max(packed.lengths)
-    if operands is None or leaf_embeddings.dtype != torch.float32 or _pow2(t_max + 1) > MAX_SLOTS:
+    slots = _pow2(max(packed.lengths) + 1)
+    if operands is None or leaf_embeddings.dtype != torch.float32 or slots > MAX_SLOTS:
         return induce_torch(leaf_embeddings, packed, functions.compose, dropout)
     from strae.models.induce_kernel import induce_kernel
 
     linear, w_left, w_right, bias = operands
-    device, lengths = leaf_embeddings.device, packed.lengths
-    batch, (n_leaves, emb) = len(lengths), leaf_embeddings.shape
+    device, batch = leaf_embeddings.device, len(packed.lengths)
+    n_leaves, emb = leaf_embeddings.shape
     n_internal = n_leaves - batch
-    n_occ = n_leaves + n_internal
-    order, active_counts = merge_schedule(lengths)
-    leaf_embeddings, keys, keep = leaf_dropout(leaf_embeddings.contiguous(), dropout, n_occ)
-    up = leaf_embeddings.new_empty(n_occ, emb)
-    up[:n_leaves] = leaf_embeddings
+    leaf_embeddings, keys, keep = leaf_dropout(leaf_embeddings.contiguous(), dropout, n_leaves + n_internal)
+    up = torch.cat((leaf_embeddings, leaf_embeddings.new_empty(n_internal, emb)))
     # The first similarities exactly as the torch loop takes them (packed neighbours, across sentences too).
     unit = _normalize(leaf_embeddings)
     adjacent = (unit[:-1] * unit[1:]).sum(-1) if n_leaves > 1 else unit.new_zeros(1)
@@ -170,23 +166,31 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Mod
     span_start = torch.cat((leaf_rows, leaf_rows.new_empty(n_internal)))
     span_end = span_start.clone()
     # Launch arguments must be real allocations even where a batch has no merges (or no dropout).
-    merges = torch.empty(3, max(n_internal, 1), dtype=torch.long, device=device)
+    merges = torch.empty(3, max(n_internal, 1), dtype=torch.long, device=device)  # left, right, height
     roots = torch.empty(batch, dtype=torch.long, device=device)
-    step_base = np.zeros(max(len(active_counts), 1), dtype=np.int64)
-    np.cumsum(active_counts[:-1], out=step_base[1:len(active_counts)])
-    as_device = lambda values, dtype: torch.as_tensor(np.asarray(values), dtype=dtype, device=device)  # noqa: E731
     scratch = torch.zeros(1, dtype=torch.int32, device=device)
     function_p = dropout.function_p if dropout is not None else 0.0
     induce_kernel[(batch,)](
         up, adjacent.contiguous(), keys if keys is not None else scratch,
-        keep.view(torch.uint8) if keep is not None else scratch.view(torch.uint8),
-        as_device(packed.offsets[:-1][order], torch.long), as_device([lengths[b] for b in order], torch.int32),
-        as_device(order, torch.int32), as_device(step_base, torch.long),
+        (keep if keep is not None else scratch).view(torch.uint8), *_schedule(packed, device),
         merges[0], merges[1], merges[2], span_start, span_end, roots, w_left, w_right, bias,
         n_leaves, _as_int32(dropout.function_seed) if dropout is not None else 0,
-        65536 - round((1.0 - function_p) * 65536), keep_scale(function_p),
-        K=functions.k, U=functions.u, E=emb, HALVES=(emb + 1) // 2, K_B=_pow2(functions.k), U_B=_pow2(functions.u), T_B=_pow2(t_max + 1),
-        LINEAR=linear, DROPOUT=dropout is not None, num_warps=_warps(_pow2(t_max + 1)))
+        65536 - round((1.0 - function_p) * 65536), keep_scale(function_p),  # keyed_keep's threshold and scale
+        K=functions.k, U=functions.u, E=emb, HALVES=(emb + 1) // 2, K_B=_pow2(functions.k), U_B=_pow2(functions.u),
+        T_B=slots, LINEAR=linear, DROPOUT=dropout is not None, num_warps=_warps(slots))
     return Induction(n_leaves=n_leaves, left=merges[0, :n_internal], right=merges[1, :n_internal],
                      height=merges[2, :n_internal], up=up, roots=roots, span_start=span_start, span_end=span_end,
                      keep=keep, dropout=dropout)
+
+
+def _schedule(packed: PackedBatch, device: torch.device) -> tuple[torch.Tensor, ...]:
+    """Per program p (the p-th sentence of the length-sorted order): its first packed row, length and batch
+    index; and per step the id of its first merge, so that program p's merge at step s is step_base[s] + p."""
+    order, active_counts = merge_schedule(packed.lengths)
+    step_base = np.zeros(max(len(active_counts), 1), dtype=np.int64)
+    np.cumsum(active_counts[:-1], out=step_base[1:len(active_counts)])
+    lengths = [packed.lengths[b] for b in order]
+    return (torch.as_tensor(packed.offsets[:-1][order], dtype=torch.long, device=device),
+            torch.tensor(lengths, dtype=torch.int32, device=device),
+            torch.tensor(order, dtype=torch.int32, device=device),
+            torch.as_tensor(step_base, device=device))
