@@ -111,9 +111,9 @@ def test_first_use_check_passes_for_the_presets_and_a_failure_falls_back(interpr
     functions = StraeModel(ModelConfig.preset(model, vocab_size=VOCAB)).functions  # k128 u2 / k16 u16
     assert fused.self_check(functions, torch.device("cpu")) is None
     # auto on CUDA runs the check first; here it fails (no CUDA in this torch) and the torch loop is kept
-    choice = fused.choose("auto", torch.device("cuda"), functions)
+    choice = fused.choose_kernel("auto", torch.device("cuda"), functions)
     assert choice.used == "torch" and "first-use check" in choice.reason
-    monkeypatch.setattr(fused, "induce", lambda *args: (_ for _ in ()).throw(RuntimeError("no kernel")))
+    monkeypatch.setattr(fused, "induce_fused", lambda *args: (_ for _ in ()).throw(RuntimeError("no kernel")))
     assert fused.self_check(functions, torch.device("cpu")) == "RuntimeError: no kernel"
 
 

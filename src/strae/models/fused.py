@@ -1,7 +1,7 @@
 """Which engine runs the no-grad greedy induction: the batched torch loop (``trees.induce``) or one Triton kernel.
 
 ``trees.induce`` is one Python iteration per merge step (~20 small kernels each); on a GPU a Banyan batch spends
-most of its forward launching them. ``induce`` here runs every sentence's merges in ONE kernel launch
+most of its forward launching them. ``induce_fused`` runs every sentence's merges in ONE kernel launch
 (``induce_kernel.py``, one program per sentence) and returns the same ``Induction`` in the same node numbering.
 Only the induction is fused: the differentiable recompute (``StraeModel.propagate``) is unchanged.
 
@@ -12,6 +12,7 @@ is how the tests check it, and it is a correctness path, not a speed path.
 """
 from __future__ import annotations
 
+import importlib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,7 @@ def triton_unavailable(device: torch.device) -> str | None:
     return None
 
 
-def choose(requested: str, device: torch.device, functions: nn.Module) -> KernelChoice:
+def choose_kernel(requested: str, device: torch.device, functions: nn.Module) -> KernelChoice:
     """Resolve the ``induction_kernel`` setting for ``device`` (raises ValueError when ``triton`` cannot run)."""
     if requested not in INDUCTION_KERNELS:
         raise ValueError(f"induction_kernel {requested!r} is not one of {', '.join(INDUCTION_KERNELS)}")
@@ -96,7 +97,7 @@ def self_check(functions: nn.Module, device: torch.device) -> str | None:
         dropout = InductionDropout(seed=12345, leaf_p=0.1, function_p=0.1, leaf_ids=tokens)
         with torch.no_grad():
             expected = induce_torch(leaves, packed, functions.compose, dropout)
-            got = induce(leaves, packed, functions, dropout)
+            got = induce_fused(leaves, packed, functions, dropout)
         return compare(expected, got)
     except Exception as error:  # a compiler, driver or device failure must not stop training: fall back, say why
         return f"{type(error).__name__}: {error}"
@@ -143,7 +144,7 @@ def _warps(slots: int) -> int:
 
 
 @torch.no_grad()
-def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Module,
+def induce_fused(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Module,
            dropout: InductionDropout | None = None) -> Induction:
     """``trees.induce`` with the merge loop in one Triton kernel; the torch loop for what it does not cover
     (non-fp32 embeddings, sentences longer than ``MAX_SLOTS - 1``, compositions without a fused form)."""
@@ -151,7 +152,9 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: nn.Mod
     slots = _pow2(max(packed.lengths) + 1)
     if operands is None or leaf_embeddings.dtype != torch.float32 or slots > MAX_SLOTS:
         return induce_torch(leaf_embeddings, packed, functions.compose, dropout)
-    from strae.models.induce_kernel import induce_kernel
+    # By name, not `from ... import`: `strae export` copies the engine's import closure, which must not need triton
+    # (an exported model on CUDA then fails the first-use check and keeps the torch loop).
+    induce_kernel = importlib.import_module("strae.models.induce_kernel").induce_kernel
 
     linear, w_left, w_right, bias = operands
     device, batch = leaf_embeddings.device, len(packed.lengths)

@@ -18,9 +18,9 @@ from torch import nn
 import numpy as np
 
 from strae.models.config import ModelConfig
-from strae.models import fused
 from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
+from strae.models.fused import INDUCTION_KERNELS, KernelChoice, choose_kernel, induce_fused
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
 from strae.objectives import leaf_cross_entropy, symmetric_contrastive
 from strae.recipes import Recipe
@@ -35,11 +35,10 @@ class StraeModel(nn.Module):
         config.validate()
         self.config = config
         # The engine of the no-grad induction (models/fused.py): auto | torch | triton, resolved per device type.
-        if induction_kernel not in fused.INDUCTION_KERNELS:
-            raise ValueError(f"induction_kernel {induction_kernel!r} is not one of "
-                             f"{', '.join(fused.INDUCTION_KERNELS)}")
+        if induction_kernel not in INDUCTION_KERNELS:
+            raise ValueError(f"induction_kernel {induction_kernel!r} is not one of {', '.join(INDUCTION_KERNELS)}")
         self.induction_kernel = induction_kernel
-        self._kernel_choices: dict[str, fused.KernelChoice] = {}
+        self._kernel_choices: dict[str, KernelChoice] = {}
         # No recipe given: the model family's reference-code recipe (the one `strae train --model` uses).
         self.recipe = recipe if recipe is not None else load_recipe(config.model)
         if self.recipe.decoder_child_order == "node_id" and config.structure != "sentential":
@@ -83,13 +82,13 @@ class StraeModel(nn.Module):
         leaves = self.embedding.weight.detach()[packed.tokens]
         dropout = self.induction_dropout(packed, structure or self.config.structure, dropout)
         if self.kernel_choice(leaves.device).used == "triton":
-            return packed, fused.induce(leaves, packed, self.functions, dropout)
+            return packed, induce_fused(leaves, packed, self.functions, dropout)
         return packed, induce(leaves, packed, self.functions.compose, dropout)
 
-    def kernel_choice(self, device: torch.device) -> fused.KernelChoice:
+    def kernel_choice(self, device: torch.device) -> KernelChoice:
         """Which engine induces on ``device`` (decided once per device type; ``record()`` goes to train.json)."""
         if device.type not in self._kernel_choices:
-            self._kernel_choices[device.type] = fused.choose(self.induction_kernel, device, self.functions)
+            self._kernel_choices[device.type] = choose_kernel(self.induction_kernel, device, self.functions)
         return self._kernel_choices[device.type]
 
     def graph(self, ids: torch.Tensor, lengths: torch.Tensor, structure: str | None = None) -> Graph:
