@@ -2,6 +2,9 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+# pyproject extras: dev (tests), export (sentence-transformers), kernels (triton for the fused induction's CPU
+# interpreter tests; on a CUDA machine torch brings its own triton: EXTRAS=dev,export)
+EXTRAS ?= dev,export,kernels
 # The offline data mirror (layout of ../shared/data); override with STRAE_DATA_MIRROR=... make ...
 STRAE_DATA_MIRROR ?= $(abspath ../shared/data)
 export STRAE_DATA_MIRROR
@@ -15,7 +18,7 @@ export TRANSFORMERS_OFFLINE ?= 1
 $(BIN)/strae: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev,export]"
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
 	@touch $(BIN)/strae
 
 setup: $(BIN)/strae

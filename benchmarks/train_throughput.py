@@ -15,6 +15,8 @@ threads), and ``bound_tokens/s`` is the throughput a step would reach if everyth
 The line ends with where a step's time goes (``split=induce/graph/forward/backward/optimizer`` in ms, each phase
 timed around the engine's own calls; on CUDA each boundary synchronises, so the split slows the timed steps slightly
 and is measured on separate steps), and on CUDA the kernel launches per step (torch profiler) and peak GPU memory.
+``--induction-kernel torch|triton`` picks the engine of the no-grad induction (``models/fused.py``; default auto =
+triton on CUDA); ``induction_kernel=`` in the line says which one ran.
 """
 from __future__ import annotations
 
@@ -171,6 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recipe", default=None, help="recipe (strae/recipes.yaml); default: the model's own")
     parser.add_argument("--set", dest="recipe_set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one recipe value, as `strae train --set` (e.g. loss_precision=bf16)")
+    parser.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
+                        help="engine of the no-grad induction, as `strae train --induction-kernel` (compare torch "
+                        "and triton on CUDA)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -189,7 +194,14 @@ def main(argv: list[str] | None = None) -> int:
                                 structure=args.structure)
     overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
     recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
-    model = StraeModel(config, recipe).to(device).train()
+    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel).to(device).train()
+    try:
+        kernel = model.kernel_choice(device)
+    except ValueError as error:
+        raise SystemExit(f"benchmarks/train_throughput.py: {error}") from error
+    if kernel.used == "triton" and device.type != "cuda":
+        print("note: the Triton induction runs on Triton's CPU interpreter here: a correctness path, not a speed "
+              "path; these numbers say nothing about the kernel's speed on a GPU", file=sys.stderr)
     optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr_for(config.objective))
     n_extra = args.split_steps
     prepared = [to_padded(next(batches), vocab_size, device) for _ in range(args.warmup + args.steps + n_extra)]
@@ -246,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
+          f"induction_kernel={kernel.used} "
           f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
           f"s/step={elapsed / args.steps:.3f} cpu_s/step={cpu_per_step:.3f} peak_rss={peak_rss_gb():.2f}GB "

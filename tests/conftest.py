@@ -7,6 +7,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Tests are CPU-only: Triton kernels run on Triton's CPU interpreter. Triton reads this when its modules are
+# imported (its own library functions are decorated then), so it is set before any test can import triton.
+os.environ["TRITON_INTERPRET"] = "1"
 
 
 def _find_mirror() -> Path | None:

@@ -22,6 +22,7 @@ def test_train_throughput_prints_its_line_with_the_objective_bound(tmp_path):
                 "split_ms"):
         assert key in fields, (key, lines[0])
     # where the time goes: five phases, milliseconds, induction and the forward pass take some
+    assert fields["induction_kernel"] == "torch"  # auto on CPU: the torch loop (never the Triton interpreter)
     split = [float(v) for v in fields["split_ms"].split("(")[0].split("/")]
     assert len(split) == 5 and all(v >= 0 for v in split) and split[0] > 0
     # 8 sentences: CE over <= 8*200 leaves x 256 x 25000, three products -> a few GFLOP at most, and > 0.

@@ -151,6 +151,9 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
         assert 0 <= entry["collapse"]["mean_pairwise_cosine"] <= 0.999 and entry["collapse"]["relative_spread"] > 0
     assert record["timings"]["train_seconds"] > 0 and record["provenance"]["torch"] == torch.__version__
     assert record["provenance"]["determinism"] == {"deterministic": True, "device_type": "cpu"}
+    # the induction engine: auto on CPU is the torch loop (the Triton kernel is for CUDA)
+    assert {k: record["provenance"]["induction_kernel"][k] for k in ("requested", "used")} == {
+        "requested": "auto", "used": "torch"}
 
     # rerunning a completed run is a no-op
     before = (out / "model.pt").stat().st_mtime_ns

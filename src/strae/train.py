@@ -83,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tokenizer", type=Path, help="tokenizer model (default <resources>/tokenizers/LANG.model)")
     p.add_argument("--setting", help="setting label (default: ModelConfig.setting_name())")
     p.add_argument("--device", default="auto", help="auto (CUDA when available) | cpu | cuda[:N]")
+    p.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
+                   help="engine of the no-grad tree induction: auto (the fused Triton kernel on CUDA when triton "
+                   "imports and passes a first-use check, else torch) | torch | triton; recorded in train.json")
     p.add_argument("--nondeterministic", action="store_true",
                    help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")
     p.add_argument(
@@ -450,6 +453,7 @@ class State:
     optimizer: torch.optim.Optimizer
     engine_sha: str
     determinism: dict[str, Any]
+    induction_kernel: dict[str, Any]  # KernelChoice.record(): requested, used, reason (not in the fingerprint)
     epoch: int = 0  # the position of the next batch: its epoch ...
     batch_in_epoch: int = 0  # ... and its index in that epoch's order
     global_step: int = 0
@@ -497,9 +501,13 @@ def build_state(job: Job) -> State:
     engine_sha = engine_source_sha256()
     determinism = configure_determinism(job.device, not job.args.nondeterministic)
     seed_everything(job.settings.seed)
-    model = StraeModel(job.config, job.resolved.recipe).to(job.device)
+    model = StraeModel(job.config, job.resolved.recipe, induction_kernel=job.args.induction_kernel).to(job.device)
+    try:  # which induction engine runs (auto: the fused kernel on CUDA when it passes its first-use check)
+        induction_kernel = model.kernel_choice(job.device).record()
+    except ValueError as error:
+        raise SystemExit(f"strae train: {error}") from error
     optimizer = torch.optim.Adam(model.parameters(), lr=job.settings.lr)
-    return State(model, optimizer, engine_sha, determinism)
+    return State(model, optimizer, engine_sha, determinism, induction_kernel)
 
 
 def resume(job: Job, state: State) -> None:
@@ -556,7 +564,7 @@ def start_session(job: Job, state: State) -> RunRecord:
         "non_embedding": int(state.model.non_embedding_parameter_count()),
     })
     record.provenance = provenance(device=describe_device(job.device), torch_threads=torch.get_num_threads(),
-                                   determinism=state.determinism)
+                                   determinism=state.determinism, induction_kernel=state.induction_kernel)
     record.to_disk(job.out)
     return record
 

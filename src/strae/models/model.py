@@ -18,6 +18,7 @@ from torch import nn
 from strae.models.config import ModelConfig
 from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
+from strae.models.fused import INDUCTION_KERNELS, KernelChoice, choose_kernel, induce_fused
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
 from strae.objectives import create as create_objective
 from strae.objectives.base import Pass, Passes
@@ -28,10 +29,15 @@ __all__ = ["StraeModel", "fast_dropout"]
 
 
 class StraeModel(nn.Module):
-    def __init__(self, config: ModelConfig, recipe: Recipe | None = None) -> None:
+    def __init__(self, config: ModelConfig, recipe: Recipe | None = None, induction_kernel: str = "auto") -> None:
         super().__init__()
         config.validate()
         self.config = config
+        # The engine of the no-grad induction (models/fused.py): auto | torch | triton, resolved per device type.
+        if induction_kernel not in INDUCTION_KERNELS:
+            raise ValueError(f"induction_kernel {induction_kernel!r} is not one of {', '.join(INDUCTION_KERNELS)}")
+        self.induction_kernel = induction_kernel
+        self._kernel_choices: dict[str, KernelChoice] = {}
         # No recipe given: the model family's reference-code recipe (the one `strae train --model` uses).
         self.recipe = recipe if recipe is not None else load_recipe(config.model)  # also builds self.objective
         if self.recipe.decoder_child_order == "node_id" and config.structure != "sentential":
@@ -85,7 +91,15 @@ class StraeModel(nn.Module):
         packed = pack_batch(ids, lengths, self.config.vocab_size)
         leaves = self.embedding.weight.detach()[packed.tokens]
         dropout = self.induction_dropout(packed, structure or self.config.structure, dropout)
+        if self.kernel_choice(leaves.device).used == "triton":
+            return packed, induce_fused(leaves, packed, self.functions, dropout)
         return packed, induce(leaves, packed, self.functions.compose, dropout)
+
+    def kernel_choice(self, device: torch.device) -> KernelChoice:
+        """Which engine induces on ``device`` (decided once per device type; ``record()`` goes to train.json)."""
+        if device.type not in self._kernel_choices:
+            self._kernel_choices[device.type] = choose_kernel(self.induction_kernel, device, self.functions)
+        return self._kernel_choices[device.type]
 
     def graph(self, ids: torch.Tensor, lengths: torch.Tensor, structure: str | None = None) -> Graph:
         structure = structure or self.config.structure

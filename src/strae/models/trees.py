@@ -18,6 +18,13 @@ Pipeline (see DESIGN.md "Performance stance"):
    (children -> parent for the up pass; parent messages -> children for the down pass) so that the
    differentiable passes touch every routed row exactly once (no growing table, no in-place writes).
 
+On a GPU step 1 is launch-bound (one Python iteration of ~20 small kernels per merge step). ``models/fused.py``
+runs it as ONE Triton kernel (one program per sentence: argmax, compose, keyed function dropout, renormalise, the
+two new neighbour similarities), producing the same ``Induction`` in the same step-major node numbering
+(``merge_schedule``); leaf dropout and the first similarities stay batched torch ops, and steps 2-3 and the
+differentiable passes are untouched. The model picks the engine (``induction_kernel``: auto = Triton on CUDA,
+this loop on CPU). Its GPU speed is UNMEASURED (written and tested on Triton's CPU interpreter, without a GPU).
+
 The structure is a deterministic function of (parameters, tokens, the step's dropout seed). Keyed masks give
 every occurrence of one (left, right) pair the same mask, so a pair has one well-defined embedding - which is
 what makes entangling well defined - and the per-sentence trees are identical under both structures.
@@ -99,6 +106,30 @@ def _normalize(x: torch.Tensor) -> torch.Tensor:
     return F.normalize(x, dim=-1, eps=1e-8)
 
 
+def merge_schedule(lengths: list[int]) -> tuple[list[int], np.ndarray]:
+    """The batch order of the induction (longest first, stable) and, per merge step s, how many sentences of
+    that order still merge (those with length - 1 > s: a prefix because of the sort). Merge ids are numbered
+    step-major: step s's merges are ``sum(active_counts[:s]) + (position in the order)``."""
+    order = sorted(range(len(lengths)), key=lambda b: -lengths[b])
+    t_max = max(lengths)
+    active_counts = np.searchsorted(-np.array([lengths[b] for b in order]) + 1, -np.arange(t_max - 1), side="left")
+    return order, active_counts
+
+
+def leaf_dropout(leaf_embeddings: torch.Tensor, dropout: InductionDropout | None,
+                 n_occ: int) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """(leaves with their keyed embedding dropout, (n_occ,) int32 keys, (n_occ, E) bool keep masks); the
+    leaves' rows of keys and masks are filled, the merges' rows are left for the induction to write."""
+    if dropout is None:
+        return leaf_embeddings, None, None
+    n_leaves, emb = leaf_embeddings.shape
+    keys = torch.empty(n_occ, dtype=torch.int32, device=leaf_embeddings.device)
+    keys[:n_leaves] = leaf_keys(dropout.leaf_ids)
+    keep = torch.empty(n_occ, emb, dtype=torch.bool, device=leaf_embeddings.device)
+    keep[:n_leaves] = keyed_keep(keys[:n_leaves], dropout.leaf_p, dropout.seed, emb)
+    return apply_keep(leaf_embeddings, keep[:n_leaves], dropout.leaf_p), keys, keep
+
+
 @torch.no_grad()
 def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
            compose: Callable[[torch.Tensor], torch.Tensor], dropout: InductionDropout | None = None) -> Induction:
@@ -116,18 +147,12 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
     batch, n_leaves, emb = len(lengths), leaf_embeddings.shape[0], leaf_embeddings.shape[1]
     t_max = max(lengths)
     n_internal = n_leaves - batch
-    order = sorted(range(batch), key=lambda b: -lengths[b])  # stable: longest first
+    order, active_counts = merge_schedule(lengths)
     order_t = torch.as_tensor(order, device=device)
     sorted_lengths = torch.tensor([lengths[b] for b in order], device=device)
     sentinel = t_max  # an always-dead extra slot, so "no neighbour" needs no branch
     n_occ = n_leaves + n_internal
-    keep = keys = None
-    if dropout is not None:
-        keys = torch.empty(n_occ, dtype=torch.int32, device=device)
-        keys[:n_leaves] = leaf_keys(dropout.leaf_ids)
-        keep = torch.empty(n_occ, emb, dtype=torch.bool, device=device)
-        keep[:n_leaves] = keyed_keep(keys[:n_leaves], dropout.leaf_p, dropout.seed, emb)
-        leaf_embeddings = apply_keep(leaf_embeddings, keep[:n_leaves], dropout.leaf_p)
+    leaf_embeddings, keys, keep = leaf_dropout(leaf_embeddings, dropout, n_occ)
     leaf_rows = torch.arange(n_leaves, device=device)
     span_start = torch.cat((leaf_rows, leaf_rows.new_empty(n_internal)))
     span_end = span_start.clone()
@@ -154,8 +179,6 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
     right = torch.empty_like(left)
     height = torch.empty_like(left)
     up_internal = torch.empty(n_internal, emb, dtype=leaf_embeddings.dtype, device=device)
-    # Sentences still merging at step s: those with length - 1 > s; a prefix because of the sort.
-    active_counts = np.searchsorted(-np.array([lengths[b] for b in order]) + 1, -np.arange(t_max - 1), side="left")
     rows_all = torch.arange(batch, device=device)
     base = 0
     for step in range(t_max - 1):
