@@ -48,7 +48,7 @@ class Node:
     key: object  # a token id for a leaf, (left key, right key) for an internal node
     span: tuple[int, int]  # first and last leaf position in its sentence
     up: torch.Tensor
-    children: tuple["Node", "Node"] | None = None
+    children: tuple[Node, Node] | None = None
     down: torch.Tensor | None = None
     mask_key: torch.Tensor | None = None  # the node's dropout key (induction dropout only)
 

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from strae.data import tokenizer as tokenizer_module
 from strae.data import fetch
+from strae.data import tokenizer as tokenizer_module
 from strae.data.fetch import ChecksumError
 from strae.data.pretokenize import pretokenize
 from strae.data.segment import iter_sentences
@@ -160,7 +160,7 @@ def test_inline_set_scores_and_records_like_a_catalogue_task(tmp_path, monkeypat
 
 
 def test_inline_name_must_not_shadow_a_catalogue_task():
-    from strae.evaluate.tasks import TaskCatalog, Task, language_tasks
+    from strae.evaluate.tasks import Task, TaskCatalog, language_tasks
 
     catalog = TaskCatalog([Task("dup", "paper", "xx", "word", "r", "test", (0, 1), "single")])
     config = {"languages": {"xx": {"eval_sets": {"dup": {"path": "f", "level": "word", "split": "test",
@@ -170,7 +170,7 @@ def test_inline_name_must_not_shadow_a_catalogue_task():
         language_tasks(catalog, config, "xx", "paper")
 
 
-# ------------------------------------------------------------------------------------------------ right-to-left, uncased
+# ----------------------------------------------------------------------------------------------- right-to-left, uncased
 ARABIC_LETTERS = "ابتثجحخدذرزسشصضطظعغفقكلمنهويأىة"
 
 
@@ -210,7 +210,8 @@ def test_right_to_left_uncased_script_round_trips(tmp_path):
     treebank = tokenizer_module.load_tokenizer(tmp_path / "ar.model", pretokenize="treebank")
     for sentence in sentences[:50]:
         assert pretokenize(sentence, "treebank").replace(" ", "") == sentence.replace(" ", "")
-        assert treebank.decode(treebank.encode(sentence)) == tokenizer_module.normalize(pretokenize(sentence, "treebank"))
+        expected = tokenizer_module.normalize(pretokenize(sentence, "treebank"))
+        assert treebank.decode(treebank.encode(sentence)) == expected
     assert treebank.normalize(sentences[0]) == "في عام 0000 بدأ السباق ."
     assert record["alphabet_size"] >= len(ARABIC_LETTERS)
     # the same sentences as a published SemRel file: the eval side reaches the same ids
@@ -254,7 +255,8 @@ def test_bpemb_by_language_offline_falls_back_to_sentencepiece(tmp_path, monkeyp
 def test_bpemb_by_language_is_checksummed(tmp_path, monkeypatch):
     sentences = [" ".join(p.split()[:8]) for p in _arabic_paragraphs(300)]
     (tmp_path / "corpus.txt").write_text("\n".join(sentences) + "\n", encoding="utf-8")
-    tokenizer_module.train_sentencepiece(tmp_path / "corpus.txt", tmp_path / "model.model", requested_vocab=300, threads=1)
+    tokenizer_module.train_sentencepiece(tmp_path / "corpus.txt", tmp_path / "model.model", requested_vocab=300,
+                                         threads=1)
     mirror = tmp_path / "mirror"
     (mirror / "tokenizers").mkdir(parents=True)
     model = mirror / "tokenizers" / "xx.wiki.bpe.vs300.model"

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from strae.data.corpus import prepare_corpus
-from strae.data.fetch import ChecksumError, FetchError, main as fetch_main
+from strae.data.fetch import ChecksumError, FetchError
+from strae.data.fetch import main as fetch_main
 from strae.data.tokenized import tokenize_corpus
 from strae.data.tokenizer import train_sentencepiece
 

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from strae.data.pretokenize import PretokenizeError, check_kind, pretokenize, treebank
-from strae.data.tokenized import TokenizedCorpus, main as tokenize_main, tokenize_corpus
+from strae.data.tokenized import TokenizedCorpus, tokenize_corpus
+from strae.data.tokenized import main as tokenize_main
 from strae.data.tokenizer import load_tokenizer, train_sentencepiece
 
 # (raw, expected) pairs checked by hand against the reference corpus's conventions (Banyan data/small_train.txt)

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from strae.data import fetch as fetch_mod
 from strae.data import upstream
 from strae.data.fetch import ChecksumError, fetch
 from strae.data.registry import RegistryEntry, load_registry
@@ -75,8 +74,9 @@ def test_every_entry_has_a_pinned_upstream_and_a_derivation(registry, capsys):
     for name, entry in registry.items():
         urls = upstream.upstream_urls(entry.source)
         pinned_hf = entry.source.get("hf_dataset") and entry.source.get("revision")
+        pypi = f"|{PINNED_PYPI.pattern}" if entry.kind == "package" else ""
         pinned = PINNED_RAW if entry.source.get("derive") else re.compile(
-            f"{PINNED_RAW.pattern}|{PINNED_TREE.pattern}" + (f"|{PINNED_PYPI.pattern}" if entry.kind == "package" else ""))
+            f"{PINNED_RAW.pattern}|{PINNED_TREE.pattern}" + pypi)
         if not (urls and all(pinned.match(url) for url in urls)) and not pinned_hf:
             unpinned.append(name)
         recipe = (entry.source.get("derive") or {}).get("recipe")
@@ -99,8 +99,8 @@ def test_sts_gold_pastes_input_and_gold_and_drops_unscored(server, tmp_path):
     _put(root, "o/r/c/STS.gs.a.txt", b"4.400\n\n")
     _put(root, "o/r/c/STS.input.b.txt", b'He said "yes, fine".\tHe agreed\x12.\n')
     _put(root, "o/r/c/STS.gs.b.txt", b"0.800\n")
-    expected = ('sent1,sent2,score\nA man plays.,A man is playing.,4.400\n'
-                '"He said ""yes, fine"".",He agreed\x12.,0.800\n').encode()
+    expected = (b'sent1,sent2,score\nA man plays.,A man is playing.,4.400\n'
+                b'"He said ""yes, fine"".",He agreed\x12.,0.800\n')
     entry = _entry("eval/x/sts", expected, {"url": base + "o/r/c/STS.input.a.txt", "also": [
         base + "o/r/c/STS.gs.a.txt", base + "o/r/c/STS.input.b.txt", base + "o/r/c/STS.gs.b.txt"],
         "derive": {"recipe": "sts_gold"}})
@@ -112,7 +112,8 @@ def test_text_pairs_splits_semrel_text(server, tmp_path):
     _put(root, "o/r/c/eng_train.csv",
          b'PairID,Text,Score\nENG-0,"It that happens, just pull the plug.\nif that ever happens.",1.0\n'
          b'ENG-1,"A dog.\nA cat.",0.25\n')
-    expected = b'sent1,sent2,score\n"It that happens, just pull the plug.",if that ever happens.,1.0\nA dog.,A cat.,0.25\n'
+    expected = (b'sent1,sent2,score\n"It that happens, just pull the plug.",if that ever happens.,1.0\n'
+                b'A dog.,A cat.,0.25\n')
     entry = _entry("eval/x/semrel", expected, {"url": base + "o/r/c/eng_train.csv",
                                                "derive": {"recipe": "text_pairs", "columns": ["Text", "Score"]}})
     assert _rebuild(entry, tmp_path) == expected
@@ -152,7 +153,8 @@ def test_lines_wikiextractor_sample_xz(server, tmp_path):
         total += len(paragraphs[i].split())
     text = ("\n".join(paragraphs[i] for i in sorted(chosen)) + "\n").encode()
     source = {"url": base + "o/w/c/text/A0/wiki_00",
-              "expand": {"template": base + "o/w/c/text/{dir}/wiki_{n}", "values": {"dir": ["A0", "A1"], "n": "00..02"}},
+              "expand": {"template": base + "o/w/c/text/{dir}/wiki_{n}",
+                         "values": {"dir": ["A0", "A1"], "n": "00..02"}},
               "derive": {"recipe": "lines", "wikiextractor": True, "min_tokens": 5, "sample_tokens": 50, "seed": 7,
                          "compress": "xz"}}
     built = upstream.derive(source, lambda url: (root / url[len(base):]).read_bytes())

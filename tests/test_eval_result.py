@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_evaluate_harness import run_synthetic, synthetic  # noqa: F401 - fixture
 
 from strae.evaluate import aggregate, harness
 from strae.evaluate.result import EVAL_SCHEMA_VERSION, EvalResult, EvalSetting, table_setting
 from strae.report import tables
+from test_evaluate_harness import run_synthetic, synthetic  # noqa: F401 - fixture
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "eval_schema2"  # written by the schema-2 writer (make_fixture.py)

@@ -71,7 +71,8 @@ def test_env_file_mirrors_pyproject(env_file: Path):
     assert not missing, f"{env_file.name}: pinned in pyproject.toml but missing here: {missing}"
     allowed = {**runtime, **extras}
     for name, version in pins.items():
-        assert name in allowed, f"{env_file.name}: {name}=={version} is not pinned in pyproject.toml (add it there first)"
+        assert name in allowed, (
+            f"{env_file.name}: {name}=={version} is not pinned in pyproject.toml (add it there first)")
         assert version == allowed[name], (
             f"{env_file.name}: {name}=={version} but pyproject.toml pins {name}=={allowed[name]}")
     # The interpreter: Python 3.11 (the version the project is developed and tested on), within requires-python.

@@ -90,9 +90,9 @@ def test_config_overrides_reach_train_json(tiny, tmp_path):
     flags = plan.train_flags(config, "banyan", "ce_diagonal_entangled_k128_u2", "af")
     assert "--set epochs='8'" in flags  # experiments.banyan_languages.recipe_overrides
     assert "epochs" not in plan.train_flags(config, "banyan", "ce_diagonal_entangled_k128_u2", "en")
-    argv = shlex.split(flags) + ["--k", "4", "--device", "cpu", "--lang", "af", "--seed", "0", "--data-dir", str(data_dir), "--tokenizer",
-                                 str(tokenizer), "--max-steps", "1", "--collapse-cosine", "2", "--out",
-                                 str(tmp_path / "r")]
+    argv = shlex.split(flags) + ["--k", "4", "--device", "cpu", "--lang", "af", "--seed", "0",
+                                 "--data-dir", str(data_dir), "--tokenizer", str(tokenizer),
+                                 "--max-steps", "1", "--collapse-cosine", "2", "--out", str(tmp_path / "r")]
     record = _train_json(argv)
     assert record["recipe"]["values"]["epochs"] == 8 and record["recipe"]["values"]["loss_precision"] == "bf16"
     assert record["recipe"]["overrides"]["lr.ce"]["recipe_value"] == 1e-3

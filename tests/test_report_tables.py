@@ -1,4 +1,5 @@
-"""strae.report.tables: cells come only from scores.csv; failed seeds are counted, never averaged; no invented values."""
+"""strae.report.tables: cells come only from scores.csv; failed seeds are counted, never averaged; no invented
+values."""
 from __future__ import annotations
 
 import math
@@ -116,7 +117,7 @@ def test_declared_tables_match_paper_labels(repo_root):
             continue  # not transcribed yet
         rows = {r["label"] for r in table["rows"]}
         columns = set(table["columns"])
-        for half, row, column in paper:
+        for _half, row, column in paper:
             if table.get("transpose"):
                 row, column = column, row
             assert row in rows, f"{name}: paper row {row!r} has no row in config/tables.yaml"

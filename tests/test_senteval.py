@@ -12,7 +12,13 @@ import yaml
 from strae.encode import Encoder
 from strae.evaluate import senteval
 from strae.evaluate.senteval import (
-    SentevalTask, evaluate_task, f1_positive, inner_kfold, load_senteval_tasks, pair_features, read_task,
+    SentevalTask,
+    evaluate_task,
+    f1_positive,
+    inner_kfold,
+    load_senteval_tasks,
+    pair_features,
+    read_task,
     relatedness_targets,
 )
 from strae.io import sha256_file

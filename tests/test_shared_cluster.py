@@ -64,8 +64,9 @@ def test_rule_env_installs_the_project_from_the_repository():
 
 def test_snakemake_conda_prefix_is_where_the_relative_path_assumes():
     """The rule env's `-e ../..` relies on Snakemake's default env directory being <workdir>/.snakemake/conda."""
-    from snakemake.persistence import PersistenceBase as Persistence
     import inspect
+
+    from snakemake.persistence import PersistenceBase as Persistence
 
     source = inspect.getsource(Persistence.__init__)
     assert 'os.path.abspath(".snakemake")' in source

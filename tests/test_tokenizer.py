@@ -53,7 +53,7 @@ def _synthetic_corpus(path, n_lines=3000, seed=0):
     rng = random.Random(seed)
     syllables = "ka lo mi nu pe ra si to vu we xa yo ze bi do fu ga he ji ko".split()
     with open(path, "w", encoding="utf-8") as handle:
-        for i in range(n_lines):
+        for _ in range(n_lines):
             words = ["".join(rng.choices(syllables, k=rng.randint(1, 3))) for _ in range(rng.randint(4, 12))]
             handle.write(f"The {' '.join(words)} walkers {rng.randint(0, 9999)} Times.\n")
 

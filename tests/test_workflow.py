@@ -200,8 +200,8 @@ def test_disabled_experiment_and_missing_corpus_file():
     for experiment in config["experiments"].values():
         experiment["enabled"] = False
     assert plan.model_runs(config) == []
-    config["languages"]["zz"] = {"corpus": [{"path": "/nonexistent/corpus.txt"}], "tokenizer": {"kind": "sentencepiece"},
-                                 "eval": {"paper": ["x"]}}
+    config["languages"]["zz"] = {"corpus": [{"path": "/nonexistent/corpus.txt"}],
+                                 "tokenizer": {"kind": "sentencepiece"}, "eval": {"paper": ["x"]}}
     assert any(e.startswith("languages.zz: corpus file") for e in plan.check_config(config))
 
 

@@ -30,8 +30,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train-glove": ("baselines.glove.train", "train the GloVe baseline"),
     "train-roberta": ("baselines.roberta.train", "pre-train the RoBERTa-medium MLM baseline"),
     "train-simcse": ("baselines.roberta.simcse", "continue a RoBERTa run with unsupervised SimCSE"),
-    "parse-corpus": ("baselines.multiview.parse", "dependency-parse a book-ordered corpus once (spaCy, resumable shards)"),
-    "train-multiview": ("baselines.multiview.train", "train the contrastive multi-view BiLSTM / Tree-LSTM encoder (or CL)"),
+    "parse-corpus": ("baselines.multiview.parse",
+                     "dependency-parse a book-ordered corpus once (spaCy, resumable shards)"),
+    "train-multiview": ("baselines.multiview.train",
+                        "train the contrastive multi-view BiLSTM / Tree-LSTM encoder (or CL)"),
 }
 
 

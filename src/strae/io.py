@@ -13,8 +13,9 @@ import os
 import platform
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 
 def current_umask() -> int:
@@ -115,7 +116,7 @@ def provenance(**extra: Any) -> dict[str, Any]:
         "numpy": numpy.__version__,
         "platform": platform.platform(),
         "hostname": platform.node(),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     record.update(extra)
     return record

@@ -21,7 +21,7 @@ class SheetError(SystemExit):
     """A data sheet that does not match its schema; the message names the file and every offending key."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _validator(name: str):
     import jsonschema
 

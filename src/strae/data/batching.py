@@ -5,7 +5,7 @@ the batches an uninterrupted one would and skips those already done.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch

@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strae prepare-corpus", description=__doc__.splitlines()[0])
     parser.add_argument("--lang", required=True, help="language block name in the config")
     parser.add_argument("--config", default=DEFAULT_CONFIG)
-    parser.add_argument("--tokens", type=int, default=None, help="whitespace-token budget (default: data.tokens_per_language)")
+    parser.add_argument("--tokens", type=int, default=None,
+                        help="whitespace-token budget (default: data.tokens_per_language)")
     parser.add_argument("--seed", type=int, default=None, help="subsample seed (default: data.subsample_seed)")
     parser.add_argument("--dev-sentences", type=int, default=None, help="default: data.dev_sentences")
     parser.add_argument("--out-dir", default=None, help="default: <resources>/corpora/<lang>")

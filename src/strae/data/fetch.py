@@ -15,12 +15,13 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from strae import paths
 from strae.data import upstream
-from strae.data.registry import DEFAULT_REGISTRY, KINDS, RegistryEntry, RegistryError, load_registry
+from strae.data.registry import DEFAULT_REGISTRY, KINDS, RegistryEntry, load_registry
 from strae.io import atomic_path, sha256_file
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,8 @@ def fetch(
     if name not in registry:
         close = [n for n in registry if name.split("/")[-1] in n][:5]
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        raise FetchError(f"{name}: unknown data name; NAME is a key of config/registry.yaml (mirror path without extension).{hint}")
+        raise FetchError(f"{name}: unknown data name; NAME is a key of config/registry.yaml "
+                         f"(mirror path without extension).{hint}")
     return fetch_entry(registry[name], resources_dir=resources_dir, mirror=mirror)
 
 
@@ -227,7 +229,8 @@ def fetch_source(
         except ChecksumError:
             raise
         except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise FetchError(f"{spec['url']}: download failed ({exc}); download it yourself and use {{path: FILE}}")
+            raise FetchError(
+                f"{spec['url']}: download failed ({exc}); download it yourself and use {{path: FILE}}") from exc
     if "hf_dataset" in spec:
         import datasets
 
@@ -250,7 +253,7 @@ def fetch_source(
                                        revision=spec.get("revision"))
         except Exception as exc:
             raise FetchError(f"HF dataset {spec['hf_dataset']}: could not load ({type(exc).__name__}: {exc}); "
-                             f"fetch it on a machine with network access and copy resources/ over")
+                             f"fetch it on a machine with network access and copy resources/ over") from exc
         with atomic_path(dest) as tmp:
             with open(tmp, "w", encoding="utf-8") as out:
                 for row in ds:
@@ -308,7 +311,7 @@ def fetch_url(url: str, dest: str | Path, sha256: str | None = None, mirror_file
         raise
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise FetchError(f"{what}: not at {dest}{f' or {mirror_file}' if mirror_file else ''}, and downloading {url} "
-                         f"failed ({exc}); fetch it on a machine with network access and copy resources/ over")
+                         f"failed ({exc}); fetch it on a machine with network access and copy resources/ over") from exc
 
 
 def fetch_paper_corpus(lang: str, config_path: str | Path,

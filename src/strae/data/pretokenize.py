@@ -23,8 +23,8 @@ not is measured in the README ("Pretokenisation").
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Callable, Iterable
 
 PRETOKENIZERS = ("none", "treebank")
 DEFAULT_PRETOKENIZE = "none"
@@ -32,8 +32,8 @@ DEFAULT_PRETOKENIZE = "none"
 # CoreNLP PTBLexer.flex (stanfordnlp/CoreNLP, src/edu/stanford/nlp/process/PTBLexer.flex): hyphenated words it does
 # not split even with splitHyphenated (the lexer is caseless, so these match any case).
 _KEEP_PREFIXES = (
-    "e a u x agro ante anti arch be bi bio co counter cross cyber de eco ex extra inter intra macro mega micro mid mini "
-    "multi neo non over pan para peri post pre pro pseudo quasi re semi sub super tri ultra un uni vice"
+    "e a u x agro ante anti arch be bi bio co counter cross cyber de eco ex extra inter intra macro mega micro mid "
+    "mini multi neo non over pan para peri post pre pro pseudo quasi re semi sub super tri ultra un uni vice"
 ).split()
 _KEEP_SUFFIXES = "esque ette fest fold gate itis less most o-torium rama wise".split()
 _KEEP_WHOLE = "mm-hm mm-mm o-kay uh-huh uh-oh".split()

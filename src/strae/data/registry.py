@@ -112,12 +112,16 @@ def data_setting(config: dict[str, Any], key: str, config_path: str | Path = DEF
 
 def licence_markdown(registry: dict[str, RegistryEntry]) -> str:
     """DATA_LICENSES.md: every registered file with its licence and upstream (the code's MIT licence does not cover
-    them). Regenerate with `python -c "from strae.data.registry import *; print(licence_markdown(load_registry()), end='')" > DATA_LICENSES.md`."""
+    them). Regenerate with:
+
+    python -c "from strae.data.registry import *; print(licence_markdown(load_registry()), end='')" > DATA_LICENSES.md
+    """
     lines = [
         "# Data licences",
         "",
         "strae's code is MIT-licensed (`LICENSE`). The data files it fetches are not part of this repository and keep",
-        "their own licences, listed here from `config/registry.yaml` (generated from it; a test keeps the two in step).",
+        "their own licences, listed here from `config/registry.yaml` "
+        "(generated from it; a test keeps the two in step).",
         "Where the source states no licence, that is said; ask the dataset's authors before redistributing those.",
         "",
         "| name | kind | licence | upstream |",

@@ -10,8 +10,8 @@ import bz2
 import gzip
 import io
 import lzma
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from sentencex import segment as _sentencex_segment
 

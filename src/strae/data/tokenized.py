@@ -15,8 +15,9 @@ import itertools
 import logging
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 from tqdm import tqdm

@@ -27,8 +27,9 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import sentencepiece as spm
 

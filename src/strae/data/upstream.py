@@ -37,7 +37,8 @@ import lzma
 import re
 import struct
 import zlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Getter = Callable[[str], bytes]
 RECIPES: dict[str, Callable[[dict[str, Any], list[bytes]], bytes]] = {}

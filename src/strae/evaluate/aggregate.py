@@ -16,8 +16,9 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from strae.evaluate.metrics import SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN
 from strae.evaluate.result import EvalResult

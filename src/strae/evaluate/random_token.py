@@ -9,7 +9,8 @@ lexical overlap alone (identical words give identical vectors), with no learned 
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ class RandomTokenEncoder(Encoder):
     def token_vector(self, token: str) -> np.ndarray:
         vector = self._cache.get(token)
         if vector is None:
-            digest = hashlib.sha256(f"{self.seed}\x00{token}".encode("utf-8")).digest()
+            digest = hashlib.sha256(f"{self.seed}\x00{token}".encode()).digest()
             rng = np.random.default_rng(int.from_bytes(digest[:16], "little"))
             vector = rng.standard_normal(self.dim).astype(np.float32)
             self._cache[token] = vector

@@ -29,9 +29,10 @@ import argparse
 import sys
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm

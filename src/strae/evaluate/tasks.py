@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -113,7 +114,7 @@ class PairSet:
         return len(self.left)
 
     @staticmethod
-    def concatenate(parts: list["PairSet"]) -> "PairSet":
+    def concatenate(parts: list[PairSet]) -> PairSet:
         return PairSet(
             left=[text for part in parts for text in part.left],
             right=[text for part in parts for text in part.right],

@@ -64,16 +64,17 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "ModelConfig":
+    def from_dict(cls, data: dict) -> ModelConfig:
         data = {key: value for key, value in data.items() if key not in LEGACY_RECIPE_KEYS}
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ValueError(f"model config: unknown key(s) {', '.join(unknown)}; known keys: {', '.join(sorted(known))}")
+            raise ValueError(f"model config: unknown key(s) {', '.join(unknown)}; "
+                             f"known keys: {', '.join(sorted(known))}")
         return cls(**data)
 
     @classmethod
-    def preset(cls, model: str, **overrides) -> "ModelConfig":
+    def preset(cls, model: str, **overrides) -> ModelConfig:
         """The paper's architecture for ``model``; ``overrides`` with value None are ignored (argparse defaults)."""
         if model not in PRESETS:
             raise ValueError(f"model {model!r}: expected one of {', '.join(PRESETS)}")

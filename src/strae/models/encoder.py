@@ -16,8 +16,9 @@ vector.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,9 +32,9 @@ from strae.runtime import describe_device, resolve_device
 class StraeEncoder(Encoder):
     def __init__(self, run_dir: str | Path, device: str = "auto", max_pieces: int | None = None,
                  pretokenize: str | None = None) -> None:
+        from strae.data.tokenizer import load_tokenizer
         from strae.models.config import ModelConfig
         from strae.models.model import StraeModel
-        from strae.data.tokenizer import load_tokenizer
 
         self.run_dir = Path(run_dir)
         weights = self.run_dir / "model.pt"
@@ -154,7 +155,8 @@ def load_run(run_dir: str | Path, **options: Any) -> StraeEncoder:
     known = {"device", "max_pieces", "pretokenize"}
     unknown = set(options) - known
     if unknown:
-        raise SystemExit(f"--encoder-option {', '.join(sorted(unknown))}: unknown for strae runs; known: {sorted(known)}")
+        raise SystemExit(f"--encoder-option {', '.join(sorted(unknown))}: unknown for strae runs; "
+                         f"known: {sorted(known)}")
     return StraeEncoder(run_dir, **options)
 
 

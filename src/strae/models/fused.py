@@ -23,8 +23,8 @@ from torch import nn
 
 from strae.models.dropout import _as_int32, keep_scale
 from strae.models.functions import DiagonalFunctions, LinearFunctions
-from strae.models.trees import (Induction, InductionDropout, PackedBatch, _normalize, induce as induce_torch,
-                                leaf_dropout, merge_schedule)
+from strae.models.trees import Induction, InductionDropout, PackedBatch, _normalize, leaf_dropout, merge_schedule
+from strae.models.trees import induce as induce_torch
 
 INDUCTION_KERNELS = ("auto", "torch", "triton")
 # Longer sentences fall back to the torch loop: the per-slot vectors live in registers (T_B = next power of 2).

@@ -5,9 +5,10 @@ Pipeline (see DESIGN.md "Performance stance"):
 1. ``induce`` runs greedy merging (most cosine-similar adjacent pair, leftmost on ties, until one node remains)
    for every sentence at once, under no_grad. In training, with the recipe's ``induction_dropout`` (both
    references), leaves and parents carry their dropout while merging; the masks are *keyed* by node
-   (``models/dropout.py``) and returned, so the differentiable recompute applies the very same ones. Sentences are sorted by length so the
-   sentences still merging at step s are a prefix of the batch; each frontier is a linked list over fixed slots
-   (slot = position of the node's leftmost leaf), so a merge is O(1) batched index writes, not a shift.
+   (``models/dropout.py``) and returned, so the differentiable recompute applies the very same ones. Sentences are
+   sorted by length so the sentences still merging at step s are a prefix of the batch; each frontier is a linked
+   list over fixed slots (slot = position of the node's leftmost leaf), so a merge is O(1) batched index writes,
+   not a shift.
    Result: one node per *occurrence* (leaves = token positions, internal nodes = merges) with children and heights.
 2. ``build_graph`` turns the occurrences into the graph the model runs on. ``sentential``: every occurrence is a
    node. ``entangled`` (Banyan Alg. 1): leaves are the unique tokens and an internal node is identified by its
@@ -31,8 +32,8 @@ what makes entangling well defined - and the per-sentence trees are identical un
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -81,7 +82,7 @@ class Induction:
     span_start: torch.Tensor  # (N_L + N_I,) packed row of each occurrence's leftmost leaf
     span_end: torch.Tensor  # (N_L + N_I,) packed row of its rightmost leaf
     keep: torch.Tensor | None = None  # (N_L + N_I, E) bool upward dropout masks used while inducing, if any
-    dropout: "InductionDropout | None" = None
+    dropout: InductionDropout | None = None
 
 
 @dataclass
@@ -250,7 +251,7 @@ class Route:
 
     @classmethod
     def build(cls, src_level: np.ndarray, src_row: np.ndarray, dst_level: np.ndarray, dst_slot: np.ndarray,
-              producer_rank: np.ndarray, device: torch.device) -> "Route":
+              producer_rank: np.ndarray, device: torch.device) -> Route:
         n = len(src_level)
         order = np.lexsort((np.arange(n), dst_level, producer_rank[src_level]))
         src_sorted, dst_sorted = src_level[order], dst_level[order]
@@ -320,7 +321,7 @@ class Graph:
     node_occurrence: np.ndarray  # (n_nodes,) one occurrence of each node (entangled: the first one)
     # (n_nodes, E) bool upward dropout masks the induction used, in node order (None: induced without dropout)
     up_keep: torch.Tensor | None = None
-    induction_dropout: "InductionDropout | None" = None
+    induction_dropout: InductionDropout | None = None
     device: torch.device = field(default=torch.device("cpu"))
 
     @property

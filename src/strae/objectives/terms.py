@@ -107,8 +107,9 @@ def leaf_cross_entropy(dembedding: torch.nn.Linear, leaves: torch.Tensor, target
 class _FusedSymmetricContrastive(torch.autograd.Function):
     """Symmetric InfoNCE over unit rows ``a``, ``b`` with logits S = a b^T * scale, blocked by rows.
 
-    |S| <= scale <= 40, so exp(S) cannot overflow: no running max is needed. Pass 1 forms exp(S) block by block (kept in the compute dtype) with its row and column
-    sums; pass 2 turns each block into dL/dS = (softmax_row + softmax_col - 2I) / 2M and multiplies it out.
+    |S| <= scale <= 40, so exp(S) cannot overflow: no running max is needed. Pass 1 forms exp(S) block by block
+    (kept in the compute dtype) with its row and column sums; pass 2 turns each block into
+    dL/dS = (softmax_row + softmax_col - 2I) / 2M and multiplies it out.
     The (M, M) matrix is never held in fp32 and never transposed.
     """
 

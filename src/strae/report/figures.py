@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -120,7 +119,8 @@ def ablation_bars(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Fig
 
 def _measurement(spec_name: str, kind: str, args) -> dict[str, Any]:
     if not args.measurement:
-        raise SystemExit(f"--measurement: figure {spec_name!r} is drawn from `strae measure {spec_name}`'s JSON; pass it")
+        raise SystemExit(f"--measurement: figure {spec_name!r} is drawn from "
+                         f"`strae measure {spec_name}`'s JSON; pass it")
     return measure.load_measurement(args.measurement[0], spec_name, kind)
 
 
