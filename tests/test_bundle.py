@@ -167,7 +167,8 @@ def test_unpack_restores_a_layout_strae_finds(here, tmp_path):
     src, dst = here / "resources", box / "resources"
     for split in paths.SPLITS:
         for suffix in paths.TOKENIZED_SUFFIXES:
-            made, original = paths.tokenized_file(LANG, split, suffix, dst), paths.tokenized_file(LANG, split, suffix, src)
+            made = paths.tokenized_file(LANG, split, suffix, dst)
+            original = paths.tokenized_file(LANG, split, suffix, src)
             assert made.read_bytes() == original.read_bytes()
             assert made.stat().st_mtime_ns == original.stat().st_mtime_ns
         text = paths.corpus_file(LANG, split, dst)  # an empty stand-in, dated like the original
@@ -212,6 +213,19 @@ def test_missing_resources_are_named(here, monkeypatch):
     paths.tokenized_file(LANG, "dev", "ids.npy", here / "resources").unlink()
     with pytest.raises(SystemExit, match=f"tokenized/{LANG}/dev.ids.npy"):
         _write_bundle(here, monkeypatch)
+
+
+def test_enabled_baselines_need_the_corpus_text(here, monkeypatch):
+    config = yaml.safe_load((here / "config.yaml").read_text())
+    config["baselines"] = {"glove": {"enabled": True, "languages": [LANG], "setting": "w", "seeds": [0]}}
+    (here / "config.yaml").write_text(yaml.safe_dump(config))
+    with pytest.raises(SystemExit, match="baselines.glove enabled.*--with-corpus-text"):
+        _write_bundle(here, monkeypatch)
+    assert _write_bundle(here, monkeypatch, "--with-corpus-text") == 0
+    manifest = json.loads((here / "bundle" / bundle.MANIFEST).read_text())
+    assert manifest["standins"] == []
+    text = next(e for e in manifest["resources"] if e["path"] == f"corpora/{LANG}/train.txt")
+    assert _stored_bytes(here / "bundle", text) == paths.corpus_file(LANG, "train", here / "resources").read_bytes()
 
 
 def test_a_folder_that_is_not_a_bundle_is_kept(here, monkeypatch):
