@@ -67,6 +67,6 @@ cat <<EOF
 ready. Next:
   source $BUNDLE/env.sh
   snakemake --profile profiles/gpu results/table2.csv
-  strae record --name \$(hostname -s)-\$(date +%F)
-  tar -cJf \$OUT/record.tar.xz reproductions/\$(hostname -s)-\$(date +%F) README.md logs   # what comes back
+  strae record --name NAME                                    # e.g. h100-\$(date +%F)
+  tar -cJf record.tar.xz reproductions/NAME README.md logs    # what comes back: one small file
 EOF

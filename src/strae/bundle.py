@@ -108,19 +108,20 @@ def eval_registry_names(config: dict[str, Any], languages: list[str], variants: 
                 continue
             for task in language_tasks(catalog, config, lang, variant):
                 if task.source is not None and "registry" not in task.source:
-                    if "url" in task.source:
-                        raise SystemExit(f"languages.{lang}.eval_sets.{task.name}: a url set cannot be bundled; "
-                                         "give it as a path in the repository or a registry entry")
+                    if "url" in task.source or Path(task.source["path"]).is_absolute():
+                        raise SystemExit(f"languages.{lang}.eval_sets.{task.name}: only a registry entry or a path "
+                                         "inside the repository travels to the box; give it as one of those")
                     continue  # a path in the checkout: it travels with the tracked files
                 names.add(task.file_spec)  # a registry name (catalogue task or inline registry set)
                 names.update(subset.registry for subset in task.subsets)
     return sorted(names)
 
 
-def _missing_resources_error(missing: list[Path]) -> SystemExit:
+def _missing_resources_error(missing: list[Path], resources: Path) -> SystemExit:
     listed = "\n  ".join(str(p) for p in missing)
+    target = paths.tokenized_file("LANG", "train", "ids.npy", resources)
     return SystemExit(f"not prepared here (bundle carries prepared resources):\n  {listed}\n"
-                      "prepare them first, e.g. `snakemake --cores 2 resources/tokenized/LANG/train.ids.npy`")
+                      f"prepare them first, e.g. `snakemake --cores 2 {target}`")
 
 
 # ----------------------------------------------------------------------------------------------- writing
@@ -148,7 +149,7 @@ def bundle_resources(languages: list[str], resources: Path, out: Path, with_text
         files, texts = resource_files(lang, resources, with_text)
         missing = [p for p in files + texts if not p.exists()]
         if missing:
-            raise _missing_resources_error(missing)
+            raise _missing_resources_error(missing, resources)
         carried += files
         standins += texts
     entries = []
@@ -210,11 +211,17 @@ def _python_version(python: str) -> str:
     return out.stdout.strip()
 
 
+def _pip(python: str, *args: str) -> None:
+    try:
+        subprocess.run([python, "-m", "pip", *args], check=True)
+    except subprocess.CalledProcessError as error:
+        raise SystemExit(f"{python} -m pip {args[0]}: failed (exit {error.returncode}, pip's message above)") from None
+
+
 def resolve(python: str, requirements: list[str], scratch: Path) -> list[dict[str, Any]]:
     """pip's resolution of ``requirements`` for ``python`` (its --report ``install`` items), nothing installed."""
     report = scratch / "report.json"
-    subprocess.run([python, "-m", "pip", "install", "--quiet", "--dry-run", "--ignore-installed",
-                    "--report", str(report), *requirements], check=True)
+    _pip(python, "install", "--quiet", "--dry-run", "--ignore-installed", "--report", str(report), *requirements)
     return json.loads(report.read_text(encoding="utf-8"))["install"]
 
 
@@ -253,8 +260,7 @@ def bundle_wheels(python: str, requirements: list[str], out: Path) -> dict[str, 
         items = resolve(python, requirements, Path(scratch))
     keep = [item for item in items if _canonical(item["metadata"]["name"]) not in skip]
     pins = [f"{item['metadata']['name']}=={item['metadata']['version']}" for item in keep]
-    subprocess.run([python, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), *pins],
-                   check=True)
+    _pip(python, "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels), *pins)
     files = sorted(p.name for p in wheels.glob("*.whl"))
     foreign = [name for name in files if not _glibc_ok(name)]
     if foreign:
@@ -307,6 +313,9 @@ def write_bundle(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     languages = args.langs.split(",") if args.langs else campaign_languages(config)
+    unknown = [lang for lang in languages if lang not in (config.get("languages") or {})]
+    if unknown:
+        raise SystemExit(f"--langs {args.langs}: no block languages.{unknown[0]} in {args.config}")
     variants = args.variants.split(",") if args.variants else config["scale"].get("eval_variants", ["paper"])
     resources = Path(args.resources_dir) if args.resources_dir else paths.resources_dir(config)
     mirror = Path(args.mirror) if args.mirror else None
