@@ -14,8 +14,9 @@ import argparse
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import yaml
@@ -27,6 +28,7 @@ from strae.evaluate import metrics
 from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
 from strae.io import provenance, read_json, sha256_file
+from strae.runs import ENCODER_MANIFEST, RunRecord
 
 DEFAULT_CONFIG = "config/config.yaml"
 DEFAULT_TASKS_FILE = "config/tasks.yaml"
@@ -146,16 +148,14 @@ def select_tasks(catalog: TaskCatalog, config: dict[str, Any], language: str, va
 def failed_run_info(spec: str) -> dict[str, Any] | None:
     """``run_info`` of a run directory whose training failed (train.json status failed, no encoder.json)."""
     run_dir = Path(spec)
-    if not run_dir.is_dir() or (run_dir / "encoder.json").exists():
+    # encoder.json is written last and only by a finished run: with it the run is loadable whatever train.json says
+    if not run_dir.is_dir() or (run_dir / ENCODER_MANIFEST).exists():
         return None
-    train_json = run_dir / "train.json"
-    if not train_json.exists():
+    record = RunRecord.from_disk(run_dir)
+    if record is None or record.status != "failed":
         return None
-    train = read_json(train_json)
-    if train.get("status") != "failed":
-        return None
-    run = dict(train.get("run") or {})
-    run.update(status="failed", failure_reason=train.get("failure_reason") or "training failed (no reason recorded)")
+    run = record.to_dict()["run"]
+    run.update(status="failed", failure_reason=record.failure_reason or "training failed (no reason recorded)")
     return run
 
 
@@ -269,8 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resources-dir", default=None, help="default: data.resources_dir of the config")
     parser.add_argument("--batch-size", type=int, default=None, help="inference batch size (never changes scores)")
     parser.add_argument("--device", default=None,
-                        help="auto | cpu | cuda[:N] for encoders that run a network (same as --encoder-option device=); "
-                             "static-vector encoders (GloVe, random-token) always average on the CPU")
+                        help="auto | cpu | cuda[:N] for encoders that run a network (same as --encoder-option "
+                             "device=); static-vector encoders (GloVe, random-token) always average on the CPU")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -289,11 +289,9 @@ def default_out_path(model: str, lang: str, variant: str, options: dict[str, Any
     block), else results/eval/LANG/NAME.VARIANT.json. Encoder options are part of the name (`@key-value`)."""
     label = options_label(options)
     suffix = f"@{label}" if label else ""
-    record = Path(model) / "train.json"
-    if record.is_file():
-        run = (read_json(record).get("run") or {})
-        if all(run.get(key) is not None for key in ("model", "setting", "seed")):
-            return paths.eval_json(lang, run["model"], f"{run['setting']}{suffix}", run["seed"], variant)
+    record = RunRecord.from_disk(model) if Path(model).is_dir() else None
+    if record is not None and None not in (record.model, record.setting, record.seed):
+        return paths.eval_json(lang, record.model, f"{record.setting}{suffix}", record.seed, variant)
     return Path("results/eval", lang, f"{Path(model).name or 'model'}{suffix}.{variant}.json")
 
 
