@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.export_checkpoint is not None:
+    if args.export_checkpoint is not None:  # needs only the run directory, not the corpus
         return export_checkpoint(args)
     corpus = resolve_inputs(args)
     args.out.mkdir(parents=True, exist_ok=True)

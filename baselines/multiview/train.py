@@ -289,13 +289,13 @@ def write_train_json(job: Job, progress: Progress) -> None:
 
 def finish(job: Job, progress: Progress) -> int:
     """model.pt, train.json (completed), then encoder.json last (the 'run is usable' mark)."""
-    args = job.args
-    save_weights(job.out, {"config": job.config.to_dict(), "state_dict": job.model.state_dict()})
+    args, out = job.args, job.out
+    save_weights(out, {"config": job.config.to_dict(), "state_dict": job.model.state_dict()})
     job.record.status = "completed"
     write_train_json(job, progress)
-    write_encoder_manifest(job.out, "multiview", model=f"multiview_{args.model}", setting=setting_name(args),
+    write_encoder_manifest(out, "multiview", model=f"multiview_{args.model}", setting=setting_name(args),
                            language=args.lang, seed=args.seed)
-    print(f"{job.out}: trained {progress.step} steps ({job.data_stats['sentences_trained']} sentences) in "
+    print(f"{out}: trained {progress.step} steps ({job.data_stats['sentences_trained']} sentences) in "
           f"{progress.train_seconds:.0f} s; total {time.perf_counter() - job.started:.0f} s")
     return 0
 

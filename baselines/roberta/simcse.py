@@ -168,6 +168,7 @@ def load_data(args: argparse.Namespace, init: RunRecord) -> TrainingData:
 def schedule(args: argparse.Namespace, batch_size: int, n_sentences: int) -> tuple[int, int]:
     """(optimiser steps, sentences per epoch): --epochs passes over the first --sentences corpus sentences."""
     sentences_per_epoch = min(args.sentences, n_sentences)
+    # whole batches only (batch_at_step drops an epoch's ragged tail): every step has as many in-batch negatives
     if sentences_per_epoch < batch_size:
         raise SystemExit(f"{sentences_per_epoch} corpus sentences: fewer than one SimCSE batch ({batch_size}); "
                          "lower --batch-size")

@@ -83,6 +83,7 @@ def mlm_token_losses(model, rows) -> tuple[torch.Tensor, torch.Tensor]:
     hidden = encode(model.roberta, rows.inputs, rows.segments)
     predicted = rows.predicted if rows.predicted is not None else rows.predicted_index()
     logits = model.lm_head(hidden.flatten(0, 1).index_select(0, predicted))
+    # the softmax over the vocabulary in fp32 even under bf16 autocast (only the matmuls run in bf16)
     losses = torch.nn.functional.cross_entropy(logits.float(), rows.labels.flatten()[predicted], reduction="none")
     return losses, rows.segments.flatten()[predicted]
 
@@ -194,11 +195,12 @@ class StepLoop:
     def one_step(self, forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]],
                  clip_grad_norm: float) -> tuple[float, dict[str, float]]:
         """Zero, forward/backward (the caller's), check, clip, step the optimiser and the schedule."""
+        # zeroed before the caller's pass: under gradient accumulation it calls backward() once per micro-batch
         self.optimizer.zero_grad(set_to_none=True)
         loss, metrics = forward_backward(self.step)
-        if not torch.isfinite(loss):
+        if not torch.isfinite(loss):  # checked before the update: the checkpoint never holds diverged weights
             raise TrainingFailed(f"non-finite loss {loss.item()} at step {self.step}")
-        if clip_grad_norm > 0:
+        if clip_grad_norm > 0:  # 0 = no clipping
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
@@ -211,6 +213,7 @@ class StepLoop:
             model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(), rng=capture_rng_states(), step=self.step,
             total_steps=self.total_steps, elapsed_s=elapsed, history=self.record.history, signature=self.signature))
+        # train.json after the checkpoint: it never reports steps a resumed run would not find
         self.record.timings.update(steps_done=self.step, train_seconds=round(elapsed, 1))
         self.record.to_disk(self.run_dir)
 
@@ -245,7 +248,7 @@ def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str,
     """Write model.pt, train.json and (last) encoder.json for a completed run; report a stopped one."""
     from strae.encode import write_encoder_manifest
 
-    if status == "stopped":
+    if status == "stopped":  # mid-training weights: no model.pt or encoder.json, so nothing evaluates them
         record.blocks["stopped_reason"] = "time budget (--max-minutes) reached; rerun the same command to resume"
         record.to_disk(run_dir)
         print(f"{run_dir}: stopped at step {record.timings['steps_done']} (time budget); resumable", file=sys.stderr)

@@ -37,6 +37,7 @@ DEFAULT_TASKS_FILE = "config/tasks.yaml"
 # ----------------------------------------------------------------------------------------------- encoding
 def _check_embeddings(array: Any, n: int, method: str, encoder: Encoder) -> np.ndarray:
     array = np.asarray(array)
+    # an encoder is third-party code to the harness: a wrong shape would silently misalign pairs and gold scores
     if array.ndim != 2 or array.shape[0] != n:
         raise SystemExit(
             f"encoder {encoder.encoder_id!r}: {method} returned shape {array.shape} for {n} inputs (expected (n, d))"
@@ -46,6 +47,8 @@ def _check_embeddings(array: Any, n: int, method: str, encoder: Encoder) -> np.n
 
 def encode_texts(encoder: Encoder, texts: Sequence[str], level: str, batch_size: int | None) -> np.ndarray:
     """Encode unique texts once (eval files repeat sentences) and return rows in the order of ``texts``."""
+    # object dtype: a numpy str array is fixed-width, as wide as the longest text times every row. One vector per
+    # distinct text also makes cosine ties exact: the same sentence on two sides gets bit-identical vectors
     unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
     unique_list = [str(t) for t in unique]
     kwargs = {"batch_size": batch_size} if batch_size else {}
@@ -60,12 +63,14 @@ def encode_texts(encoder: Encoder, texts: Sequence[str], level: str, batch_size:
 
 
 def encode_pairs(encoder: Encoder, pairs: PairSet, level: str, batch_size: int | None) -> tuple[np.ndarray, np.ndarray]:
+    # both sides in one call, so a text on the left and the right is encoded once
     both = encode_texts(encoder, pairs.left + pairs.right, level, batch_size)
     return both[: len(pairs)], both[len(pairs):]
 
 
 # ----------------------------------------------------------------------------------------------- one task
 def _display_path(path: Path) -> str:
+    # relative to the working directory where possible: result JSONs stay comparable across machines and checkouts
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
@@ -210,12 +215,13 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     if resolve is None:
         resolve = make_resolver(resources_dir, data_cfg.get("registry"))
 
+    # the command as a user would type it (`strae evaluate ...`), not the interpreter's path to the cli module
     extra_prov = {"command": ["strae", "evaluate", *sys.argv[2:]] if sys.argv[1:2] == ["evaluate"] else sys.argv,
                   "config": str(config_path), "tasks_file": str(tasks_path),
                   "tasks_file_sha256": sha256_file(catalog.source), "encoder_options": encoder_options or {}}
     planned = [t.name for t in tasks]
     failed = failed_run_info(spec)
-    if failed is not None:
+    if failed is not None:  # a result without scores: the tables then show the failed seed instead of hiding it
         return EvalResult(variant=variant, language=language, run=_run_record(failed, language),
                           evaluation=evaluation_setting(encoder_options, config, failed.get("model")),
                           encoder={"encoder_id": spec, "run_dir": spec}, planned_tasks=planned, tasks={},
@@ -231,6 +237,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     for task in bar:
         bar.set_postfix_str(task.name)
         results[task.name] = evaluate_task(encoder, task, resolve=resolve, batch_size=batch_size)
+    # every file a score was computed from, with its checksum: a result names exactly the data it measured
     data_files = {r.details["data_id"]: r.details["sha256"] for r in results.values()}
     for r in results.values():
         data_files.update({s.details["registry"]: s.details["sha256"] for s in r.subsets.values()})
@@ -246,6 +253,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
 
 # ----------------------------------------------------------------------------------------------- CLI
 def _parse_option(text: str) -> tuple[str, Any]:
+    # partition, not split: a value may itself contain "=" (a path, a YAML mapping)
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise SystemExit(f"--encoder-option {text!r}: expected key=value")
@@ -303,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     options = dict(_parse_option(o) for o in args.encoder_option)
+    # --device is shorthand for the encoder option, so the workflow can pass the scale's device to every encoder
     if args.device is not None:
         if options.get("device", args.device) != args.device:
             raise SystemExit(f"--device {args.device} contradicts --encoder-option device={options['device']}")
