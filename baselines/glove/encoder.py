@@ -8,14 +8,16 @@ list of the run's language (``stopwords_language`` in encoder.json, overridable 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from baselines.glove.cooccurrence import word_tokenize
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
+from strae.runs import RunRecord
 
 STOPWORD_MODES = ("keep", "remove")
 
@@ -102,8 +104,6 @@ class GloveEncoder(Encoder):
         }
 
     def run_info(self) -> dict[str, Any]:
-        from strae.runs import RunRecord
-
         # the labels come from encoder.json (the same as train.json's), the status from train.json
         labels = {key: self.info.get(key) for key in ("language", "setting", "seed")}
         record = RunRecord.from_dict({"run": {**labels, "model": "glove"}, **self.info.get("train", {})})
@@ -136,13 +136,13 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
 
         tokenizer = load_tokenizer(run_dir / manifest.get("tokenizer", "tokenizer.model"))
     language = stopwords_language or manifest.get("stopwords_language") or manifest.get("language")
-    train = read_json(run_dir / "train.json") if (run_dir / "train.json").exists() else {}
+    train = RunRecord.from_disk(run_dir)  # None for a run directory copied without its train.json
     info = {
         "encoder_id": f"glove/{manifest.get('setting')}/seed{manifest.get('seed')}",
         "run_dir": str(run_dir), "vectors_sha256": sha256_file(vectors_path),
         "language": manifest.get("language"), "setting": manifest.get("setting"), "seed": manifest.get("seed"),
         "corpus": manifest.get("corpus_label"), "stopwords_language": language,
-        "train": {"status": train.get("status"), "failure_reason": train.get("failure_reason")},
+        "train": {"status": train.status if train else None, "failure_reason": train.failure_reason if train else None},
     }
     stop = stopword_set(language) if stopwords == "remove" else None
     return GloveEncoder(vectors, manifest.get("tokenization", "words"), tokenizer, stop, info)

@@ -34,8 +34,8 @@ from baselines.glove.cooccurrence import (
     TOKENIZATIONS,
     IdCorpus,
     Vocabulary,
-    count_cooccurrences,
     cooccurrence_triples,
+    count_cooccurrences,
     iter_lines,
     subword_corpus,
     words_corpus,
@@ -44,10 +44,23 @@ from baselines.glove.model import OPTIMIZERS, GloveModel, RowOptimizer, glove_we
 from strae import paths
 from strae.data.batching import batch_indices, epoch_order
 from strae.io import atomic_open, atomic_path, provenance, read_json, sha256_file, write_json
-from strae.runs import (CHECKPOINT_FILE, TOKENIZER_FILE, RunRecord, TrainingFailed, checkpoint_to_export,
-                        copy_tokenizer, load_checkpoint, save_checkpoint, snapshot_block)
+from strae.runs import (
+    CHECKPOINT_FILE,
+    ENCODER_MANIFEST,
+    TOKENIZER_FILE,
+    TRAIN_JSON,
+    RunRecord,
+    TrainingFailed,
+    checkpoint_to_export,
+    copy_tokenizer,
+    load_checkpoint,
+    save_checkpoint,
+    snapshot_block,
+)
 
 VECTORS_FILE = "vectors.bin"
+VOCAB_FILE = "vocab.json"  # the co-occurrence cache: vocabulary + its key
+COUNTS_FILE = "cooccurrence.npz"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,38 +141,14 @@ LABEL_FIELDS = ("corpus", "corpus_label", "tokenizer")
 
 
 def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray, sp.csr_array, float]:
-    """Vocabulary + co-occurrence matrix, from the run directory's cache when it matches the config."""
-    vocab_path, matrix_path = out / "vocab.json", out / "cooccurrence.npz"
-    if vocab_path.exists() and matrix_path.exists():
-        cached = read_json(vocab_path)
-        if not _differences(cached.get("counts_key", {}), _counts_key(config)):
-            print(f"reusing co-occurrence counts from {matrix_path}")
-            return (cached["tokens"], np.asarray(cached["counts"], dtype=np.int64), sp.load_npz(matrix_path),
-                    float(cached.get("seconds", 0.0)))  # time the counting took when it was done
-        print(f"{vocab_path}: cached counts were made with other settings; recounting")
+    """Vocabulary + co-occurrence matrix (+ the seconds counting took), from the run directory's cache when it
+    matches the config: counting is most of a small run's time, and a resumed or extended run needs the same
+    counts anyway."""
+    cached = cached_counts(out, config)
+    if cached is not None:
+        return cached
     start = time.time()
-    lines = iter_lines(config["corpus"], max_lines=args.max_lines)
-    if args.tokenization == "words":
-        corpus, vocab = words_corpus(lines, min_count=args.min_count, max_vocab=args.max_vocab)
-    else:
-        import sentencepiece
-
-        from strae.data.tokenizer import load_tokenizer
-
-        tokenizer = load_tokenizer(args.tokenizer)
-        processor = sentencepiece.SentencePieceProcessor(model_file=str(args.tokenizer))
-        names = [processor.id_to_piece(i) for i in range(int(tokenizer.vocab_size))]
-        if args.data_dir is not None and (args.data_dir / "train.ids.npy").exists():
-            from strae.data.tokenized import TokenizedCorpus
-
-            tokenized = TokenizedCorpus(args.data_dir, "train")
-            if args.max_lines is not None:
-                raise SystemExit("--max-lines: not supported with --data-dir (pass --corpus only)")
-            corpus = IdCorpus(np.asarray(tokenized.ids, dtype=np.int32), np.asarray(tokenized.offsets, np.int64))
-            counts = np.bincount(corpus.ids, minlength=len(names)).astype(np.int64)[: len(names)]
-            vocab = Vocabulary(names, counts)
-        else:
-            corpus, vocab = subword_corpus(lines, tokenizer, names)
+    corpus, vocab = read_corpus(args, config)
     if len(vocab) == 0:
         raise SystemExit(f"{config['corpus']}: no token reaches --min-count {args.min_count}; nothing to train")
     matrix = count_cooccurrences(
@@ -167,14 +156,63 @@ def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray,
         total_tokens=len(corpus.ids),
     )
     seconds = time.time() - start
-    with atomic_open(matrix_path, "wb") as handle:  # a file object: save_npz would rename a bare path
+    save_counts(out, config, corpus, vocab, matrix, seconds)
+    return vocab.tokens, vocab.counts, matrix, seconds
+
+
+def cached_counts(out: Path, config: dict) -> tuple[list[str], np.ndarray, sp.csr_array, float] | None:
+    vocab_path, matrix_path = out / VOCAB_FILE, out / COUNTS_FILE
+    if not (vocab_path.exists() and matrix_path.exists()):
+        return None
+    cached = read_json(vocab_path)
+    if _differences(cached.get("counts_key", {}), _counts_key(config)):
+        print(f"{vocab_path}: cached counts were made with other settings; recounting")
+        return None
+    print(f"reusing co-occurrence counts from {matrix_path}")
+    return (cached["tokens"], np.asarray(cached["counts"], dtype=np.int64), sp.load_npz(matrix_path),
+            float(cached.get("seconds", 0.0)))  # time the counting took when it was done
+
+
+def save_counts(out: Path, config: dict, corpus: IdCorpus, vocab: Vocabulary, matrix: sp.csr_array,
+                seconds: float) -> None:
+    """The cache :func:`cached_counts` reads: the matrix first, the vocabulary (which validates it) last."""
+    with atomic_open(out / COUNTS_FILE, "wb") as handle:  # a file object: save_npz would rename a bare path
         sp.save_npz(handle, matrix)
-    write_json(vocab_path, {
+    write_json(out / VOCAB_FILE, {
         "counts_key": _counts_key(config), "n_tokens": int(len(corpus.ids)), "n_lines": int(len(corpus.offsets) - 1),
         "nnz": int(matrix.nnz), "seconds": round(seconds, 2),
         "tokens": vocab.tokens, "counts": vocab.counts.tolist(),
     })
-    return vocab.tokens, vocab.counts, matrix, seconds
+
+
+def read_corpus(args, config: dict) -> tuple[IdCorpus, Vocabulary]:
+    """The corpus as ids and its vocabulary: whitespace words (rare ones dropped) or the tokenizer's pieces."""
+    lines = iter_lines(config["corpus"], max_lines=args.max_lines)
+    if args.tokenization == "words":
+        return words_corpus(lines, min_count=args.min_count, max_vocab=args.max_vocab)
+    import sentencepiece
+
+    from strae.data.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer(args.tokenizer)
+    # every piece is a vocabulary entry, named as SentencePiece spells it (the encoder looks pieces up by name)
+    processor = sentencepiece.SentencePieceProcessor(model_file=str(args.tokenizer))
+    names = [processor.id_to_piece(i) for i in range(int(tokenizer.vocab_size))]
+    if args.data_dir is not None and (args.data_dir / "train.ids.npy").exists():
+        return tokenized_corpus(args, names)
+    return subword_corpus(lines, tokenizer, names)
+
+
+def tokenized_corpus(args, names: list[str]) -> tuple[IdCorpus, Vocabulary]:
+    """--data-dir: the language's tokenized training split, as the other trainers see it (not re-tokenised)."""
+    from strae.data.tokenized import TokenizedCorpus
+
+    tokenized = TokenizedCorpus(args.data_dir, "train")
+    if args.max_lines is not None:
+        raise SystemExit("--max-lines: not supported with --data-dir (pass --corpus only)")
+    corpus = IdCorpus(np.asarray(tokenized.ids, dtype=np.int32), np.asarray(tokenized.offsets, np.int64))
+    counts = np.bincount(corpus.ids, minlength=len(names)).astype(np.int64)[: len(names)]
+    return corpus, Vocabulary(names, counts)
 
 
 def save_vectors(path: Path, tokens: list[str], vectors: np.ndarray, counts: np.ndarray) -> int:
@@ -194,39 +232,49 @@ def train_epochs(
     model: GloveModel, optimizer: RowOptimizer, triples, args, start_epoch: int, history: list,
     on_epoch_end,
 ) -> None:
-    rows_all, cols_all, log_counts_all, weights_all = triples
-    nnz = len(rows_all)
     for epoch in range(start_epoch, args.epochs):
         started = time.time()
-        # Shuffle from (seed, epoch) alone, so a resumed run sees exactly the same order.
-        batches = batch_indices(epoch_order(nnz, args.seed, epoch), args.batch_size)
-        total_loss, total_seen = 0.0, 0
-        with tqdm(total=nnz, unit="pair", unit_scale=True, desc=f"epoch {epoch + 1}/{args.epochs}",
-                  mininterval=2.0) as bar:
-            for number, indices in enumerate(batches):
-                batch = torch.from_numpy(indices)
-                # Sorting a batch by word row makes the word-table gather sequential and its duplicate
-                # sums a single reduceat (the update is order-independent).
-                batch = batch[torch.argsort(rows_all[batch])]
-                rows, cols = rows_all[batch], cols_all[batch]
-                loss, grad_word, grad_context = model.loss_and_gradients(
-                    rows, cols, log_counts_all[batch], weights_all[batch]
-                )
-                loss_value = float(loss)
-                if not math.isfinite(loss_value):
-                    raise TrainingFailed(f"non-finite loss {loss_value} in epoch {epoch + 1} at entry "
-                                         f"{number * args.batch_size}")
-                optimizer.begin_step()
-                optimizer.step(0, rows, grad_word, rows_sorted=True)
-                optimizer.step(1, cols, grad_context)
-                total_loss += loss_value  # summed over the batch; history reports the mean per pair
-                total_seen += len(batch)
-                bar.update(len(batch))
-                bar.set_postfix(loss=f"{total_loss / total_seen:.4f}", refresh=False)
+        loss = run_epoch(model, optimizer, triples, args, epoch)
         seconds = time.time() - started
-        history.append({"epoch": epoch + 1, "loss": total_loss / max(total_seen, 1), "seconds": round(seconds, 2),
-                        "pairs_per_s": round(nnz / max(seconds, 1e-9), 1), "optimizer_steps": optimizer.steps})
+        history.append({"epoch": epoch + 1, "loss": loss, "seconds": round(seconds, 2),
+                        "pairs_per_s": round(len(triples[0]) / max(seconds, 1e-9), 1),
+                        "optimizer_steps": optimizer.steps})
         on_epoch_end(epoch)
+
+
+def run_epoch(model: GloveModel, optimizer: RowOptimizer, triples, args, epoch: int) -> float:
+    """One pass over every non-zero co-occurrence; the mean loss per pair."""
+    nnz = len(triples[0])
+    # Shuffle from (seed, epoch) alone, so a resumed run sees exactly the same order.
+    batches = batch_indices(epoch_order(nnz, args.seed, epoch), args.batch_size)
+    total_loss, total_seen = 0.0, 0
+    with tqdm(total=nnz, unit="pair", unit_scale=True, desc=f"epoch {epoch + 1}/{args.epochs}",
+              mininterval=2.0) as bar:
+        for number, indices in enumerate(batches):
+            total_loss += glove_step(model, optimizer, triples, indices,
+                                     f"epoch {epoch + 1} at entry {number * args.batch_size}")
+            total_seen += len(indices)
+            bar.update(len(indices))
+            bar.set_postfix(loss=f"{total_loss / total_seen:.4f}", refresh=False)
+    return total_loss / max(total_seen, 1)
+
+
+def glove_step(model: GloveModel, optimizer: RowOptimizer, triples, indices: np.ndarray, where: str) -> float:
+    """One update on the co-occurrence entries ``indices``; the batch's summed loss (GloVe eq. 8)."""
+    rows_all, cols_all, log_counts_all, weights_all = triples
+    batch = torch.from_numpy(indices)
+    # Sorting a batch by word row makes the word-table gather sequential and its duplicate
+    # sums a single reduceat (the update is order-independent).
+    batch = batch[torch.argsort(rows_all[batch])]
+    rows, cols = rows_all[batch], cols_all[batch]
+    loss, grad_word, grad_context = model.loss_and_gradients(rows, cols, log_counts_all[batch], weights_all[batch])
+    loss_value = float(loss)
+    if not math.isfinite(loss_value):
+        raise TrainingFailed(f"non-finite loss {loss_value} in {where}")
+    optimizer.begin_step()
+    optimizer.step(0, rows, grad_word, rows_sorted=True)
+    optimizer.step(1, cols, grad_context)
+    return loss_value
 
 
 def write_manifest(dest: Path, args, setting: str, corpus_label: str) -> None:
@@ -234,7 +282,7 @@ def write_manifest(dest: Path, args, setting: str, corpus_label: str) -> None:
 
     write_encoder_manifest(
         dest, "glove", vectors=VECTORS_FILE, tokenization=args.tokenization,
-        tokenizer="tokenizer.model" if args.tokenization == "subword" else None,
+        tokenizer=TOKENIZER_FILE if args.tokenization == "subword" else None,
         language=args.lang, setting=setting, seed=args.seed,
         stopwords_language=args.stopwords_language or args.lang, corpus_label=corpus_label,
     )
@@ -245,38 +293,65 @@ def export_checkpoint(args) -> int:
     ``strae evaluate``; train.json keeps status 'running' and says which epoch it is."""
     out, dest = args.out, args.export_checkpoint
     checkpoint_path = checkpoint_to_export(out, "has the first epoch finished?")
-    if not (out / "vocab.json").exists():
-        raise SystemExit(f"{out / 'vocab.json'}: missing; {checkpoint_path} cannot be exported without it")
+    if not (out / VOCAB_FILE).exists():
+        raise SystemExit(f"{out / VOCAB_FILE}: missing; {checkpoint_path} cannot be exported without it")
     state = load_checkpoint(checkpoint_path)
     config = state["config"]
-    vocab = read_json(out / "vocab.json")
-    tokens, counts = vocab["tokens"], np.asarray(vocab["counts"], dtype=np.int64)
-    model = GloveModel(len(tokens), int(config["dim"]))
+    vocab = read_json(out / VOCAB_FILE)
+    model = GloveModel(len(vocab["tokens"]), int(config["dim"]))
     model.load_state_dict(state["model"])
     dest.mkdir(parents=True, exist_ok=True)
-    n_saved = save_vectors(dest / VECTORS_FILE, tokens, model.word_vectors(), counts)
+    n_saved = save_vectors(dest / VECTORS_FILE, vocab["tokens"], model.word_vectors(),
+                           np.asarray(vocab["counts"], dtype=np.int64))
     if config["tokenization"] == "subword":
         copy_tokenizer(out / TOKENIZER_FILE if (out / TOKENIZER_FILE).exists() else config["tokenizer"], dest)
+    write_snapshot_record(args, dest, state, vocab, n_saved, checkpoint_path)
+    print(f"exported {checkpoint_path} (after epoch {state['epoch'] + 1} of {config['epochs']}) -> {dest}")
+    return 0
+
+
+def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: int, checkpoint_path: Path) -> None:
+    """The snapshot's train.json (status running, a ``snapshot`` block) and encoder.json. Its labels are the
+    checkpoint's own settings, not this command's defaults: the export command need not repeat the run's flags."""
+    config = state["config"]
     args.tokenization = config["tokenization"]
     setting = setting_name(args) if args.setting else f"{config['tokenization']}_w{config['window']}_d{config['dim']}"
     snapshot = snapshot_block(checkpoint_path, "strae train-glove", epochs_done=state["epoch"] + 1,
                               epochs_planned=config["epochs"])
     RunRecord(language=args.lang, model="glove", setting=setting, seed=args.seed, config=config,
               history=state["history"], timings=state.get("timings", {}), provenance=provenance(seed=args.seed),
-              blocks={"data": {"vocab_size": len(tokens), "nnz": vocab.get("nnz"), "n_vectors_saved": n_saved},
-                      "snapshot": snapshot}).to_disk(dest)
+              blocks={"data": {"vocab_size": len(vocab["tokens"]), "nnz": vocab.get("nnz"),
+                               "n_vectors_saved": n_saved}, "snapshot": snapshot}).to_disk(dest)
     write_manifest(dest, args, setting, config.get("corpus_label", config["corpus"]))
-    print(f"exported {checkpoint_path} (after epoch {state['epoch'] + 1} of {config['epochs']}) -> {dest}")
-    return 0
 
 
+# ------------------------------------------------------------------------------------------ strae train-glove
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    out: Path = args.out
-    if args.export_checkpoint is not None:
+    if args.export_checkpoint is not None:  # needs only the run directory, not the corpus
         return export_checkpoint(args)
+    corpus = resolve_inputs(args)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if already_completed(args):
+        return 0
+    record = new_record(args, corpus)
+    began = time.time()
+    record.to_disk(args.out)
+    tokens, counts, triples = load_data(args, record)
+    model, optimizer = build_model(args, len(tokens))
+    start_epoch = resume(args.out, record, model, optimizer)
+    try:
+        train_epochs(model, optimizer, triples, args, start_epoch, record.history,
+                     epoch_checkpointer(args.out, record, model, optimizer))
+    except TrainingFailed as error:
+        return record.fail(args.out, str(error), args.record_failure, stream=sys.stdout)
+    return finish(args, record, tokens, counts, model, began)
+
+
+def resolve_inputs(args) -> Path:
+    """The corpus (and, for subword runs, the tokenizer: set on ``args``) under --resources-dir unless given."""
     corpus = args.corpus or paths.corpus_file(args.lang, "train", args.resources_dir)
     if not corpus.exists():
         raise SystemExit(f"--corpus {corpus}: file does not exist (run `strae prepare-corpus` or pass --corpus)")
@@ -284,80 +359,102 @@ def main(argv: list[str] | None = None) -> int:
         args.tokenizer = args.tokenizer or paths.tokenizer_model(args.lang, args.resources_dir)
         if not args.tokenizer.exists():
             raise SystemExit(f"--tokenizer {args.tokenizer}: file does not exist (run `strae tokenizer`)")
-    out.mkdir(parents=True, exist_ok=True)
-    if (out / "encoder.json").exists() and (out / "train.json").exists():
-        previous = read_json(out / "train.json")
-        if previous.get("status") == "completed" and len(previous.get("history", [])) >= args.epochs:
-            print(f"{out}: already completed; nothing to do")
-            return 0
-        # Asked for more epochs than the finished run had: continue from its checkpoint. The manifest goes
-        # first, so the directory is not loadable while its vectors are being replaced.
-        (out / "encoder.json").unlink()
+    return corpus
 
-    config = _train_config(
-        args, corpus, sha256_file(corpus),
-        sha256_file(args.tokenizer) if args.tokenization == "subword" else None,
-    )
-    record = RunRecord(language=args.lang, model="glove", setting=setting_name(args), seed=args.seed, config=config,
-                       provenance=provenance(seed=args.seed, device="cpu", requested_device=args.device,
-                                             torch_threads=torch.get_num_threads()))
-    timings, history = record.timings, record.history
-    began = time.time()
-    record.to_disk(out)
-    tokens, counts, matrix, count_seconds = load_or_count(args, out, config)
-    timings["cooccurrence_s"] = round(count_seconds, 2)
+
+def already_completed(args) -> bool:
+    """True when this run finished with at least --epochs epochs. A finished run asked for more epochs continues
+    from its checkpoint; its manifest goes first, so the directory is not loadable while its vectors change."""
+    out = args.out
+    if not ((out / ENCODER_MANIFEST).exists() and (out / TRAIN_JSON).exists()):
+        return False
+    previous = RunRecord.from_disk(out)
+    if previous.status == "completed" and len(previous.history) >= args.epochs:
+        print(f"{out}: already completed; nothing to do")
+        return True
+    (out / ENCODER_MANIFEST).unlink()
+    return False
+
+
+def new_record(args, corpus: Path) -> RunRecord:
+    """train.json of this command (status running); GloVe's row-wise updates always run on the CPU."""
+    tokenizer_sha = sha256_file(args.tokenizer) if args.tokenization == "subword" else None
+    config = _train_config(args, corpus, sha256_file(corpus), tokenizer_sha)
+    return RunRecord(language=args.lang, model="glove", setting=setting_name(args), seed=args.seed, config=config,
+                     provenance=provenance(seed=args.seed, device="cpu", requested_device=args.device,
+                                           torch_threads=torch.get_num_threads()))
+
+
+def load_data(args, record: RunRecord) -> tuple[list[str], np.ndarray, tuple[torch.Tensor, ...]]:
+    """(tokens, their corpus counts, the training triples: row, column, log count, GloVe weight per entry)."""
+    tokens, counts, matrix, count_seconds = load_or_count(args, args.out, record.config)
+    record.timings["cooccurrence_s"] = round(count_seconds, 2)
     rows, cols, values = cooccurrence_triples(matrix)
-    del matrix
+    del matrix  # the triples hold the same entries: keep one copy in memory, not two
     triples = (
         torch.from_numpy(rows), torch.from_numpy(cols),
         torch.from_numpy(np.log(values).astype(np.float32)),
         torch.from_numpy(glove_weight(values, args.x_max, args.alpha).astype(np.float32)),
     )
     del rows, cols, values
-    data_stats = {"vocab_size": len(tokens), "nnz": int(len(triples[0])), "n_corpus_tokens": int(counts.sum())}
-    print(f"GloVe: vocab {len(tokens):,}, non-zero co-occurrences {data_stats['nnz']:,}")
-    record.blocks["data"] = data_stats
+    record.blocks["data"] = {"vocab_size": len(tokens), "nnz": int(len(triples[0])),
+                             "n_corpus_tokens": int(counts.sum())}
+    print(f"GloVe: vocab {len(tokens):,}, non-zero co-occurrences {record.blocks['data']['nnz']:,}")
+    return tokens, counts, triples
 
-    generator = torch.Generator().manual_seed(args.seed)
-    model = GloveModel(len(tokens), args.dim, generator=generator)
-    optimizer = RowOptimizer([model.word.data, model.context.data], kind=args.optimizer, lr=args.lr)
-    start_epoch = 0
+
+def build_model(args, n_tokens: int) -> tuple[GloveModel, RowOptimizer]:
+    """The word and context tables, initialised from their own generator (--seed alone decides them), and the
+    row-wise optimiser that updates only the rows a batch touches."""
+    model = GloveModel(n_tokens, args.dim, generator=torch.Generator().manual_seed(args.seed))
+    return model, RowOptimizer([model.word.data, model.context.data], kind=args.optimizer, lr=args.lr)
+
+
+def resume(out: Path, record: RunRecord, model: GloveModel, optimizer: RowOptimizer) -> int:
+    """The first epoch to train: 0, or the one after checkpoint.pt's (tables, optimiser, history restored).
+    Labels and --epochs may change between sessions; anything that changes the optimisation may not."""
     checkpoint_path = out / CHECKPOINT_FILE
-    if checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path)
-        changed = _differences(state["config"], config, ignore=LABEL_FIELDS + ("epochs",))
-        if changed:
-            raise SystemExit(f"{checkpoint_path}: made with different {', '.join(changed)}; delete the run "
-                             f"directory or use another --out")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        history[:] = state["history"]
-        start_epoch = state["epoch"] + 1
-        timings.update(state.get("timings", {}))
-        print(f"resuming from {checkpoint_path} after epoch {start_epoch}")
+    if not checkpoint_path.exists():
+        return 0
+    state = load_checkpoint(checkpoint_path)
+    changed = _differences(state["config"], record.config, ignore=LABEL_FIELDS + ("epochs",))
+    if changed:
+        raise SystemExit(f"{checkpoint_path}: made with different {', '.join(changed)}; delete the run "
+                         f"directory or use another --out")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    record.history[:] = state["history"]
+    record.timings.update(state.get("timings", {}))
+    print(f"resuming from {checkpoint_path} after epoch {state['epoch'] + 1}")
+    return state["epoch"] + 1
 
-    train_started = time.time()
-    previous_train_s = timings.get("train_s", 0.0)
+
+def epoch_checkpointer(out: Path, record: RunRecord, model: GloveModel, optimizer: RowOptimizer):
+    """``on_epoch_end(epoch)``: checkpoint.pt after every epoch (an epoch is GloVe's unit of resumption: the
+    shuffle is per epoch), then train.json. ``train_s`` adds this session's time to the earlier sessions'."""
+    train_started, previous_train_s = time.time(), record.timings.get("train_s", 0.0)
 
     def on_epoch_end(epoch: int) -> None:
-        timings["train_s"] = round(previous_train_s + time.time() - train_started, 2)
-        save_checkpoint(checkpoint_path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                          "epoch": epoch, "history": history, "config": config, "timings": timings})
+        record.timings["train_s"] = round(previous_train_s + time.time() - train_started, 2)
+        save_checkpoint(out / CHECKPOINT_FILE, {
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
+            "history": record.history, "config": record.config, "timings": record.timings})
         record.to_disk(out)
 
-    try:
-        train_epochs(model, optimizer, triples, args, start_epoch, history, on_epoch_end)
-    except TrainingFailed as error:
-        return record.fail(out, str(error), args.record_failure, stream=sys.stdout)
+    return on_epoch_end
 
-    n_saved = save_vectors(out / VECTORS_FILE, tokens, model.word_vectors(), counts)
+
+def finish(args, record: RunRecord, tokens: list[str], counts: np.ndarray, model: GloveModel,
+           began: float) -> int:
+    """vectors.bin (w + w~), the tokenizer copy, train.json (completed), then encoder.json last."""
+    n_saved = save_vectors(args.out / VECTORS_FILE, tokens, model.word_vectors(), counts)
     if args.tokenization == "subword":
-        copy_tokenizer(args.tokenizer, out)
-    timings["total_s"] = round(time.time() - began, 2)
-    record.status, record.blocks["data"] = "completed", {**data_stats, "n_vectors_saved": n_saved}
-    record.to_disk(out)
-    write_manifest(out, args, record.setting, config["corpus_label"])
-    print(f"GloVe run complete: {out}")
+        copy_tokenizer(args.tokenizer, args.out)
+    record.timings["total_s"] = round(time.time() - began, 2)
+    record.status, record.blocks["data"] = "completed", {**record.blocks["data"], "n_vectors_saved": n_saved}
+    record.to_disk(args.out)
+    write_manifest(args.out, args, record.setting, record.config["corpus_label"])
+    print(f"GloVe run complete: {args.out}")
     return 0
 
 

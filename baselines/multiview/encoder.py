@@ -7,8 +7,9 @@ or ``context`` gives one view. Batching by length is an inference knob only; it 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -18,6 +19,7 @@ from baselines.multiview.model import MultiviewConfig, MultiviewModel, make_batc
 from baselines.multiview.parse import doc_to_tree, load_pipeline
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
+from strae.runs import RunRecord
 from strae.runtime import describe_device, resolve_device
 
 VIEW_CHOICES = ("both", "target", "context")
@@ -43,11 +45,12 @@ class MultiviewEncoder(Encoder):
         if nlp is None:
             nlp, _ = load_pipeline(self.parser_info["package"])
         self.nlp = nlp
-        train_json = self.run_dir / "train.json"
-        self.train_record: dict[str, Any] = read_json(train_json) if train_json.exists() else {}
-        run = self.train_record.get("run", {})
-        self.encoder_id = f"{run.get('model', 'multiview')}/{run.get('setting', '?')}/seed{run.get('seed', '?')}" + (
-            "" if view == "both" else f"@{view}")
+        # a run directory copied without its train.json still loads (labels unknown, status completed)
+        self.record = RunRecord.from_disk(self.run_dir) or RunRecord.from_dict({})
+        record = self.record
+        self.encoder_id = (f"{record.model or 'multiview'}/{record.setting or '?'}/"
+                           f"seed{'?' if record.seed is None else record.seed}"
+                           + ("" if view == "both" else f"@{view}"))
 
     def parse(self, texts: Sequence[str]) -> list[tuple[list[int], list[int]]]:
         trees = []
@@ -87,13 +90,10 @@ class MultiviewEncoder(Encoder):
         return {"encoder_id": self.encoder_id, "run_dir": str(self.run_dir), "kind": "multiview", "view": self.view,
                 "weights_sha256": sha256_file(self.run_dir / "model.pt"), "config": self.config.to_dict(),
                 "parser": self.parser_info, "device": describe_device(self.device),
-                "seed": self.train_record.get("run", {}).get("seed")}
+                "seed": self.record.seed}
 
     def run_info(self) -> dict[str, Any]:
-        from strae.runs import RunRecord
-
-        record = RunRecord.from_dict(self.train_record, str(self.run_dir / "train.json"))
-        return record.run_info(setting_suffix=self.view if self.view != "both" else None)
+        return self.record.run_info(setting_suffix=self.view if self.view != "both" else None)
 
 
 def load_run(run_dir: Path, **options: Any) -> MultiviewEncoder:

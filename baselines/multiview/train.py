@@ -20,7 +20,9 @@ import argparse
 import math
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from tqdm import tqdm
@@ -30,7 +32,15 @@ from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel
 from baselines.multiview.parse import META_FILE
 from strae.encode import write_encoder_manifest
 from strae.io import provenance, read_json, write_json
-from strae.runs import CHECKPOINT_FILE, RunRecord, TrainingFailed, load_checkpoint, save_checkpoint, save_weights
+from strae.runs import (
+    CHECKPOINT_FILE,
+    ENCODER_MANIFEST,
+    RunRecord,
+    TrainingFailed,
+    load_checkpoint,
+    save_checkpoint,
+    save_weights,
+)
 from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
 
 
@@ -70,130 +80,223 @@ def setting_name(args: argparse.Namespace) -> str:
 
 def _recipe(args: argparse.Namespace) -> dict:
     return {k: getattr(args, k) for k in ("model", "vocab_size", "lowercase", "embedding_dim", "hidden", "lr",
-                                          "clip_grad_norm", "batch_size", "max_tokens", "sentences_per_book", "max_sentences",
-                                          "max_steps", "seed")}
+                                          "clip_grad_norm", "batch_size", "max_tokens", "sentences_per_book",
+                                          "max_sentences", "max_steps", "seed")}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
-    setting = setting_name(args)
+    args.out.mkdir(parents=True, exist_ok=True)
     recipe = _recipe(args)
-    previous = RunRecord.from_disk(out)
-    if (out / "encoder.json").exists() and previous is not None and previous.status == "completed":
-        if previous.config.get("recipe") == recipe:  # same command twice
-            print(f"{out}: already trained (train.json status completed)")
-            return 0
-        raise SystemExit(f"{out}: holds a completed run with another recipe; use another --out or delete it")
-    parse_meta = read_json(args.parses / META_FILE) if (args.parses / META_FILE).exists() else None
-    if parse_meta is None:
-        raise SystemExit(f"{args.parses / META_FILE}: not found; run `strae parse-corpus` first")
+    if already_trained(args.out, recipe):
+        return 0
+    parse_meta = read_parse_meta(args.parses)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
+    # seeded before anything draws: the Xavier initialisation depends on --seed alone (batches are not shuffled)
     seed_everything(args.seed)
+    job = prepare(args, recipe, parse_meta, device)
+    progress = resume(job)
+    job.record = new_record(job, parse_meta)
+    return train(job, progress)
 
+
+@dataclass
+class Job:
+    """One resolved ``strae train-multiview`` command: the data, the model and its optimiser, where to write."""
+
+    args: argparse.Namespace
+    recipe: dict[str, Any]  # the settings a checkpoint must match (max_steps may grow)
+    corpus: Any  # baselines.multiview.data.ParsedCorpus: the training subset, in corpus order
+    vocab: Vocabulary
+    config: MultiviewConfig
+    model: MultiviewModel
+    optimizer: torch.optim.Optimizer
+    device: torch.device
+    total_steps: int
+    data_stats: dict[str, Any]
+    started: float  # perf_counter when data loading began (the final message's total)
+    record: RunRecord | None = None
+
+    @property
+    def out(self) -> Path:
+        return self.args.out
+
+
+@dataclass
+class Progress:
+    """Where training stands: what checkpoint.pt holds besides the model, the optimiser and the RNG states."""
+
+    step: int = 0
+    history: list[dict[str, Any]] = field(default_factory=list)
+    train_seconds: float = 0.0
+
+
+def already_trained(out: Path, recipe: dict) -> bool:
+    """True for the same command twice; a completed run with another recipe is an error, never overwritten."""
+    previous = RunRecord.from_disk(out)
+    if not ((out / ENCODER_MANIFEST).exists() and previous is not None and previous.status == "completed"):
+        return False
+    if previous.config.get("recipe") == recipe:
+        print(f"{out}: already trained (train.json status completed)")
+        return True
+    raise SystemExit(f"{out}: holds a completed run with another recipe; use another --out or delete it")
+
+
+def read_parse_meta(parses: Path) -> dict[str, Any]:
+    """The parse's meta.json: written last by `strae parse-corpus`, so its presence means the parse finished."""
+    if not (parses / META_FILE).exists():
+        raise SystemExit(f"{parses / META_FILE}: not found; run `strae parse-corpus` first")
+    return read_json(parses / META_FILE)
+
+
+def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: torch.device) -> Job:
+    """Load the training sentences and the vocabulary, build the model and its optimiser."""
     started = time.perf_counter()
     parsed = load_parsed(args.parses, args.max_tokens)
     corpus = select_training(parsed, args.max_sentences, args.sentences_per_book)
-    vocab_path = out / "vocab.json"
-    if vocab_path.exists():
-        vocab = Vocabulary.from_dict(read_json(vocab_path))
-    else:  # the most frequent tokens of the whole parse (the paper: of the corpus), not just the trained subset
-        vocab = Vocabulary.build(parsed.tokens, args.vocab_size, args.lowercase)
-        write_json(vocab_path, vocab.to_dict())
-    write_json(out / "parser.json", parse_meta["parser"])
+    vocab = run_vocabulary(args, parsed)
+    # the encoder parses evaluation sentences with the pipeline that parsed the training corpus
+    write_json(args.out / "parser.json", parse_meta["parser"])
     config = MultiviewConfig(model=args.model, vocab_size=len(vocab.tokens), embedding_dim=args.embedding_dim,
                              hidden=args.hidden)
     model = MultiviewModel(config).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     n_batches = math.ceil(len(corpus) / args.batch_size)
     total_steps = n_batches if args.max_steps is None else min(n_batches, args.max_steps)
-    data_stats = {
-        "parses": str(args.parses), "corpus": parse_meta.get("corpus"), "corpus_sha256": parse_meta.get("corpus_sha256"),
+    stats = data_stats(args, parse_meta, parsed, corpus, vocab, n_batches, total_steps)
+    return Job(args, recipe, corpus, vocab, config, model, optimizer, device, total_steps, stats, started)
+
+
+def run_vocabulary(args: argparse.Namespace, parsed) -> Vocabulary:
+    """The run's vocabulary: kept in the run directory, so a resumed run maps tokens to the same ids."""
+    vocab_path = args.out / "vocab.json"
+    if vocab_path.exists():
+        return Vocabulary.from_dict(read_json(vocab_path))
+    # the most frequent tokens of the whole parse (the paper: of the corpus), not just the trained subset
+    vocab = Vocabulary.build(parsed.tokens, args.vocab_size, args.lowercase)
+    write_json(vocab_path, vocab.to_dict())
+    return vocab
+
+
+def data_stats(args: argparse.Namespace, parse_meta: dict, parsed, corpus, vocab: Vocabulary, n_batches: int,
+               total_steps: int) -> dict[str, Any]:
+    """train.json ``data``: what the parse held, what was kept and selected, and what the steps actually read."""
+    trained = total_steps * args.batch_size
+    return {
+        "parses": str(args.parses), "corpus": parse_meta.get("corpus"),
+        "corpus_sha256": parse_meta.get("corpus_sha256"),
         "parse_settings": {k: parse_meta.get(k) for k in ("paragraphs_per_book", "max_sentences", "n_sentences")},
         "sentences_read": parsed.n_read, "sentences_dropped_length": parsed.n_dropped_length,
-        "sentences_kept": len(parsed), "sentences_selected": len(corpus), "sentences_trained": min(len(corpus), total_steps * args.batch_size),
+        "sentences_kept": len(parsed), "sentences_selected": len(corpus),
+        "sentences_trained": min(len(corpus), trained),
         "books": int(len(set(corpus.books.tolist()))), "batches_per_epoch": n_batches,
         "context_pairs_per_epoch": count_context_pairs(corpus.books, corpus.positions, args.batch_size),
-        "vocab_size": len(vocab.tokens), "tokens_trained": int(sum(len(t) for t in
-                                                                   corpus.tokens[:total_steps * args.batch_size])),
+        "vocab_size": len(vocab.tokens), "tokens_trained": int(sum(len(t) for t in corpus.tokens[:trained])),
     }
-    step, history, train_seconds = 0, [], 0.0
-    checkpoint = out / CHECKPOINT_FILE
-    if checkpoint.exists():
-        state = load_checkpoint(checkpoint)
-        # max_steps may grow between runs (extend a time-boxed run); everything else must match
-        if {k: v for k, v in state["recipe"].items() if k != "max_steps"} != \
-                {k: v for k, v in recipe.items() if k != "max_steps"}:
-            raise SystemExit(f"{checkpoint}: made with another recipe; delete it or use another --out")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        restore_rng_states(state["rng"])
-        step, history, train_seconds = state["step"], state["history"], state["train_seconds"]
-        print(f"{out}: resuming at step {step}/{total_steps}")
 
-    record = RunRecord(
-        language=args.lang, model=f"multiview_{args.model}", setting=setting, seed=args.seed,
-        config={"recipe": recipe, "model": config.to_dict(), "views": list(config.views),
+
+def resume(job: Job) -> Progress:
+    """Continue from checkpoint.pt when there is one: weights, optimiser, RNG states, step and history."""
+    checkpoint = job.out / CHECKPOINT_FILE
+    if not checkpoint.exists():
+        return Progress()
+    state = load_checkpoint(checkpoint)
+    # max_steps may grow between runs (extend a time-boxed run); everything else must match
+    if {k: v for k, v in state["recipe"].items() if k != "max_steps"} != \
+            {k: v for k, v in job.recipe.items() if k != "max_steps"}:
+        raise SystemExit(f"{checkpoint}: made with another recipe; delete it or use another --out")
+    job.model.load_state_dict(state["model"])
+    job.optimizer.load_state_dict(state["optimizer"])
+    restore_rng_states(state["rng"])
+    print(f"{job.out}: resuming at step {state['step']}/{job.total_steps}")
+    return Progress(state["step"], state["history"], state["train_seconds"])
+
+
+def new_record(job: Job, parse_meta: dict) -> RunRecord:
+    return RunRecord(
+        language=job.args.lang, model=f"multiview_{job.args.model}", setting=setting_name(job.args),
+        seed=job.args.seed,
+        config={"recipe": job.recipe, "model": job.config.to_dict(), "views": list(job.config.views),
                 "objective": "quick-thoughts NLL, inner-product critic, in-batch negatives, context ±1",
                 "init": "xavier_uniform weights, zero biases, zero leaf child states",
                 "test_vector": "concat(target view, context view)"},
-        provenance=provenance(device=describe_device(device), seed=args.seed, command=sys.argv),
-        blocks={"data": data_stats, "parser": parse_meta["parser"]},
+        provenance=provenance(device=describe_device(job.device), seed=job.args.seed, command=sys.argv),
+        blocks={"data": job.data_stats, "parser": parse_meta["parser"]},
     )
 
-    def write_train_json() -> None:
-        record.history = history[-200:]  # per-step log is long; the last 200 steps + the summary
-        record.blocks["summary"] = _summary(history)
-        record.timings = {"train_seconds": round(train_seconds, 1), "steps": step, "total_steps": total_steps,
-                          "seconds_per_step": round(train_seconds / max(step, 1), 3),
-                          "torch_threads": torch.get_num_threads()}
-        record.to_disk(out)
 
-    def checkpoint_now() -> None:
-        save_checkpoint(checkpoint, {"recipe": recipe, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                                     "rng": capture_rng_states(), "step": step, "history": history,
-                                     "train_seconds": train_seconds})
-
-    write_train_json()
-    model.train()
-    bar = tqdm(total=total_steps, initial=step, desc=f"train-multiview {args.model}", unit="batch",
-               disable=args.quiet)
+def train(job: Job, progress: Progress) -> int:
+    """The step loop: checkpoint every --checkpoint-every-steps and at the end; a failure is recorded."""
+    write_train_json(job, progress)
+    job.model.train()
+    bar = tqdm(total=job.total_steps, initial=progress.step, desc=f"train-multiview {job.args.model}", unit="batch",
+               disable=job.args.quiet)
     try:
-        while step < total_steps:
-            t0 = time.perf_counter()
-            batch, books, positions = batch_at(corpus, vocab, step * args.batch_size, args.batch_size)
-            loss, metrics = model.loss(batch.to(device), torch.from_numpy(books).to(device),
-                                       torch.from_numpy(positions).to(device))
-            if not torch.isfinite(loss):
-                raise TrainingFailed(f"non-finite loss {float(loss)} at step {step}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_grad_norm)
-            optimizer.step()
-            step += 1
-            train_seconds += time.perf_counter() - t0
-            history.append({"step": step, **{k: round(v, 4) if isinstance(v, float) else v for k, v in metrics.items()},
-                            "grad_norm": round(float(grad_norm), 3)})
+        while progress.step < job.total_steps:
+            metrics = train_step(job, progress)
             bar.update(1)
             bar.set_postfix(loss=f"{metrics['loss']:.3f}", top1=f"{metrics['context_top1']:.2f}")
-            if step % args.checkpoint_every_steps == 0 or step == total_steps:
-                checkpoint_now()
-                write_train_json()
+            if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:
+                save_progress(job, progress)
     except (TrainingFailed, ValueError) as error:  # ValueError: a batch the model refuses (make_batch, loss)
         bar.close()
-        write_train_json()
-        return record.fail(out, str(error), args.record_failure)
+        write_train_json(job, progress)
+        return job.record.fail(job.out, str(error), job.args.record_failure)
     bar.close()
-    save_weights(out, {"config": config.to_dict(), "state_dict": model.state_dict()})
-    record.status = "completed"
-    write_train_json()
-    write_encoder_manifest(out, "multiview", model=f"multiview_{args.model}", setting=setting, language=args.lang,
-                           seed=args.seed)
-    print(f"{out}: trained {step} steps ({data_stats['sentences_trained']} sentences) in {train_seconds:.0f} s; "
-          f"total {time.perf_counter() - started:.0f} s")
+    return finish(job, progress)
+
+
+def train_step(job: Job, progress: Progress) -> dict[str, Any]:
+    """One optimiser step on the next batch of consecutive sentences (its neighbours are the positives)."""
+    args, device = job.args, job.device
+    t0 = time.perf_counter()
+    batch, books, positions = batch_at(job.corpus, job.vocab, progress.step * args.batch_size, args.batch_size)
+    loss, metrics = job.model.loss(batch.to(device), torch.from_numpy(books).to(device),
+                                   torch.from_numpy(positions).to(device))
+    if not torch.isfinite(loss):
+        raise TrainingFailed(f"non-finite loss {float(loss)} at step {progress.step}")
+    job.optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    grad_norm = torch.nn.utils.clip_grad_norm_(job.model.parameters(), args.clip_grad_norm)
+    job.optimizer.step()
+    progress.step += 1
+    progress.train_seconds += time.perf_counter() - t0
+    progress.history.append({"step": progress.step, **{k: round(v, 4) if isinstance(v, float) else v
+                                                       for k, v in metrics.items()},
+                             "grad_norm": round(float(grad_norm), 3)})
+    return metrics
+
+
+def save_progress(job: Job, progress: Progress) -> None:
+    """checkpoint.pt (the full per-step history), then train.json."""
+    save_checkpoint(job.out / CHECKPOINT_FILE, {
+        "recipe": job.recipe, "model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
+        "rng": capture_rng_states(), "step": progress.step, "history": progress.history,
+        "train_seconds": progress.train_seconds})
+    write_train_json(job, progress)
+
+
+def write_train_json(job: Job, progress: Progress) -> None:
+    record, step, seconds = job.record, progress.step, progress.train_seconds
+    record.history = progress.history[-200:]  # per-step log is long; the last 200 steps + the summary
+    record.blocks["summary"] = _summary(progress.history)
+    record.timings = {"train_seconds": round(seconds, 1), "steps": step, "total_steps": job.total_steps,
+                      "seconds_per_step": round(seconds / max(step, 1), 3), "torch_threads": torch.get_num_threads()}
+    record.to_disk(job.out)
+
+
+def finish(job: Job, progress: Progress) -> int:
+    """model.pt, train.json (completed), then encoder.json last (the 'run is usable' mark)."""
+    args, out = job.args, job.out
+    save_weights(out, {"config": job.config.to_dict(), "state_dict": job.model.state_dict()})
+    job.record.status = "completed"
+    write_train_json(job, progress)
+    write_encoder_manifest(out, "multiview", model=f"multiview_{args.model}", setting=setting_name(args),
+                           language=args.lang, seed=args.seed)
+    print(f"{out}: trained {progress.step} steps ({job.data_stats['sentences_trained']} sentences) in "
+          f"{progress.train_seconds:.0f} s; total {time.perf_counter() - job.started:.0f} s")
     return 0
 
 

@@ -23,15 +23,17 @@ the one recorded in train.json), ``device=auto|cpu|cuda``, ``precision=fp32|bf16
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from strae.encode import Encoder
-from strae.io import read_json, sha256_file
+from strae.io import sha256_file
+from strae.runs import TRAIN_JSON, RunRecord
 
 WORD_START_MARK = "\u2581"  # SentencePiece's word-boundary prefix
 
@@ -75,7 +77,8 @@ def flat_corpus(source: str | Path, tokenizer, split: str = "train") -> tuple[np
             raise SystemExit(f"{path}: {split}.ids.npy / {split}.offsets.npy not found (word-context corpus)")
         return np.load(ids_file, mmap_mode="r"), np.load(offsets_file, mmap_mode="r")
     if not path.is_file():
-        raise SystemExit(f"{path}: word-context corpus not found (pass --encoder-option corpus=PATH or word_context=none)")
+        raise SystemExit(f"{path}: word-context corpus not found "
+                         "(pass --encoder-option corpus=PATH or word_context=none)")
     with open(path, encoding="utf-8") as handle:
         lines = [line.strip() for line in handle if line.strip()]
     encoded = tokenizer.encode_batch(lines)
@@ -111,11 +114,13 @@ class RobertaEncoder(Encoder):
     def __init__(self, run_dir: str | Path, word_occurrences: int | str = "all", word_context: str = "corpus",
                  corpus: str | None = None, device: str = "auto", precision: str = "fp32",
                  max_length: int | str = 512, occurrence_seed: int | str = 0, pooler: str | None = None):
-        from strae.runtime import describe_device, resolve_device
         from strae.data.tokenizer import load_tokenizer
+        from strae.runtime import describe_device, resolve_device
 
         self.run_dir = Path(run_dir)
-        self.train_record = read_json(self.run_dir / "train.json")
+        self.record = RunRecord.from_disk(self.run_dir)
+        if self.record is None:
+            raise SystemExit(f"{self.run_dir / TRAIN_JSON}: missing; is {self.run_dir} a `strae train-roberta` run?")
         self.device = resolve_device(device)
         self.device_name = describe_device(self.device)
         if precision not in ("fp32", "bf16"):
@@ -135,7 +140,7 @@ class RobertaEncoder(Encoder):
         self.special = self.shape.special
         self.model = model.roberta.to(self.device).eval()
         self.mlp = mlp.to(self.device).eval() if mlp is not None else None
-        self.pooler = pooler or self.train_record["config"].get("eval_pooler", "mean")
+        self.pooler = pooler or self.record.config.get("eval_pooler", "mean")
         if self.pooler not in POOLERS:
             raise SystemExit(f"--encoder-option pooler={self.pooler}: expected one of {POOLERS}")
         if self.pooler == "cls" and self.mlp is None:
@@ -145,11 +150,10 @@ class RobertaEncoder(Encoder):
         self._word_cache: dict[str, np.ndarray] = {}
         self._corpus_index: tuple | None = None
         self.word_stats = {"from_context": 0, "fallback_alone": 0, "no_pieces": 0, "occurrences_used": 0}
-        run = self.train_record["run"]
-        self.encoder_id = f"{run['model']}/{run['setting']}/seed{run['seed']}"
+        self.encoder_id = f"{self.record.model}/{self.record.setting}/seed{self.record.seed}"
 
     def _recorded_corpus(self) -> str | None:
-        config = self.train_record["config"]
+        config = self.record.config
         candidates = []
         if config.get("data_dir"):
             candidates += [config["data_dir"], config.get("corpus", {}).get("resolved")]
@@ -265,14 +269,14 @@ class RobertaEncoder(Encoder):
 
     # -- provenance -------------------------------------------------------------------------------------------
     def describe(self) -> dict[str, Any]:
-        config = self.train_record["config"]
+        config = self.record.config
         return {
             "encoder_id": self.encoder_id,
             "kind": "roberta",
             "run_dir": str(self.run_dir),
             "model_sha256": sha256_file(self.run_dir / "model.pt"),
             "objective": config.get("objective"),
-            "steps": self.train_record.get("timings", {}).get("steps_done"),
+            "steps": self.record.timings.get("steps_done"),
             "shape": self.shape.to_dict(),
             "sentence_pooling": self.pooler,
             "sentence_pooling_means": {
@@ -291,9 +295,7 @@ class RobertaEncoder(Encoder):
         }
 
     def run_info(self) -> dict[str, Any]:
-        from strae.runs import RunRecord
-
-        return RunRecord.from_dict(self.train_record, str(self.run_dir / "train.json")).run_info()
+        return self.record.run_info()
 
 
 def load_run(run_dir: str | Path, **options: Any) -> RobertaEncoder:

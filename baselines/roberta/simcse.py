@@ -23,13 +23,28 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from baselines.roberta.train import (
+    TrainingData,
+    adamw,
+    adamw_record,
+    add_common_arguments,
+    configure_device,
+    corpus_provenance,
+    linear_warmup_decay,
+    start_record,
+    train_and_finish,
+)
+from strae.data.batching import batch_at_step
 from strae.io import sha256_file
-
+from strae.runs import MODEL_FILE, TOKENIZER_FILE, TRAIN_JSON, RunRecord
+from strae.runtime import seed_everything
 
 RECIPES: dict[str, dict[str, object]] = {
     "official": {"batch_size": 512, "lr": 1e-5, "max_length": 32, "temperature": 0.05, "train_pooler": "cls",
@@ -59,15 +74,32 @@ def simcse_loss(model, ids: torch.Tensor, attention: torch.Tensor, temperature: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from baselines.roberta.data import collate, load_corpus
-    from baselines.roberta.encoder import load_weights
-    from baselines.roberta.model import ATTENTION_IMPLEMENTATIONS, POOLERS, SimcseMLP, set_attention_implementation
-    from baselines.roberta.train import (add_common_arguments, autocast_context, corpus_provenance, finish_run,
-                                         linear_warmup_decay, new_record, run_steps)
-    from strae.data.batching import batch_at_step
-    from strae.data.tokenizer import load_tokenizer
-    from strae.runs import MODEL_FILE, TOKENIZER_FILE, RunRecord, TrainingFailed, copy_tokenizer
-    from strae.runtime import resolve_device, seed_everything
+    args = build_parser().parse_args(argv)
+    recipe, overridden = resolve_recipe(args)
+    init = completed_init_run(args.init)
+    device, autocast, precision = configure_device(args)
+    data = load_data(args, init)
+    steps, sentences_per_epoch = schedule(args, int(recipe["batch_size"]), len(data.corpus))
+    # seeded before the weights load: the MLP's initialisation and every dropout mask depend on --seed alone
+    seed_everything(args.seed)
+    shape, model, mlp, modules = build_model(args, recipe, device)
+    optimizer, scheduler = build_optimizer(modules, recipe, steps, device)
+    config = run_config(args, recipe, overridden, init, data, shape, steps, sentences_per_epoch, device, precision)
+    record = start_record(args, argv, data.tokenizer_path, language=init.language, model="roberta_simcse",
+                          setting=args.setting, seed=args.seed, config=config, device=device, precision=precision)
+    forward_backward = simcse_step(args, recipe, data.corpus, sentences_per_epoch, shape.special, (model, mlp),
+                                   device, autocast)
+    return train_and_finish(
+        args, record, model=modules, optimizer=optimizer, scheduler=scheduler, total_steps=steps,
+        forward_backward=forward_backward, description=f"simcse {init.language} seed{args.seed}",
+        signature={"shape": shape.to_dict(), "init_model_sha256": config["init_model_sha256"],
+                   **{key: recipe[key] for key in sorted(recipe)}},
+        weights=lambda: final_weights(shape, model, mlp),
+        encoder_fields={"model": "roberta_simcse", "objective": "simcse_unsup"})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from baselines.roberta.model import ATTENTION_IMPLEMENTATIONS, POOLERS
 
     parser = argparse.ArgumentParser(prog="strae train-simcse", description=__doc__.split("\n\n")[0])
     parser.add_argument("--init", type=Path, required=True, help="completed `strae train-roberta` run directory")
@@ -89,7 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="override the step count (time-boxed runs)")
     parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa")
     add_common_arguments(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def resolve_recipe(args: argparse.Namespace) -> tuple[dict[str, object], list[str]]:
+    """(--recipe with its flags applied, the keys a flag changed). A flag equal to the recipe's value is no
+    override, so train.json lists only real departures from the published recipe."""
     recipe = dict(RECIPES[args.recipe])
     overridden = []
     for key in recipe:
@@ -99,95 +136,115 @@ def main(argv: list[str] | None = None) -> int:
             overridden.append(key)
     if recipe["eval_pooler"] == "cls" and recipe["train_pooler"] != "cls":
         raise SystemExit("--eval-pooler cls needs the MLP that only --train-pooler cls trains")
+    return recipe, overridden
 
-    init_record = RunRecord.from_disk(args.init)
-    if not (args.init / MODEL_FILE).exists() or init_record is None:
-        raise SystemExit(f"--init {args.init}: no model.pt/train.json (is the RoBERTa run completed?)")
-    if init_record.status != "completed":
-        raise SystemExit(f"{args.init / 'train.json'}: status {init_record.status!r}, expected 'completed'")
-    init_config = init_record.config
-    language = init_record.language
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = resolve_device(args.device)
-    autocast, precision = autocast_context(device, args.precision)
+def completed_init_run(init: Path) -> RunRecord:
+    """The RoBERTa run SimCSE continues; it must have finished (a stopped run's weights are a mid-training state)."""
+    record = RunRecord.from_disk(init)
+    if not (init / MODEL_FILE).exists() or record is None:
+        raise SystemExit(f"--init {init}: no model.pt/train.json (is the RoBERTa run completed?)")
+    if record.status != "completed":
+        raise SystemExit(f"{init / TRAIN_JSON}: status {record.status!r}, expected 'completed'")
+    return record
+
+
+def load_data(args: argparse.Namespace, init: RunRecord) -> TrainingData:
+    """The --init run's tokenizer and, unless --corpus or --data-dir says otherwise, its training corpus."""
+    from baselines.roberta.data import load_corpus
+    from strae.data.tokenizer import load_tokenizer
+
     tokenizer_path = args.init / TOKENIZER_FILE
     tokenizer = load_tokenizer(tokenizer_path)
-    data_dir = None
-    corpus_file = args.corpus
+    data_dir, corpus_file = None, args.corpus
     if corpus_file is None:
-        data_dir = args.data_dir or init_config.get("data_dir")
+        data_dir = args.data_dir or init.config.get("data_dir")
         if data_dir is None:
-            corpus_file = init_config.get("corpus_file")
+            corpus_file = init.config.get("corpus_file")
     corpus = load_corpus(data_dir, corpus_file, tokenizer, max_sentences=args.max_sentences)
-    sentences_per_epoch = min(args.sentences, len(corpus))
-    batch_size = int(recipe["batch_size"])
+    return TrainingData(tokenizer_path, tokenizer, data_dir, corpus, corpus_file)
+
+
+def schedule(args: argparse.Namespace, batch_size: int, n_sentences: int) -> tuple[int, int]:
+    """(optimiser steps, sentences per epoch): --epochs passes over the first --sentences corpus sentences."""
+    sentences_per_epoch = min(args.sentences, n_sentences)
+    # whole batches only (batch_at_step drops an epoch's ragged tail): every step has as many in-batch negatives
     if sentences_per_epoch < batch_size:
         raise SystemExit(f"{sentences_per_epoch} corpus sentences: fewer than one SimCSE batch ({batch_size}); "
                          "lower --batch-size")
-    steps = args.steps or args.epochs * (sentences_per_epoch // batch_size)
+    return args.steps or args.epochs * (sentences_per_epoch // batch_size), sentences_per_epoch
 
-    seed_everything(args.seed)
-    shape, model = load_weights(args.init / "model.pt")
+
+def build_model(args: argparse.Namespace, recipe: dict[str, object], device: torch.device):
+    """(shape, the --init run's model, SimCSE's MLP or None, both as one module for the optimiser)."""
+    from baselines.roberta.encoder import load_weights
+    from baselines.roberta.model import SimcseMLP, set_attention_implementation
+
+    shape, model = load_weights(args.init / MODEL_FILE)
     set_attention_implementation(model, args.attention)
     # SimCSE's MLP is a new layer (RobertaForCL.__init__ -> cl_init); it is trained, saved, and used at evaluation
     # only with pooler "cls" (mlp_only_train)
     mlp = SimcseMLP(shape.hidden_size) if recipe["train_pooler"] == "cls" else None
     modules = torch.nn.ModuleDict({"model": model, **({"mlp": mlp} if mlp is not None else {})}).to(device)
-    special = shape.special
-    optimizer = torch.optim.AdamW(modules.parameters(), lr=float(recipe["lr"]), betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=0.0, fused=device.type == "cuda" or None)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(steps, 0))
+    return shape, model, mlp, modules
 
-    run_dir = args.out
-    run_dir.mkdir(parents=True, exist_ok=True)
-    copy_tokenizer(tokenizer_path, run_dir)
-    config = {
-        "objective": "simcse_unsup", "init_run": str(args.init), "init_model_sha256": sha256_file(args.init / "model.pt"),
-        "init_config": init_config, "shape": shape.to_dict(), "special_ids": special.to_dict(), "steps": steps,
+
+def build_optimizer(modules: torch.nn.Module, recipe: dict[str, object], steps: int, device: torch.device):
+    """AdamW without weight decay, and SimCSE's script's schedule: HF's linear decay from the peak lr to 0 with
+    no warm-up (the continued model is already trained)."""
+    optimizer = adamw(modules.parameters(), float(recipe["lr"]), 0.0, device)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(steps, 0))
+
+
+def final_weights(shape, model: torch.nn.Module, mlp: torch.nn.Module | None) -> dict[str, Any]:
+    """model.pt: the RoBERTa weights in the MLM run's layout, plus the MLP (None unless it was trained)."""
+    return {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "simcse_unsup",
+            "simcse_mlp": mlp.state_dict() if mlp is not None else None}
+
+
+def run_config(args: argparse.Namespace, recipe: dict[str, object], overridden: list[str], init: RunRecord,
+               data: TrainingData, shape, steps: int, sentences_per_epoch: int, device: torch.device,
+               precision: str) -> dict[str, Any]:
+    """train.json ``config``: the resolved recipe, the run it continues and the corpus it reads."""
+    return {
+        "objective": "simcse_unsup", "init_run": str(args.init),
+        "init_model_sha256": sha256_file(args.init / MODEL_FILE), "init_config": init.config,
+        "shape": shape.to_dict(), "special_ids": shape.special.to_dict(), "steps": steps,
         "recipe": args.recipe, "recipe_overrides": overridden,
-        "lr": recipe["lr"], "schedule": "linear decay to 0, no warm-up", "batch_size": batch_size,
+        "lr": recipe["lr"], "schedule": "linear decay to 0, no warm-up", "batch_size": int(recipe["batch_size"]),
         "max_length": recipe["max_length"], "temperature": recipe["temperature"], "epochs": args.epochs,
         "sentences_per_epoch": sentences_per_epoch,
         "train_pooler": recipe["train_pooler"], "mlp_only_train": recipe["train_pooler"] == "cls",
         "eval_pooler": recipe["eval_pooler"], "attention": args.attention,
-        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": 0.0,
-                      "fused": device.type == "cuda"},
-        "clip_grad_norm": args.clip_grad_norm, "precision": precision,
+        "optimizer": adamw_record(0.0, device), "clip_grad_norm": args.clip_grad_norm, "precision": precision,
         "best_checkpoint_selection": None,  # SimCSE's script keeps the best STS-B-dev checkpoint; strae the last
         # the word encoder reads word contexts from this corpus (by default the pre-training corpus)
-        "data_dir": data_dir, "corpus_file": corpus_file,
-        "corpus": corpus_provenance(data_dir, corpus_file, "train", len(corpus)),
+        "data_dir": data.data_dir, "corpus_file": data.corpus_file,
+        "corpus": corpus_provenance(data.data_dir, data.corpus_file, "train", len(data.corpus)),
     }
-    record = new_record(language=language, model="roberta_simcse", setting=args.setting, seed=args.seed,
-                        config=config, device=device, precision=precision,
-                        extra_provenance={"argv": list(argv or sys.argv[1:])})
-    record.to_disk(run_dir)
+
+
+def simcse_step(args: argparse.Namespace, recipe: dict[str, object], corpus, sentences_per_epoch: int, special,
+                modules: tuple[torch.nn.Module, torch.nn.Module | None], device: torch.device,
+                autocast: Callable[[], Any]) -> Callable[[int], tuple[torch.Tensor, dict[str, float]]]:
+    """``forward_backward(step)`` of :func:`baselines.roberta.train.run_steps` for unsupervised SimCSE."""
+    from baselines.roberta.data import collate
+
+    model, mlp = modules
+    batch_size, max_length = int(recipe["batch_size"]), int(recipe["max_length"])
 
     def forward_backward(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         # SimCSE's 10^6 sentences = here the first `sentences_per_epoch` corpus sentences (already a random sample),
         # visited in a seeded order. No gradient accumulation: in-batch negatives need the whole batch at once.
         indices = batch_at_step(sentences_per_epoch, batch_size, args.seed, step)
-        ids, attention = collate([corpus[int(i)] for i in indices], special, int(recipe["max_length"]))
+        ids, attention = collate([corpus[int(i)] for i in indices], special, max_length)
         with autocast():
             loss, accuracy = simcse_loss(model, ids.to(device), attention.to(device), float(recipe["temperature"]),
                                          str(recipe["train_pooler"]), mlp)
         loss.backward()
         return loss.detach(), {"accuracy": accuracy}
 
-    try:
-        status = run_steps(run_dir=run_dir, record=record, model=modules, optimizer=optimizer, scheduler=scheduler,
-                           total_steps=steps, forward_backward=forward_backward, clip_grad_norm=args.clip_grad_norm,
-                           checkpoint_every=args.checkpoint_every, log_every=args.log_every,
-                           max_minutes=args.max_minutes, description=f"simcse {language} seed{args.seed}",
-                           signature={"shape": shape.to_dict(), "init_model_sha256": config["init_model_sha256"],
-                                      **{key: recipe[key] for key in sorted(recipe)}})
-    except TrainingFailed as error:
-        return record.fail(run_dir, str(error), args.record_failure)
-    weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "simcse_unsup",
-               "simcse_mlp": mlp.state_dict() if mlp is not None else None}
-    return finish_run(run_dir, record, status, weights, {"model": "roberta_simcse", "objective": "simcse_unsup"})
+    return forward_backward
 
 
 if __name__ == "__main__":

@@ -20,18 +20,33 @@ import argparse
 import contextlib
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from tqdm import tqdm
 
 from strae import paths
+from strae.data.batching import batch_at_step
 from strae.io import provenance, read_json, sha256_file
-from strae.runs import (CHECKPOINT_FILE, RunRecord, TrainingFailed, copy_tokenizer, load_checkpoint, save_checkpoint,
-                        save_weights)
+from strae.runs import (
+    CHECKPOINT_FILE,
+    RunRecord,
+    TrainingFailed,
+    copy_tokenizer,
+    load_checkpoint,
+    save_checkpoint,
+    save_weights,
+)
 from strae.runtime import (
-    bf16_autocast_supported, capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything,
+    bf16_autocast_supported,
+    capture_rng_states,
+    describe_device,
+    resolve_device,
+    restore_rng_states,
+    seed_everything,
 )
 
 
@@ -68,6 +83,7 @@ def mlm_token_losses(model, rows) -> tuple[torch.Tensor, torch.Tensor]:
     hidden = encode(model.roberta, rows.inputs, rows.segments)
     predicted = rows.predicted if rows.predicted is not None else rows.predicted_index()
     logits = model.lm_head(hidden.flatten(0, 1).index_select(0, predicted))
+    # the softmax over the vocabulary in fp32 even under bf16 autocast (only the matmuls run in bf16)
     losses = torch.nn.functional.cross_entropy(logits.float(), rows.labels.flatten()[predicted], reduction="none")
     return losses, rows.segments.flatten()[predicted]
 
@@ -83,94 +99,156 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
               forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]], clip_grad_norm: float,
               checkpoint_every: int, log_every: int, max_minutes: float | None, description: str,
               signature: dict[str, Any] | None = None) -> str:
-    """Run optimiser steps ``[start, total_steps)``, resuming from ``run_dir/checkpoint.pt`` when present.
-
-    ``signature``: the settings a checkpoint must have been written with to be resumed (shape, batch, lr, ...); a
-    checkpoint from other settings is an error naming the keys that differ, never a silent mix.
-
+    """Run optimiser steps ``[start, total_steps)``, resuming from ``run_dir/checkpoint.pt`` when present (refused,
+    naming what differs, when written with another ``signature``: the settings that define the optimisation).
     ``forward_backward(step)`` computes the step's loss, calls ``backward`` itself (once per micro-batch under
     gradient accumulation) and returns (detached loss, metrics); this loop zeroes, clips and steps around it.
 
     Returns "completed" or "stopped" (time budget hit; checkpoint saved, rerun the same command to resume).
     Raises :class:`strae.runs.TrainingFailed` on a non-finite loss. ``record`` (train.json) is updated in place.
     """
-    checkpoint_path = run_dir / CHECKPOINT_FILE
-    step, elapsed_before = 0, 0.0
-    if checkpoint_path.exists():
-        state = load_checkpoint(checkpoint_path)
-        if state["total_steps"] != total_steps:
+    loop = StepLoop(run_dir, record, model, optimizer, scheduler, total_steps, signature)
+    loop.resume()
+    clock, window = SessionClock(loop.elapsed_before, max_minutes), LossWindow()
+    model.train()
+    with tqdm(total=total_steps, initial=loop.step, desc=description, dynamic_ncols=True, mininterval=5) as bar:
+        while loop.step < total_steps:
+            loss, metrics = loop.one_step(forward_backward, clip_grad_norm)
+            window.add(loss)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
+            if loop.step % log_every == 0 or loop.step == total_steps:
+                record.history.append(window.entry(loop.step, scheduler.get_last_lr()[0], metrics))
+            if loop.step % checkpoint_every == 0 and loop.step < total_steps:
+                loop.save(clock.elapsed())
+            if clock.over_budget() and loop.step < total_steps:
+                break
+    loop.finish(clock.elapsed())
+    return "completed" if loop.step >= total_steps else "stopped"
+
+
+class SessionClock:
+    """Training time: this session's plus earlier sessions' (a resumed run). The --max-minutes budget counts this
+    session only, so each resubmission of a time-boxed job (e.g. on a cluster) gets the whole budget again."""
+
+    def __init__(self, elapsed_before: float, max_minutes: float | None):
+        self.elapsed_before, self.started = elapsed_before, time.monotonic()
+        self.deadline = self.started + max_minutes * 60 if max_minutes is not None else None
+
+    def elapsed(self) -> float:
+        return self.elapsed_before + time.monotonic() - self.started
+
+    def over_budget(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+
+@dataclass
+class StepLoop:
+    """A step-counted run's model, optimiser, schedule and position: what checkpoint.pt holds."""
+
+    run_dir: Path
+    record: RunRecord
+    model: torch.nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    total_steps: int
+    signature: dict[str, Any] | None
+    step: int = 0
+    elapsed_before: float = 0.0  # training seconds of earlier sessions of a resumed run
+
+    @property
+    def checkpoint_path(self) -> Path:
+        return self.run_dir / CHECKPOINT_FILE
+
+    def resume(self) -> None:
+        """Continue from checkpoint.pt when there is one: weights, optimiser, schedule, RNG states, history."""
+        if not self.checkpoint_path.exists():
+            return
+        state = load_checkpoint(self.checkpoint_path)
+        self.check_resumable(state)
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        # the RNG streams (dropout) continue where the interrupted run left them: resumed == uninterrupted
+        restore_rng_states(state["rng"])
+        self.step, self.elapsed_before = state["step"], state["elapsed_s"]
+        self.record.history = state["history"]
+        self.record.timings["resumed_from_step"] = self.step
+        print(f"resuming {self.run_dir} at step {self.step}/{self.total_steps}", file=sys.stderr)
+
+    def check_resumable(self, state: dict[str, Any]) -> None:
+        """A checkpoint written with other settings is refused, naming what differs (never silently mixed)."""
+        path, signature, saved = self.checkpoint_path, self.signature, state.get("signature")
+        if state["total_steps"] != self.total_steps:
             raise SystemExit(
-                f"{checkpoint_path}: written for {state['total_steps']} steps, this command asks for {total_steps}; "
+                f"{path}: written for {state['total_steps']} steps, this command asks for {self.total_steps}; "
                 "use the same options to resume or a new --out"
             )
-        saved = state.get("signature")
         if signature is not None and saved is None:
-            raise SystemExit(f"{checkpoint_path}: written by an older strae that did not record its settings; "
+            raise SystemExit(f"{path}: written by an older strae that did not record its settings; "
                              "it cannot be resumed safely, use a new --out")
         if signature is not None and saved != signature:
-            differ = sorted(k for k in set(signature) | set(saved or {}) if (saved or {}).get(k) != signature.get(k))
-            raise SystemExit(f"{checkpoint_path}: written with other settings ({', '.join(differ)} differ); "
+            differ = sorted(k for k in set(signature) | set(saved) if saved.get(k) != signature.get(k))
+            raise SystemExit(f"{path}: written with other settings ({', '.join(differ)} differ); "
                              "use the same options to resume or a new --out")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        restore_rng_states(state["rng"])
-        step, elapsed_before = state["step"], state["elapsed_s"]
-        record.history = state["history"]
-        record.timings["resumed_from_step"] = step
-        print(f"resuming {run_dir} at step {step}/{total_steps}", file=sys.stderr)
 
-    def checkpoint(now_elapsed: float) -> None:
-        save_checkpoint(checkpoint_path, dict(
-            model=model.state_dict(), optimizer=optimizer.state_dict(), scheduler=scheduler.state_dict(),
-            rng=capture_rng_states(), step=step, total_steps=total_steps, elapsed_s=now_elapsed,
-            history=record.history, signature=signature))
-        record.timings.update(steps_done=step, train_seconds=round(now_elapsed, 1))
-        record.to_disk(run_dir)
+    def one_step(self, forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]],
+                 clip_grad_norm: float) -> tuple[float, dict[str, float]]:
+        """Zero, forward/backward (the caller's), check, clip, step the optimiser and the schedule."""
+        # zeroed before the caller's pass: under gradient accumulation it calls backward() once per micro-batch
+        self.optimizer.zero_grad(set_to_none=True)
+        loss, metrics = forward_backward(self.step)
+        if not torch.isfinite(loss):  # checked before the update: the checkpoint never holds diverged weights
+            raise TrainingFailed(f"non-finite loss {loss.item()} at step {self.step}")
+        if clip_grad_norm > 0:  # 0 = no clipping
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.step += 1
+        return loss.item(), metrics
 
-    started = time.monotonic()
-    deadline = started + max_minutes * 60 if max_minutes is not None else None
-    window_loss, window_steps, window_start = 0.0, 0, time.monotonic()
-    model.train()
-    status = "completed"
-    with tqdm(total=total_steps, initial=step, desc=description, dynamic_ncols=True, mininterval=5) as bar:
-        while step < total_steps:
-            optimizer.zero_grad(set_to_none=True)
-            loss, metrics = forward_backward(step)
-            if not torch.isfinite(loss):
-                raise TrainingFailed(f"non-finite loss {loss.item()} at step {step}")
-            if clip_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            step += 1
-            window_loss += loss.item()
-            window_steps += 1
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
-            if step % log_every == 0 or step == total_steps:
-                now = time.monotonic()
-                record.history.append({
-                    "step": step, "loss": window_loss / window_steps, "lr": scheduler.get_last_lr()[0],
-                    "steps_per_s": window_steps / max(now - window_start, 1e-9), **metrics,
-                })
-                window_loss, window_steps, window_start = 0.0, 0, now
-            if step % checkpoint_every == 0 and step < total_steps:
-                checkpoint(elapsed_before + time.monotonic() - started)
-            if deadline is not None and time.monotonic() > deadline and step < total_steps:
-                status = "stopped"
-                break
-    total_elapsed = elapsed_before + time.monotonic() - started
-    checkpoint(total_elapsed)
-    record.timings["steps_per_s"] = round(step / max(total_elapsed, 1e-9), 4)
-    return status
+    def save(self, elapsed: float) -> None:
+        """checkpoint.pt at the current step, then train.json (its timings say how far the run got)."""
+        save_checkpoint(self.checkpoint_path, dict(
+            model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
+            scheduler=self.scheduler.state_dict(), rng=capture_rng_states(), step=self.step,
+            total_steps=self.total_steps, elapsed_s=elapsed, history=self.record.history, signature=self.signature))
+        # train.json after the checkpoint: it never reports steps a resumed run would not find
+        self.record.timings.update(steps_done=self.step, train_seconds=round(elapsed, 1))
+        self.record.to_disk(self.run_dir)
+
+    def finish(self, elapsed: float) -> None:
+        """The session's last checkpoint (a stopped run resumes from it) and its speed."""
+        self.save(elapsed)
+        self.record.timings["steps_per_s"] = round(self.step / max(elapsed, 1e-9), 4)
+
+
+@dataclass
+class LossWindow:
+    """The steps since the last history entry: train.json logs their mean loss every --log-every steps."""
+
+    loss: float = 0.0
+    steps: int = 0
+    start: float = field(default_factory=time.monotonic)
+
+    def add(self, loss: float) -> None:
+        self.loss += loss
+        self.steps += 1
+
+    def entry(self, step: int, lr: float, metrics: dict[str, float]) -> dict[str, Any]:
+        """The history entry of the window ending at ``step``; the next window starts now."""
+        now = time.monotonic()
+        entry = {"step": step, "loss": self.loss / self.steps, "lr": lr,
+                 "steps_per_s": self.steps / max(now - self.start, 1e-9), **metrics}
+        self.loss, self.steps, self.start = 0.0, 0, now
+        return entry
 
 
 def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str, Any], encoder_fields: dict) -> int:
     """Write model.pt, train.json and (last) encoder.json for a completed run; report a stopped one."""
     from strae.encode import write_encoder_manifest
 
-    if status == "stopped":
+    if status == "stopped":  # mid-training weights: no model.pt or encoder.json, so nothing evaluates them
         record.blocks["stopped_reason"] = "time budget (--max-minutes) reached; rerun the same command to resume"
         record.to_disk(run_dir)
         print(f"{run_dir}: stopped at step {record.timings['steps_done']} (time budget); resumable", file=sys.stderr)
@@ -182,6 +260,19 @@ def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str,
     return 0
 
 
+def train_and_finish(args: argparse.Namespace, record: RunRecord, *, weights: Callable[[], dict[str, Any]],
+                     encoder_fields: dict[str, Any], **loop: Any) -> int:
+    """:func:`run_steps` with the flags every RoBERTa trainer shares, then the run's outputs (``weights()`` is
+    called after training); a divergence is recorded as a failed run."""
+    try:
+        status = run_steps(run_dir=args.out, record=record, clip_grad_norm=args.clip_grad_norm,
+                           checkpoint_every=args.checkpoint_every, log_every=args.log_every,
+                           max_minutes=args.max_minutes, **loop)
+    except TrainingFailed as error:
+        return record.fail(args.out, str(error), args.record_failure)
+    return finish_run(args.out, record, status, weights(), encoder_fields)
+
+
 def new_record(*, language: str, model: str, setting: str, seed: int, config: dict[str, Any],
                device: torch.device, precision: str, extra_provenance: dict[str, Any]) -> RunRecord:
     return RunRecord(
@@ -189,6 +280,16 @@ def new_record(*, language: str, model: str, setting: str, seed: int, config: di
         timings={"device": describe_device(device), "precision": precision, "torch_threads": torch.get_num_threads()},
         provenance=provenance(**extra_provenance),
     )
+
+
+def start_record(args: argparse.Namespace, argv: list[str] | None, tokenizer: Path, **labels: Any) -> RunRecord:
+    """The run directory with its own tokenizer copy and a train.json (status running) before the first step, so
+    a run killed early is still recognisable. ``labels``: :func:`new_record`'s keywords but argv."""
+    args.out.mkdir(parents=True, exist_ok=True)
+    copy_tokenizer(tokenizer, args.out)
+    record = new_record(**labels, extra_provenance={"argv": list(argv or sys.argv[1:])})
+    record.to_disk(args.out)
+    return record
 
 
 def corpus_provenance(data_dir: str | None, corpus_file: str | None, split: str, n_sentences: int) -> dict[str, Any]:
@@ -204,6 +305,28 @@ def corpus_provenance(data_dir: str | None, corpus_file: str | None, split: str,
         if meta.exists():
             info["meta"] = read_json(meta)
     return info
+
+
+def configure_device(args: argparse.Namespace) -> tuple[torch.device, Callable[[], Any], str]:
+    """(device, autocast context factory, resolved precision) from --threads, --device and --precision."""
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = resolve_device(args.device)
+    autocast, precision = autocast_context(device, args.precision)
+    return device, autocast, precision
+
+
+def adamw(parameters, lr: float, weight_decay: float, device: torch.device) -> torch.optim.AdamW:
+    """The Transformers Trainer's AdamW (betas 0.9/0.999, eps 1e-8: the papers name no other); fused on CUDA, one
+    kernel for all parameters instead of several per tensor (the same update rule)."""
+    return torch.optim.AdamW(parameters, lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=weight_decay,
+                             fused=device.type == "cuda" or None)
+
+
+def adamw_record(weight_decay: float, device: torch.device) -> dict[str, Any]:
+    """train.json's description of :func:`adamw`."""
+    return {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": weight_decay,
+            "fused": device.type == "cuda"}
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -222,19 +345,36 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record-failure", action="store_true", help="exit 0 on divergence (recorded as failed)")
 
 
+# ------------------------------------------------------------------------------------------ strae train-roberta
 def main(argv: list[str] | None = None) -> int:
-    from baselines.roberta.data import collate, load_corpus, mask_for_mlm, pack, padded_rows
-    from baselines.roberta.model import (ATTENTION_IMPLEMENTATIONS, SHAPES, RobertaShape, build_mlm_model,
-                                         non_embedding_parameter_count)
-    from strae.data.batching import batch_at_step
-    from strae.data.tokenizer import load_tokenizer
+    args = parse_args(argv)
+    device, autocast, precision = configure_device(args)
+    data = load_data(args)
+    shape = model_shape(args, data.tokenizer.vocab_size)
+    # seeded right before the model is built: the initial weights and dropout depend on --seed alone
+    seed_everything(args.seed)
+    model, optimizer, scheduler = build_model(args, shape, device)
+    config = run_config(args, data, shape, model, device, precision)
+    record = start_record(args, argv, data.tokenizer_path, language=args.lang, model="roberta", setting=args.setting,
+                          seed=args.seed, config=config, device=device, precision=precision)
+    return train_and_finish(
+        args, record, model=model, optimizer=optimizer, scheduler=scheduler, total_steps=args.steps,
+        forward_backward=mlm_step(args, data.corpus, shape.special, model, device, autocast),
+        description=f"roberta-mlm {args.lang} seed{args.seed}", signature=resume_signature(args, config),
+        weights=lambda: {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "mlm"},
+        encoder_fields={"model": "roberta", "objective": "mlm"})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from baselines.roberta.model import ATTENTION_IMPLEMENTATIONS, SHAPES
 
     parser = argparse.ArgumentParser(prog="strae train-roberta", description=__doc__.split("\n\n")[0])
     parser.add_argument("--lang", required=True)
     parser.add_argument("--resources-dir", default=paths.DEFAULT_RESOURCES,
                         help="the config's data.resources_dir: where --data-dir and --tokenizer default to")
     parser.add_argument("--data-dir", default=None, help="tokenised corpus (default <resources>/tokenized/LANG)")
-    parser.add_argument("--tokenizer", default=None, help="SentencePiece model (default <resources>/tokenizers/LANG.model)")
+    parser.add_argument("--tokenizer", default=None,
+                        help="SentencePiece model (default <resources>/tokenizers/LANG.model)")
     parser.add_argument("--setting", default="medium_mlm", help="run label (run-directory level under roberta/)")
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--warmup-fraction", type=float, default=0.1)
@@ -257,60 +397,102 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa",
                         help="sdpa: fused kernel, position scores as its additive mask; eager: explicit softmax")
     add_common_arguments(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
     if args.grad_accumulation < 1:
         raise SystemExit(f"--grad-accumulation {args.grad_accumulation}: must be >= 1")
     if args.max_length < 3:
         raise SystemExit(f"--max-length {args.max_length}: must be >= 3 (<s>, one piece, </s>)")
+    return args
 
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    device = resolve_device(args.device)
-    autocast, precision = autocast_context(device, args.precision)
+
+@dataclass
+class TrainingData:
+    """The tokenizer and the training sentences (from a tokenised corpus directory or a text file)."""
+
+    tokenizer_path: Path
+    tokenizer: Any  # strae.data.tokenizer.Tokenizer
+    data_dir: str | Path | None  # None when the sentences come from a text file
+    corpus: Any  # baselines.roberta.data.SentenceCorpus
+    corpus_file: str | None = None  # that text file
+
+
+def load_data(args: argparse.Namespace) -> TrainingData:
+    from baselines.roberta.data import load_corpus
+    from strae.data.tokenizer import load_tokenizer
+
     tokenizer_path = Path(args.tokenizer or paths.tokenizer_model(args.lang, args.resources_dir))
     if not tokenizer_path.is_file():
         raise SystemExit(f"--tokenizer {tokenizer_path}: not found (run `strae tokenizer` for {args.lang} first)")
     tokenizer = load_tokenizer(tokenizer_path)
     data_dir = None if args.corpus else (args.data_dir or paths.tokenized_dir(args.lang, args.resources_dir))
     corpus = load_corpus(data_dir, args.corpus, tokenizer, max_sentences=args.max_sentences)
+    return TrainingData(tokenizer_path, tokenizer, data_dir, corpus, args.corpus)
+
+
+def model_shape(args: argparse.Namespace, n_pieces: int):
+    """--shape with any single dimension overridden; positions cover --max-length (at least RoBERTa's 514)."""
+    from baselines.roberta.model import SHAPES, RobertaShape
 
     dims = dict(SHAPES[args.shape])
     for key, value in (("num_hidden_layers", args.layers), ("num_attention_heads", args.heads),
                        ("hidden_size", args.hidden), ("intermediate_size", args.ffn)):
         if value is not None:
             dims[key] = value
-    shape = RobertaShape(n_pieces=tokenizer.vocab_size, max_position_embeddings=max(514, args.max_length), **dims)
-    special = shape.special
-    seed_everything(args.seed)
-    model = build_mlm_model(shape, attention=args.attention).to(device)
-    warmup_steps = int(round(args.warmup_fraction * args.steps))
-    # fused AdamW on CUDA: one kernel for all parameters instead of several per tensor (same update rule)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-8,
-                                  weight_decay=args.weight_decay, fused=device.type == "cuda" or None)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(args.steps, warmup_steps))
+    return RobertaShape(n_pieces=n_pieces, max_position_embeddings=max(514, args.max_length), **dims)
 
-    run_dir = args.out
-    run_dir.mkdir(parents=True, exist_ok=True)
-    copy_tokenizer(tokenizer_path, run_dir)
-    config = {
-        "objective": "mlm", "shape_name": args.shape, "shape": shape.to_dict(), "special_ids": special.to_dict(),
-        "steps": args.steps,
-        "warmup_steps": warmup_steps, "lr": args.lr, "schedule": "linear warm-up then linear decay to 0",
-        "optimizer": {"name": "AdamW", "betas": [0.9, 0.999], "eps": 1e-8, "weight_decay": args.weight_decay,
-                      "fused": device.type == "cuda"},
+
+def build_model(args: argparse.Namespace, shape, device: torch.device):
+    """(model, AdamW, linear warm-up/decay schedule) of the paper's recipe."""
+    from baselines.roberta.model import build_mlm_model
+
+    model = build_mlm_model(shape, attention=args.attention).to(device)
+    optimizer = adamw(model.parameters(), args.lr, args.weight_decay, device)
+    schedule = linear_warmup_decay(args.steps, warmup_steps(args))
+    return model, optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
+def warmup_steps(args: argparse.Namespace) -> int:
+    return int(round(args.warmup_fraction * args.steps))
+
+
+def run_config(args: argparse.Namespace, data: TrainingData, shape, model, device: torch.device,
+               precision: str) -> dict[str, Any]:
+    """train.json ``config``: every setting of the run, the resolved ones included (precision, corpus)."""
+    from baselines.roberta.model import non_embedding_parameter_count
+
+    return {
+        "objective": "mlm", "shape_name": args.shape, "shape": shape.to_dict(), "special_ids": shape.special.to_dict(),
+        "steps": args.steps, "warmup_steps": warmup_steps(args), "lr": args.lr,
+        "schedule": "linear warm-up then linear decay to 0", "optimizer": adamw_record(args.weight_decay, device),
         "batch_size": args.batch_size, "max_length": args.max_length, "mask_probability": args.mask_probability,
         "mask_replacement": {"mask": 0.8, "random": 0.1, "keep": 0.1}, "clip_grad_norm": args.clip_grad_norm,
         "packing": args.packing, "grad_accumulation": args.grad_accumulation, "attention": args.attention,
-        "precision": precision, "data_dir": data_dir, "corpus_file": args.corpus,
-        "corpus": corpus_provenance(data_dir, args.corpus, "train", len(corpus)),
-        "tokenizer": {"path": str(tokenizer_path), "sha256": sha256_file(tokenizer_path)},
+        "precision": precision, "data_dir": data.data_dir, "corpus_file": args.corpus,
+        "corpus": corpus_provenance(data.data_dir, args.corpus, "train", len(data.corpus)),
+        "tokenizer": {"path": str(data.tokenizer_path), "sha256": sha256_file(data.tokenizer_path)},
         # Banyan Table 6's convention: no embedding matrices, no LM head
         "non_embedding_parameters": non_embedding_parameter_count(model.roberta),
         "parameters": sum(p.numel() for p in model.parameters()),
     }
-    record = new_record(language=args.lang, model="roberta", setting=args.setting, seed=args.seed, config=config,
-                        device=device, precision=precision, extra_provenance={"argv": list(argv or sys.argv[1:])})
-    record.to_disk(run_dir)
+
+
+def resume_signature(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any]:
+    """What a checkpoint must have been written with to be resumed. Not the packing, attention kernel, precision
+    or accumulation: they change how a step is computed (speed, rounding), not what is optimised, so a run may
+    switch them between sessions."""
+    return {"weight_decay": args.weight_decay,
+            **{key: config[key] for key in ("shape", "batch_size", "max_length", "lr", "warmup_steps",
+                                            "mask_probability")}}
+
+
+def mlm_step(args: argparse.Namespace, corpus, special, model, device: torch.device,
+             autocast: Callable[[], Any]) -> Callable[[int], tuple[torch.Tensor, dict[str, float]]]:
+    """``forward_backward(step)`` of :func:`run_steps` for masked-LM pre-training."""
+    from baselines.roberta.data import collate, mask_for_mlm, pack, padded_rows
 
     def forward_backward(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         indices = batch_at_step(len(corpus), args.batch_size, args.seed, step)
@@ -332,19 +514,7 @@ def main(argv: list[str] | None = None) -> int:
             total += chunk_loss.detach()
         return total, {"tokens": int(attention.sum()), "rows": len(rows), "row_ids": int(rows.inputs.numel())}
 
-    try:
-        status = run_steps(run_dir=run_dir, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
-                           total_steps=args.steps, forward_backward=forward_backward,
-                           clip_grad_norm=args.clip_grad_norm, checkpoint_every=args.checkpoint_every,
-                           log_every=args.log_every, max_minutes=args.max_minutes,
-                           description=f"roberta-mlm {args.lang} seed{args.seed}",
-                           signature={"weight_decay": args.weight_decay,
-                                      **{key: config[key] for key in ("shape", "batch_size", "max_length", "lr",
-                                                                      "warmup_steps", "mask_probability")}})
-    except TrainingFailed as error:
-        return record.fail(run_dir, str(error), args.record_failure)
-    weights = {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "mlm"}
-    return finish_run(run_dir, record, status, weights, {"model": "roberta", "objective": "mlm"})
+    return forward_backward
 
 
 if __name__ == "__main__":

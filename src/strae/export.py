@@ -22,12 +22,14 @@ import inspect
 import re
 import shutil
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
 from strae.io import atomic_open, read_json, sha256_file, write_json
+from strae.runs import RunRecord
 
 FORMATS = ("sentence-transformers",)
 MODULE_FILE = "strae_st.py"
@@ -207,22 +209,24 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
 
     shutil.copyfile(RECIPES_FILE, staging / RECIPES_FILE.name)
     # sentence-transformers metadata
-    write_json(staging / "modules.json", [{"idx": 0, "name": "0", "path": "", "type": f"{Path(MODULE_FILE).stem}.{MODULE_CLASS}"}])
+    write_json(staging / "modules.json",
+               [{"idx": 0, "name": "0", "path": "", "type": f"{Path(MODULE_FILE).stem}.{MODULE_CLASS}"}])
     write_json(staging / "config_sentence_transformers.json", {
         "__version__": {"strae": __version__}, "prompts": {}, "default_prompt_name": None,
         "similarity_fn_name": "cosine", "model_type": "SentenceTransformer"})
     payload = __import__("torch").load(run_dir / "model.pt", map_location="cpu", weights_only=True)
-    train = read_json(run_dir / "train.json") if (run_dir / "train.json").exists() else {}
+    train = RunRecord.from_disk(run_dir)  # None for a run directory copied without its train.json
+    run = train.to_dict()["run"] if train is not None else None
     record = {
         "format": "sentence-transformers",
         "load": f"SentenceTransformer({str(out)!r}, trust_remote_code=True)",
         "model_config": payload["config"],
         "recipe": (payload.get("recipe") or {}).get("name"),
         # raw text is pretokenised like the run's training corpus (as `strae evaluate --variant official` does)
-        "pretokenize": read_json(manifest).get("pretokenize") or (train.get("data") or {}).get("pretokenize")
-        or "none",
-        "run": train.get("run"),
-        "status": train.get("status"),
+        "pretokenize": read_json(manifest).get("pretokenize")
+        or ((train.blocks.get("data") or {}).get("pretokenize") if train is not None else None) or "none",
+        "run": run,
+        "status": train.status if train is not None else None,
         "source_run_dir": str(run_dir.resolve()),
         "sentence_vector": "root upward embedding (as strae evaluate); NaN row for a text with no pieces",
         "strae_version": __version__,
@@ -230,8 +234,8 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
     }
     write_json(staging / "strae_export.json", record)
     with open(staging / "README.md", "w", encoding="utf-8") as handle:
-        handle.write(f"# strae export: {((train.get('run') or {}).get('model'))} "
-                     f"{((train.get('run') or {}).get('setting'))} seed {((train.get('run') or {}).get('seed'))}\n\n"
+        handle.write(f"# strae export: {(run or {}).get('model')} {(run or {}).get('setting')} "
+                     f"seed {(run or {}).get('seed')}\n\n"
                      "```python\nfrom sentence_transformers import SentenceTransformer\n"
                      f"model = SentenceTransformer(\"{out.name}\", trust_remote_code=True)\n"
                      "vectors = model.encode([\"a sentence\", \"another one\"])\n```\n\n"

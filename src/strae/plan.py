@@ -9,8 +9,9 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -69,6 +70,7 @@ def experiment_settings(experiment: dict[str, Any]) -> list[dict[str, Any]]:
             settings.append(dict(objective=objective, functions=functions, structure=structure, k=k, u=u))
     for point in experiment.get("points", []) or []:
         settings.append({key: point[key] for key in ("objective", "functions", "structure", "k", "u")})
+    # a point may repeat a grid cell: one setting is one run directory, trained once
     unique: dict[str, dict[str, Any]] = {}
     for setting in settings:
         unique.setdefault(setting_name(**setting), setting)
@@ -87,6 +89,8 @@ def model_runs(config: dict[str, Any], include_disabled: bool = False) -> list[R
             for setting in experiment_settings(experiment):
                 for seed in seeds:
                     run = Run(language, experiment["model"], setting_name(**setting), int(seed), name)
+                    # experiments share runs (SemEval Table 1 and Banyan Table 1 report the same Self-StrAE seeds):
+                    # train each once; the first experiment listing it names it
                     runs.setdefault((run.language, run.model, run.setting, run.seed), run)
     return sorted(runs.values())
 
@@ -105,6 +109,7 @@ def eval_targets(config: dict[str, Any]) -> list[str]:
     targets = [run.eval_json(v) for run in model_runs(config) for v in variants]
     for baseline, spec in (config.get("baselines") or {}).items():
         for run in baseline_runs(config, baseline):
+            # a baseline without eval_options is evaluated once, as it is ("plain" = no encoder options)
             for option in (spec.get("eval_options") or {"plain": []}):
                 targets += [run.eval_json(v, None if option == "plain" else option) for v in variants]
     return targets
@@ -127,6 +132,8 @@ def recipe_overrides(config: dict[str, Any], language: str, model: str, setting:
     Experiments that share a run must agree on their overrides (``check_config`` says which do not); the
     first experiment listing the run supplies them.
     """
+    # not "most specific wins": the scale comes last because it is what the machine can afford (the quick CPU
+    # profile's one epoch and bf16 losses) and must reach every run, also an experiment's own `epochs: 8`
     merged = _flatten_overrides(config["models"][model].get("recipe_overrides"))
     for experiment in _experiments_with_run(config, language, model, setting)[:1]:
         merged.update(_flatten_overrides(experiment.get("recipe_overrides")))
@@ -148,6 +155,7 @@ def _experiments_with_run(config: dict[str, Any], language: str, model: str, set
 def _yaml_scalar(value: Any) -> str:
     """A value as `--set` reads it back (YAML flow syntax), quoted for the shell."""
     text = yaml.safe_dump(value, default_flow_style=True).strip()
+    # PyYAML ends a bare scalar document with the "..." end marker; --set would read it as part of the value
     if text.endswith("\n..."):
         text = text[: -len("\n...")]
     return "'" + text.replace("'", "'\\''") + "'"
@@ -157,6 +165,8 @@ def train_flags(config: dict[str, Any], model: str, setting: str, language: str 
     """The `strae train` flags of a run: architecture from the setting name, the model's recipe by name (its values
     come from src/strae/recipes.yaml, exactly as a hand-typed `strae train --model M` gets them) and any recipe
     overrides the config asks for, each as an explicit `--set KEY=VALUE` (recorded in train.json)."""
+    # every architecture switch spelled out, even where it equals the preset: the run's command line (recorded in
+    # the log) then says what was trained without reading the config
     parts = parse_setting(setting)
     preset = config["models"][model]
     scale = config["scale"]
@@ -170,6 +180,7 @@ def train_flags(config: dict[str, Any], model: str, setting: str, language: str 
         f"--u {parts['u']}",
         f"--device {scale.get('device', 'auto')}",
     ]
+    # without a language, the experiments sharing the run cannot be found: only model and scale overrides apply
     overrides = (recipe_overrides(config, language, model, setting) if language is not None else
                  {**_flatten_overrides(preset.get("recipe_overrides")),
                   **_flatten_overrides(scale.get("recipe_overrides"))})
@@ -264,9 +275,9 @@ def check_config(config: dict[str, Any]) -> list[str]:
             if "path" in source and not Path(source["path"]).exists():
                 errors.append(f"languages.{lang}: corpus file {source['path']!r} (source {index}) does not exist")
             if "registry" in source and registry is not None and source["registry"] not in registry:
-                errors.append(
-                    f"languages.{lang}: corpus registry name {source['registry']!r} is not in {config['data']['registry']}"
-                )
+                errors.append(f"languages.{lang}: corpus registry name {source['registry']!r} is not in "
+                              f"{config['data']['registry']}")
+            # a url without a checksum could change under the same config; every other source is pinned
             if "url" in source and "sha256" not in source:
                 errors.append(f"languages.{lang}: corpus url {source['url']!r} needs a sha256")
         tokenizer = block.get("tokenizer") or {}
@@ -275,6 +286,8 @@ def check_config(config: dict[str, Any]) -> list[str]:
 
             errors += bpemb_spec_errors(tokenizer, f"languages.{lang}.tokenizer")
         errors += _eval_errors(config, lang, block, registry)
+    # resolve each recipe with its overrides now: a typo in a key fails the DAG at parse time, not a training job
+    # hours into the run
     for name, model in models.items():
         recipe = model.get("recipe")
         try:
@@ -282,6 +295,7 @@ def check_config(config: dict[str, Any]) -> list[str]:
                                      for k, v in _flatten_overrides(model.get("recipe_overrides")).items()])
         except ValueError as error:
             errors.append(f"models.{name}.recipe: {error}")
+    # one run directory can be trained only one way: experiments sharing a run must agree on its overrides
     shared: dict[tuple, tuple[str, dict]] = {}
     for name, experiment in (config.get("experiments") or {}).items():
         if experiment.get("enabled", True) and experiment["model"] in models:
@@ -301,6 +315,8 @@ def check_config(config: dict[str, Any]) -> list[str]:
         for lang in experiment["languages"]:
             if lang not in languages:
                 errors.append(f"experiments.{name}.languages: {lang!r} has no block under `languages:` (no corpus)")
+        # the papers compare settings at one embedding size (k channels of size u): a grid point off it would
+        # compare unlike models
         for setting in experiment_settings(experiment):
             if setting["k"] * setting["u"] != embedding:
                 errors.append(
@@ -351,6 +367,7 @@ def table_run_errors(config: dict[str, Any], tables: dict[str, Any], papers: Ite
             for column in table["columns"].values():
                 if column.get("unavailable") or column.get("param_count"):
                     continue
+                # the most specific declaration wins: a column's value over its row's over the table's
                 picked = {k: next((s[k] for s in (column, row, table) if s.get(k) is not None), None)
                           for k in ("language", "model", "setting")}
                 if row.get("language") and column.get("language") and row["language"] != column["language"]:
@@ -360,7 +377,7 @@ def table_run_errors(config: dict[str, Any], tables: dict[str, Any], papers: Ite
                                   f"{picked['setting']} for language {picked['language']!r} is not declared by any "
                                   "experiment or baseline of the config, so the row could only read \"not run\"; "
                                   "fix the row's setting or add the run to `experiments:`/`baselines:`")
-                    break
+                    break  # one message per row: its other cells share the cause
     return errors
 
 

@@ -11,6 +11,8 @@ BASELINE_TRAIN_OPTIONS = {
 
 
 rule train_glove:
+    # the prepared text, not the tokenised ids: GloVe's default vocabulary is whitespace words (the paper's
+    # WikiText-103 words); --tokenization subword would read the language's pieces instead
     input:
         corpus=CORPUS_PATTERNS["train"],
     output:
@@ -19,7 +21,7 @@ rule train_glove:
         model="glove",
     params:
         run_dir=get_run_dir,
-        epochs=config["baselines"].get("glove", {}).get("epochs", 15),
+        epochs=config["baselines"].get("glove", {}).get("epochs", 15),  # Banyan appendix A
         device=DEVICE,
         stopwords=get_stopwords_flag,
         options=BASELINE_TRAIN_OPTIONS.get("glove", ""),
@@ -40,6 +42,7 @@ rule train_glove:
 
 
 rule train_roberta:
+    # the train split only: MLM pre-training reads no dev data
     input:
         unpack(get_tokenized_train),
         tokenizer=get_tokenizer,
@@ -50,7 +53,7 @@ rule train_roberta:
     params:
         run_dir=get_run_dir,
         data_dir=get_tokenized_dir,
-        steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),
+        steps=config["baselines"].get("roberta", {}).get("max_steps", 200000),  # Banyan appendix A's schedule
         device=DEVICE,
         options=BASELINE_TRAIN_OPTIONS.get("roberta", ""),
     log:
@@ -72,6 +75,8 @@ rule train_roberta:
 
 
 rule train_simcse:
+    # the RoBERTa run's train.json: SimCSE continues that run and reads its tokenizer and corpus from it, so the
+    # dependency on the pre-training run is the only input it needs
     input:
         init=get_baseline_init_run,
     output:
@@ -81,7 +86,7 @@ rule train_simcse:
     params:
         run_dir=get_run_dir,
         init_dir=get_baseline_init_dir,
-        steps=get_simcse_steps_flag,
+        steps=get_simcse_steps_flag,  # empty: SimCSE's own length, one epoch over (at most) 10^6 sentences
         device=DEVICE,
         options=BASELINE_TRAIN_OPTIONS.get("roberta_simcse", ""),
     log:

@@ -9,6 +9,7 @@ from strae.io import atomic_open
 from strae.report import measure
 from strae.report.tables import load_tables
 
+# checked while the DAG is built: a config mistake stops the workflow before any job, not hours into a training
 _config_errors = plan.check_config(config)
 if _config_errors:
     raise ValueError("invalid config:\n  " + "\n  ".join(_config_errors))
@@ -60,6 +61,7 @@ BASELINE_MODELS = list(config.get("baselines") or {})
 wildcard_constraints:
     lang="|".join(sorted(config["languages"])),
     model="|".join(sorted(TRAINABLE_MODELS + BASELINE_MODELS)),
+    # no "@" in a setting: `{setting}{option}` then splits one way only
     setting=r"[A-Za-z0-9_]+",
     # empty, or "@OPTION" for a baseline's evaluation option (baselines.<model>.eval_options.<OPTION>)
     option=r"(@[a-z0-9_]+)?",
@@ -126,6 +128,7 @@ def get_train_flags(wildcards):
 
 
 def get_eval_tasks(wildcards):
+    # a param (Snakemake's params rerun trigger): adding a task to a language re-runs its evaluations
     return ",".join(config["languages"][wildcards.lang]["eval"][wildcards.variant])
 
 

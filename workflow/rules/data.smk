@@ -3,6 +3,8 @@
 
 
 rule prepare_corpus:
+    # no inputs: the command fetches its sources itself (resources -> mirror -> upstream, checksummed), which are
+    # not files a rule could make; the `settings` param re-runs it when the language's sources change
     output:
         **CORPUS_PATTERNS,
         meta=CORPUS_META_PATTERN,

@@ -7,6 +7,7 @@ rule evaluate:
     # baselines.<name>.eval_options.<OPTION>, results/eval/.../SETTING@OPTION/...)
     # priority: score a run as soon as it is trained, so partial results exist while the grid trains
     priority: 10
+    # train.json, not encoder.json or the weights: a failed run has only train.json and is evaluated all the same
     input:
         record=TRAIN_RECORD_PATTERN,
     output:
@@ -35,6 +36,7 @@ rule evaluate:
 
 
 rule aggregate:
+    # every planned evaluation, failed runs' included: scores.csv then has a row for each run the config asks for
     input:
         EVAL_TARGETS,
     output:

@@ -3,6 +3,8 @@
 # Definitions in multiview_common.smk; the rules only call `strae <stage>`.
 
 rule multiview_parse:
+    # meta.json (written last by parse-corpus) is the output: the shards before it are a resumable cache, so an
+    # interrupted parse continues instead of starting over
     output:
         meta=MV_PARSES_PATTERN,
     params:

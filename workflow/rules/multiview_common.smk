@@ -29,6 +29,7 @@ def _mv_runs():
 def _mv_senteval_jsons():
     jsons = [str(paths.eval_json(lang, model, setting, seed, "senteval")) for lang, model, setting, seed in _mv_runs()]
     for lang in MV.get("languages", []):
+        # the random-token floor: what the probes reach with no trained encoder at all
         if MV_SENTEVAL.get("random_token", True):
             jsons.append(str(paths.eval_json(lang, "random-token", "dim256", 0, "senteval")))
         for extra in MV_SENTEVAL.get("extra_runs", []):
@@ -44,6 +45,7 @@ MV_EVAL_JSONS = (_mv_senteval_jsons() + [
 MV_TABLE_TARGETS = [str(paths.table_file(f"multiview_table{n}", ext)) for n in (1, 2) for ext in ("csv", "md")] \
     if MV_ENABLED else []
 MV_PARSES_PATTERN = str(paths.parses_dir("{lang}", MV_PARSE_NAME, RES) / "meta.json")
+# its own scores.csv: the Self-StrAE/Banyan tables never wait for multi-view runs, nor these for theirs
 MV_SCORES = str(paths.scores_csv(Path(paths.DEFAULT_RESULTS) / "multiview"))
 
 

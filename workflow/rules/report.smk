@@ -30,6 +30,7 @@ rule measure:
 
 rule table:
     # results/table{n} (Self-StrAE, SemEval 2024) and results/banyan/table{n}: config/tables.yaml <paper>_table<n>
+    # the declarations and the transcribed paper numbers are inputs too: editing either rebuilds the table
     input:
         scores=SCORES,
         counts=PARAM_COUNTS,

@@ -7,6 +7,8 @@ rule tokenizer:
     output:
         model=TOKENIZER_PATTERN,
     params:
+        # not used by the command (it reads the effective config): a param so that editing the language's data
+        # settings re-runs the job (Snakemake's params rerun trigger)
         settings=get_corpus_settings,
         config=EFFECTIVE_CONFIG,
         corpus=get_tokenizer_corpus_flag,

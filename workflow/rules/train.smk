@@ -10,16 +10,19 @@ rule train:
         tokenizer=get_tokenizer,
     output:
         record=TRAIN_RECORD_PATTERN,
+    # every trainer's rule makes TRAIN_RECORD_PATTERN: the model wildcard picks the one rule for a run directory
     wildcard_constraints:
         model="|".join(sorted(TRAINABLE_MODELS)),
     params:
         flags=get_train_flags,
         run_dir=get_run_dir,
+        # explicit, not --resources-dir: the trainer reads exactly the files this rule declares as inputs
         data_dir=get_tokenized_dir,
     log:
         "logs/train/{lang}/{model}/{setting}/seed{seed}.log",
     benchmark:
         "benchmarks/out/train/{lang}/{model}/{setting}/seed{seed}.tsv"
+    # OMP_NUM_THREADS below = threads: torch would otherwise take every core, and concurrent jobs oversubscribe them
     threads: SCALE.get("train_threads", 2)
     conda:
         "../envs/strae.yaml"
@@ -27,6 +30,7 @@ rule train:
         gpu=GPUS_PER_JOB,
         mem_mb=8000,
         runtime=24 * 60,
+    # --setting: the directory's name is the label train.json records, whatever ModelConfig.setting_name() says
     shell:
         "OMP_NUM_THREADS={threads} strae train {params.flags} --lang {wildcards.lang} --seed {wildcards.seed} "
         "--setting {wildcards.setting} --data-dir {params.data_dir} --tokenizer {input.tokenizer} "

@@ -14,8 +14,9 @@ import argparse
 import dataclasses
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import yaml
@@ -27,6 +28,7 @@ from strae.evaluate import metrics
 from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
 from strae.io import provenance, read_json, sha256_file
+from strae.runs import ENCODER_MANIFEST, RunRecord
 
 DEFAULT_CONFIG = "config/config.yaml"
 DEFAULT_TASKS_FILE = "config/tasks.yaml"
@@ -35,6 +37,7 @@ DEFAULT_TASKS_FILE = "config/tasks.yaml"
 # ----------------------------------------------------------------------------------------------- encoding
 def _check_embeddings(array: Any, n: int, method: str, encoder: Encoder) -> np.ndarray:
     array = np.asarray(array)
+    # an encoder is third-party code to the harness: a wrong shape would silently misalign pairs and gold scores
     if array.ndim != 2 or array.shape[0] != n:
         raise SystemExit(
             f"encoder {encoder.encoder_id!r}: {method} returned shape {array.shape} for {n} inputs (expected (n, d))"
@@ -44,6 +47,8 @@ def _check_embeddings(array: Any, n: int, method: str, encoder: Encoder) -> np.n
 
 def encode_texts(encoder: Encoder, texts: Sequence[str], level: str, batch_size: int | None) -> np.ndarray:
     """Encode unique texts once (eval files repeat sentences) and return rows in the order of ``texts``."""
+    # object dtype: a numpy str array is fixed-width, as wide as the longest text times every row. One vector per
+    # distinct text also makes cosine ties exact: the same sentence on two sides gets bit-identical vectors
     unique, inverse = np.unique(np.asarray(texts, dtype=object), return_inverse=True)
     unique_list = [str(t) for t in unique]
     kwargs = {"batch_size": batch_size} if batch_size else {}
@@ -58,12 +63,14 @@ def encode_texts(encoder: Encoder, texts: Sequence[str], level: str, batch_size:
 
 
 def encode_pairs(encoder: Encoder, pairs: PairSet, level: str, batch_size: int | None) -> tuple[np.ndarray, np.ndarray]:
+    # both sides in one call, so a text on the left and the right is encoded once
     both = encode_texts(encoder, pairs.left + pairs.right, level, batch_size)
     return both[: len(pairs)], both[len(pairs):]
 
 
 # ----------------------------------------------------------------------------------------------- one task
 def _display_path(path: Path) -> str:
+    # relative to the working directory where possible: result JSONs stay comparable across machines and checkouts
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
@@ -146,16 +153,14 @@ def select_tasks(catalog: TaskCatalog, config: dict[str, Any], language: str, va
 def failed_run_info(spec: str) -> dict[str, Any] | None:
     """``run_info`` of a run directory whose training failed (train.json status failed, no encoder.json)."""
     run_dir = Path(spec)
-    if not run_dir.is_dir() or (run_dir / "encoder.json").exists():
+    # encoder.json is written last and only by a finished run: with it the run is loadable whatever train.json says
+    if not run_dir.is_dir() or (run_dir / ENCODER_MANIFEST).exists():
         return None
-    train_json = run_dir / "train.json"
-    if not train_json.exists():
+    record = RunRecord.from_disk(run_dir)
+    if record is None or record.status != "failed":
         return None
-    train = read_json(train_json)
-    if train.get("status") != "failed":
-        return None
-    run = dict(train.get("run") or {})
-    run.update(status="failed", failure_reason=train.get("failure_reason") or "training failed (no reason recorded)")
+    run = record.to_dict()["run"]
+    run.update(status="failed", failure_reason=record.failure_reason or "training failed (no reason recorded)")
     return run
 
 
@@ -210,12 +215,13 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     if resolve is None:
         resolve = make_resolver(resources_dir, data_cfg.get("registry"))
 
+    # the command as a user would type it (`strae evaluate ...`), not the interpreter's path to the cli module
     extra_prov = {"command": ["strae", "evaluate", *sys.argv[2:]] if sys.argv[1:2] == ["evaluate"] else sys.argv,
                   "config": str(config_path), "tasks_file": str(tasks_path),
                   "tasks_file_sha256": sha256_file(catalog.source), "encoder_options": encoder_options or {}}
     planned = [t.name for t in tasks]
     failed = failed_run_info(spec)
-    if failed is not None:
+    if failed is not None:  # a result without scores: the tables then show the failed seed instead of hiding it
         return EvalResult(variant=variant, language=language, run=_run_record(failed, language),
                           evaluation=evaluation_setting(encoder_options, config, failed.get("model")),
                           encoder={"encoder_id": spec, "run_dir": spec}, planned_tasks=planned, tasks={},
@@ -231,6 +237,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     for task in bar:
         bar.set_postfix_str(task.name)
         results[task.name] = evaluate_task(encoder, task, resolve=resolve, batch_size=batch_size)
+    # every file a score was computed from, with its checksum: a result names exactly the data it measured
     data_files = {r.details["data_id"]: r.details["sha256"] for r in results.values()}
     for r in results.values():
         data_files.update({s.details["registry"]: s.details["sha256"] for s in r.subsets.values()})
@@ -246,6 +253,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
 
 # ----------------------------------------------------------------------------------------------- CLI
 def _parse_option(text: str) -> tuple[str, Any]:
+    # partition, not split: a value may itself contain "=" (a path, a YAML mapping)
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise SystemExit(f"--encoder-option {text!r}: expected key=value")
@@ -269,8 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--resources-dir", default=None, help="default: data.resources_dir of the config")
     parser.add_argument("--batch-size", type=int, default=None, help="inference batch size (never changes scores)")
     parser.add_argument("--device", default=None,
-                        help="auto | cpu | cuda[:N] for encoders that run a network (same as --encoder-option device=); "
-                             "static-vector encoders (GloVe, random-token) always average on the CPU")
+                        help="auto | cpu | cuda[:N] for encoders that run a network (same as --encoder-option "
+                             "device=); static-vector encoders (GloVe, random-token) always average on the CPU")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -289,11 +297,9 @@ def default_out_path(model: str, lang: str, variant: str, options: dict[str, Any
     block), else results/eval/LANG/NAME.VARIANT.json. Encoder options are part of the name (`@key-value`)."""
     label = options_label(options)
     suffix = f"@{label}" if label else ""
-    record = Path(model) / "train.json"
-    if record.is_file():
-        run = (read_json(record).get("run") or {})
-        if all(run.get(key) is not None for key in ("model", "setting", "seed")):
-            return paths.eval_json(lang, run["model"], f"{run['setting']}{suffix}", run["seed"], variant)
+    record = RunRecord.from_disk(model) if Path(model).is_dir() else None
+    if record is not None and None not in (record.model, record.setting, record.seed):
+        return paths.eval_json(lang, record.model, f"{record.setting}{suffix}", record.seed, variant)
     return Path("results/eval", lang, f"{Path(model).name or 'model'}{suffix}.{variant}.json")
 
 
@@ -305,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     options = dict(_parse_option(o) for o in args.encoder_option)
+    # --device is shorthand for the encoder option, so the workflow can pass the scale's device to every encoder
     if args.device is not None:
         if options.get("device", args.device) != args.device:
             raise SystemExit(f"--device {args.device} contradicts --encoder-option device={options['device']}")

@@ -26,6 +26,7 @@ import torch
 from strae.data.batching import pad_batch
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
+from strae.runs import RunRecord
 from strae.runtime import describe_device, resolve_device
 
 
@@ -55,8 +56,8 @@ class StraeEncoder(Encoder):
         self.model = StraeModel(self.config, self.recipe)
         self.model.load_state_dict(payload["state_dict"])
         self.model.to(self.device).eval()
-        train_json = self.run_dir / "train.json"
-        self.train_record: dict[str, Any] = read_json(train_json) if train_json.exists() else {}
+        # a run directory copied without its train.json still loads (labels from the config, status completed)
+        self.record = RunRecord.from_disk(self.run_dir) or RunRecord.from_dict({})
         self.pretokenize, self.pretokenize_source = self._pretokenize_kind(pretokenize)
         self.tokenizer = load_tokenizer(tokenizer_file, pretokenize=self.pretokenize)
         if self.tokenizer.vocab_size != self.config.vocab_size:
@@ -67,9 +68,9 @@ class StraeEncoder(Encoder):
         self.pad_id = self.config.vocab_size
         # Optional cap on pieces per text (None = keep all; training used at most 200 pieces per sentence).
         self.max_pieces = int(max_pieces) if max_pieces not in (None, "", "none") else None
-        run = self.train_record.get("run", {})
-        setting = run.get("setting") or self.config.setting_name()
-        self.encoder_id = f"{run.get('model', self.config.model)}/{setting}/seed{run.get('seed', '?')}"
+        record = self.record
+        self.encoder_id = (f"{record.model or self.config.model}/{record.setting or self.config.setting_name()}/"
+                           f"seed{'?' if record.seed is None else record.seed}")
         self._weights_sha = sha256_file(weights)
         self._tokenizer_sha = sha256_file(tokenizer_file)
 
@@ -83,7 +84,7 @@ class StraeEncoder(Encoder):
         recorded = read_json(manifest).get("pretokenize") if manifest.exists() else None
         if recorded is not None:
             return check_kind(recorded, f"{manifest}: pretokenize"), "encoder.json"
-        data = self.train_record.get("data") or {}
+        data = self.record.blocks.get("data") or {}
         if data.get("pretokenize") is not None:
             return check_kind(data["pretokenize"], f"{self.run_dir / 'train.json'}: data.pretokenize"), "train.json"
         corpus_meta = Path(data["dir"]) / "train.json" if data.get("dir") else None
@@ -125,7 +126,7 @@ class StraeEncoder(Encoder):
 
     # ---------------------------------------------------------------------------------------- provenance
     def describe(self) -> dict[str, Any]:
-        record = self.train_record
+        record = self.record
         return {
             "encoder_id": self.encoder_id,
             "kind": "strae",
@@ -135,19 +136,17 @@ class StraeEncoder(Encoder):
             "pretokenize": self.pretokenize,
             "pretokenize_source": self.pretokenize_source,
             "config": self.config.to_dict(),
-            "training": (record.get("config") or {}).get("training"),
-            "epochs_completed": len(record.get("history") or []),
-            "snapshot": record.get("snapshot"),
+            "training": record.config.get("training"),
+            "epochs_completed": len(record.history),
+            "snapshot": record.blocks.get("snapshot"),
             "sentence_vector": "root upward embedding",
             "word_vector": "root upward embedding over the word's pieces (one piece = its embedding row)",
             "device": describe_device(self.device),
         }
 
     def run_info(self) -> dict[str, Any]:
-        from strae.runs import RunRecord
-
         fallback = {"model": self.config.model, "setting": self.config.setting_name()}
-        return RunRecord.from_dict(self.train_record, str(self.run_dir / "train.json")).run_info(fallback=fallback)
+        return self.record.run_info(fallback=fallback)
 
 
 def load_run(run_dir: str | Path, **options: Any) -> StraeEncoder:
