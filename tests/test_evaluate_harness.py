@@ -12,8 +12,8 @@ import yaml
 
 from strae.encode import Encoder
 from strae.evaluate import aggregate, harness, metrics
+from strae.evaluate.result import EVAL_SCHEMA_VERSION
 from strae.evaluate.tasks import load_tasks, read_pairs
-from strae.evaluate.result import EVAL_SCHEMA_VERSION, EvalResult
 from strae.io import write_json
 
 ENGLISH_PAPER_COUNTS = {"simlex": 995, "wordsim_sim": 203, "wordsim_rel": 252, "sts12": 3108, "sts13": 1500,

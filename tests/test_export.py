@@ -2,13 +2,11 @@
 and encodes exactly as `strae evaluate`; the MTEB wrapper gives the same vectors."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
-import importlib.util
 
 import numpy as np
 import pytest

@@ -3,9 +3,9 @@ synthetic corpus (resumable shards, book boundaries), and a tiny end-to-end trai
 from __future__ import annotations
 
 import gzip
-import re
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -14,9 +14,13 @@ import torch
 
 from baselines.multiview.data import Vocabulary, count_context_pairs, load_parsed, select_training
 from baselines.multiview.model import (
-    MultiviewConfig, MultiviewModel, TreeBatch, make_batch, naive_tree_lstm, node_levels,
+    MultiviewConfig,
+    MultiviewModel,
+    make_batch,
+    naive_tree_lstm,
+    node_levels,
 )
-from baselines.multiview.parse import doc_to_tree, iter_parsed, parse_corpus, read_shard
+from baselines.multiview.parse import doc_to_tree, iter_parsed, parse_corpus
 
 # (token ids, sentence-local heads, -1 = root): a chain, a star, a single token, a mixed tree
 TREES = [
@@ -31,7 +35,7 @@ def _tiny(model: str = "ctl", hidden: int = 6) -> MultiviewModel:
     torch.manual_seed(3)
     model = MultiviewModel(MultiviewConfig(model=model, vocab_size=20, embedding_dim=5, hidden=hidden))
     with torch.no_grad():  # non-zero biases too, so a bias mix-up between levels would show
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             if p.dim() == 1:
                 p.normal_(0, 0.3)
     return model
@@ -138,7 +142,7 @@ class _FakeNLP:
         for text in texts:
             words = text.split()
             heads, starts, start = [], [], 0
-            for i, w in enumerate(words):
+            for i in range(len(words)):
                 starts.append(i == start)
                 end = next((k for k in range(i, len(words)) if words[k] == "."), len(words) - 1)
                 heads.append(i + 1 if i < end else i)
@@ -176,7 +180,7 @@ def test_parse_corpus_shards_books_and_resume(tmp_path):
     small = parse_corpus(corpus, tmp_path / "p2", _FakeNLP(), "fake", shard_paragraphs=1, max_sentences=3,
                          progress=False)
     assert small["n_sentences"] == 3
-    prefix = parse_corpus(corpus, tmp_path / "p3", _FakeNLP(), "fake", paragraphs_per_book=1, progress=False)
+    parse_corpus(corpus, tmp_path / "p3", _FakeNLP(), "fake", paragraphs_per_book=1, progress=False)
     assert [(b, len(t)) for b, _, t, _ in iter_parsed(tmp_path / "p3")] == [(0, 3), (0, 4), (1, 4)]
 
 

@@ -12,9 +12,17 @@ import torch
 
 from baselines.roberta.data import collate, mask_for_mlm, pack, padded_rows
 from baselines.roberta.encoder import find_occurrences
-from baselines.roberta.model import (RobertaShape, SimcseMLP, SpecialIds, build_mlm_model, encode, mean_pool,
-                                     non_embedding_parameter_count, segments_from_attention,
-                                     set_attention_implementation)
+from baselines.roberta.model import (
+    RobertaShape,
+    SimcseMLP,
+    SpecialIds,
+    build_mlm_model,
+    encode,
+    mean_pool,
+    non_embedding_parameter_count,
+    segments_from_attention,
+    set_attention_implementation,
+)
 from baselines.roberta.simcse import simcse_loss
 from baselines.roberta.train import linear_warmup_decay, mlm_loss, mlm_token_losses
 

@@ -1,7 +1,7 @@
 """strae train: exact resumption, divergence/collapse guard, paper defaults, run-directory layout.
 
-Everything runs on a tiny synthetic corpus (about a hundred sentences, 6 batches per epoch, a 60-piece SentencePiece model trained
-here) with k=4, u=2, so each training run takes a second or two on CPU.
+Everything runs on a tiny synthetic corpus (about a hundred sentences, 6 batches per epoch, a 60-piece SentencePiece
+model trained here) with k=4, u=2, so each training run takes a second or two on CPU.
 """
 from __future__ import annotations
 

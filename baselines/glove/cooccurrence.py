@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 import sys
 import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 import scipy.sparse as sp

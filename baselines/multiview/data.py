@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ class Vocabulary:
         self.unk_id = len(self.tokens) + 1
 
     @classmethod
-    def build(cls, sentences: Iterable[Sequence[str]], size: int, lowercase: bool) -> "Vocabulary":
+    def build(cls, sentences: Iterable[Sequence[str]], size: int, lowercase: bool) -> Vocabulary:
         counts: Counter[str] = Counter()
         for tokens in sentences:
             counts.update(normalize_token(t, lowercase) for t in tokens)
@@ -44,7 +44,7 @@ class Vocabulary:
         return {"lowercase": self.lowercase, "tokens": self.tokens}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Vocabulary":
+    def from_dict(cls, data: dict) -> Vocabulary:
         return cls(data["tokens"], data["lowercase"])
 
 

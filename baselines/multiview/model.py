@@ -13,8 +13,9 @@ compare it with.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -66,7 +67,7 @@ class MultiviewConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "MultiviewConfig":
+    def from_dict(cls, data: dict[str, Any]) -> MultiviewConfig:
         return cls(**data)
 
 
@@ -85,7 +86,7 @@ class TreeBatch:
     heads: torch.Tensor  # (N,) long
     roots: torch.Tensor  # (B,) long
 
-    def to(self, device: torch.device) -> "TreeBatch":
+    def to(self, device: torch.device) -> TreeBatch:
         return TreeBatch(*(t.to(device) for t in (self.ids, self.lengths, self.node_ids, self.heads, self.roots)))
 
 
@@ -139,7 +140,7 @@ def node_levels(heads: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ cells
 def _xavier(module: nn.Module) -> None:
     """Xavier-uniform weights, zero biases (paper §4.2)."""
-    for name, param in module.named_parameters():
+    for param in module.parameters():
         if param.dim() >= 2:
             nn.init.xavier_uniform_(param)
         else:

@@ -22,8 +22,9 @@ import lzma
 import subprocess
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 from tqdm import tqdm
 
@@ -118,7 +119,7 @@ def read_books(path: Path) -> list[tuple[str, list[str]]]:
     """[(book label, paragraphs)] in file order."""
     books: list[tuple[str, list[str]]] = []
     with open_text(path) as handle:
-        for line_no, line in enumerate(handle, 1):
+        for line in handle:
             line = line.strip()
             if line.startswith(BOOK_MARK):
                 books.append((line[len(BOOK_MARK):].strip(), []))
@@ -191,7 +192,8 @@ def parse_corpus(corpus: Path, out: Path, nlp, package: str, *, max_sentences: i
                         rows.append([book, start + p, tokens, heads])
             seconds += time.perf_counter() - started
             parsed_now += len(rows)
-            with atomic_open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:  # byte-stable
+            # mtime=0 and no file name in the gzip header: the same rows give the same bytes (byte-stable shards)
+            with atomic_open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as gz:
                 for row in rows:
                     gz.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         total += len(rows)

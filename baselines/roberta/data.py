@@ -13,9 +13,10 @@ one would.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -107,7 +108,7 @@ class Rows:
     def __len__(self) -> int:
         return self.inputs.shape[0]
 
-    def chunks(self, n: int) -> list["Rows"]:
+    def chunks(self, n: int) -> list[Rows]:
         """``n`` near-equal groups of rows (gradient accumulation), each trimmed to its own longest fill."""
         out = []
         for index in np.array_split(np.arange(len(self)), min(n, len(self))):
@@ -121,7 +122,7 @@ class Rows:
         device never has to sync to find them."""
         return (self.labels.flatten() != -100).nonzero().squeeze(1)
 
-    def to(self, device: torch.device) -> "Rows":
+    def to(self, device: torch.device) -> Rows:
         return Rows(*(t.to(device, non_blocking=True) for t in (self.inputs, self.labels, self.segments,
                                                                   self.predicted_index())))
 

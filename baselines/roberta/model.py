@@ -97,7 +97,7 @@ class RobertaShape:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RobertaShape":
+    def from_dict(cls, data: dict[str, Any]) -> RobertaShape:
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = set(data) - known
         if unknown:

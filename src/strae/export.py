@@ -120,7 +120,8 @@ class {cls}(nn.Module):
         self.model.eval()
         self.sp = spm.SentencePieceProcessor(model_file=os.path.join(model_dir, "tokenizer.model"))
         if self.sp.get_piece_size() != config.vocab_size:
-            raise ValueError(f"{{model_dir}}: tokenizer has {{self.sp.get_piece_size()}} pieces, model {{config.vocab_size}}")
+            raise ValueError(f"{{model_dir}}: tokenizer has {{self.sp.get_piece_size()}} pieces, "
+                             f"model {{config.vocab_size}}")
         self.pad_id = config.vocab_size
         self.dimension = config.k * config.u
         self.model_dir = model_dir

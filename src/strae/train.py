@@ -30,9 +30,10 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,11 +42,29 @@ from strae import paths, recipes
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.io import provenance, read_json, sha256_file
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
-from strae.runs import (CHECKPOINT_FILE, MODEL_FILE, TOKENIZER_FILE, RunRecord, TrainingFailed, checkpoint_to_export,
-                        copy_tokenizer, invalidate_outputs, load_checkpoint, lock_run_dir, save_checkpoint,
-                        save_weights, snapshot_block)
-from strae.runtime import (capture_rng_states, configure_determinism, describe_device, resolve_device,
-                           restore_rng_states, seed_everything)
+from strae.runs import (
+    CHECKPOINT_FILE,
+    MODEL_FILE,
+    TOKENIZER_FILE,
+    RunRecord,
+    TrainingFailed,
+    checkpoint_to_export,
+    copy_tokenizer,
+    invalidate_outputs,
+    load_checkpoint,
+    lock_run_dir,
+    save_checkpoint,
+    save_weights,
+    snapshot_block,
+)
+from strae.runtime import (
+    capture_rng_states,
+    configure_determinism,
+    describe_device,
+    resolve_device,
+    restore_rng_states,
+    seed_everything,
+)
 
 # Flags that override the recipe value of the same name (also reachable as --set KEY=VALUE; --lr sets the run's
 # objective's learning rate, lr.<objective>).
