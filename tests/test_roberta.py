@@ -291,6 +291,20 @@ def test_cli_run_directory_and_resume_is_exact(tiny_run):
     assert [h["loss"] for h in record["history"]] == pytest.approx([h["loss"] for h in resumed_record["history"]])
 
 
+def test_refused_resume_leaves_a_finished_record_alone(tiny_run, tmp_path, mirror):
+    import shutil
+
+    run = tmp_path / "finished"
+    shutil.copytree(tiny_run / "straight", run)
+    before = (run / "train.json").read_bytes()
+    tokenizer = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
+    result = subprocess.run([sys.executable, "-m", "strae.cli", "train-roberta", "--lang", "en", "--seed", "0",
+                             "--corpus", str(tiny_run / "corpus.txt"), "--tokenizer", str(tokenizer), "--steps", "6",
+                             *TINY_ARGS, "--out", str(run)], capture_output=True, text=True)
+    assert result.returncode != 0 and "written for 4 steps" in result.stderr
+    assert (run / "train.json").read_bytes() == before  # still "completed", untouched
+
+
 def test_simcse_cli_and_harness_round_trip(tiny_run, tmp_path, repo_root):
     simcse_dir = tmp_path / "simcse"
     _cli("train-simcse", "--init", str(tiny_run / "straight"), "--seed", "0", "--out", str(simcse_dir),

@@ -288,7 +288,10 @@ def start_record(args: argparse.Namespace, argv: list[str] | None, tokenizer: Pa
     args.out.mkdir(parents=True, exist_ok=True)
     copy_tokenizer(tokenizer, args.out)
     record = new_record(**labels, extra_provenance={"argv": list(argv or sys.argv[1:])})
-    record.to_disk(args.out)
+    # With a checkpoint there, train.json is first rewritten after the resume check passes: a command refused for
+    # other settings must not turn a finished run's record back into "running".
+    if not (args.out / CHECKPOINT_FILE).exists():
+        record.to_disk(args.out)
     return record
 
 
