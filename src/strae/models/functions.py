@@ -38,6 +38,12 @@ class LinearFunctions(nn.Module):
         pairs = children.reshape(n, 2, self.k, self.u).transpose(1, 2).reshape(n, self.k, 2 * self.u)
         return (pairs @ self.compose_weight + self.compose_bias).reshape(n, self.k * self.u)
 
+    def compose_operands(self) -> tuple[bool, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(linear, left, right, bias) of :meth:`compose` for the fused induction kernel (models/fused.py): the
+        (u, u) halves of the (2u, u) weight acting on the left and on the right child."""
+        weight = self.compose_weight.detach()
+        return True, weight[:self.u].contiguous(), weight[self.u:].contiguous(), self.compose_bias.detach()
+
     def decompose(self, parent: torch.Tensor) -> torch.Tensor:
         n = parent.shape[0]
         out = parent.reshape(n, self.k, self.u) @ self.decompose_weight + self.decompose_bias  # (n, k, 2u)
@@ -64,10 +70,18 @@ class DiagonalFunctions(nn.Module):
         # Parameters are shared by all k channels: repeat the u-vector to length E (channel-major layout).
         return vector.repeat(self.k)
 
+    def compose_gates(self) -> torch.Tensor:
+        return torch.sigmoid(torch.stack((self.compose_gate_left, self.compose_gate_right)))  # (2, u)
+
     def compose(self, children: torch.Tensor) -> torch.Tensor:
-        gates = torch.sigmoid(torch.stack((self.compose_gate_left, self.compose_gate_right)))  # (2, u)
-        weighted = children * gates.repeat(1, self.k)  # (n, 2, E)
+        weighted = children * self.compose_gates().repeat(1, self.k)  # (n, 2, E)
         return weighted[:, 0] + weighted[:, 1] + self._tile(self.compose_bias)
+
+    def compose_operands(self) -> tuple[bool, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(linear, left, right, bias) of :meth:`compose` for the fused induction kernel (models/fused.py): the
+        sigmoid gates (u,) of each child, the very values compose uses."""
+        gates = self.compose_gates().detach()
+        return False, gates[0].contiguous(), gates[1].contiguous(), self.compose_bias.detach()
 
     def decompose(self, parent: torch.Tensor) -> torch.Tensor:
         gates = torch.sigmoid(torch.stack((self.decompose_gate_left, self.decompose_gate_right))).repeat(1, self.k)

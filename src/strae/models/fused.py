@@ -22,7 +22,6 @@ import torch
 from torch import nn
 
 from strae.models.dropout import _as_int32, keep_scale
-from strae.models.functions import DiagonalFunctions, LinearFunctions
 from strae.models.trees import Induction, InductionDropout, PackedBatch, _normalize, leaf_dropout, merge_schedule
 from strae.models.trees import induce as induce_torch
 
@@ -117,18 +116,10 @@ def compare(expected: Induction, got: Induction, atol: float = 1e-5) -> str | No
 
 
 def compose_operands(functions: nn.Module) -> tuple[bool, torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """(linear?, left operand, right operand, bias) of the composition, or None if it has no fused form.
-
-    Diagonal: the sigmoid gates (u,), computed here by torch exactly as ``DiagonalFunctions.compose`` does.
-    Linear: the (u, u) halves of the (2u, u) weight acting on the left and on the right child.
-    """
-    if isinstance(functions, DiagonalFunctions):
-        gates = torch.sigmoid(torch.stack((functions.compose_gate_left, functions.compose_gate_right))).detach()
-        return False, gates[0].contiguous(), gates[1].contiguous(), functions.compose_bias.detach()
-    if isinstance(functions, LinearFunctions):
-        weight, u = functions.compose_weight.detach(), functions.u
-        return True, weight[:u].contiguous(), weight[u:].contiguous(), functions.compose_bias.detach()
-    return None
+    """(linear?, left operand, right operand, bias) of the composition (each functions class states its own,
+    ``compose_operands()``), or None if it has no fused form."""
+    operands = getattr(functions, "compose_operands", None)
+    return operands() if operands is not None else None
 
 
 def _pow2(n: int) -> int:
