@@ -4,7 +4,9 @@ Written straight from the papers, one sentence and one pair at a time, independe
 greedy merging of the most cosine-similar adjacent pair (leftmost on ties) until one node remains, the
 composition / decomposition equations written out per channel, the down pass from the root (whose downward
 embedding is its upward one), and for entangled trees a node set keyed by structure with the downward embedding
-averaged over all (parent, side) edges into a node plus the root context when the node is a sentence's root.
+averaged over all (parent, side) edges into a node; a sentence root with no parent in the batch takes its own upward
+embedding (one that is also a constituent of another sentence takes its parents' messages only, as the Banyan
+code's DGL propagation does).
 """
 from __future__ import annotations
 
@@ -137,7 +139,8 @@ def entangled(sentences: list[list[int]], model) -> tuple[list[Node], dict]:
     for root in roots:
         for node in walk(root):
             up.setdefault(node.key, node.up)
-    root_keys = {root.key for root in roots}
+    children = {child for key in up if isinstance(key, tuple) for child in key}
+    root_keys = {root.key for root in roots} - children
     messages: dict[object, list[torch.Tensor]] = {key: [] for key in up}
     for key in root_keys:
         messages[key].append(up[key])

@@ -2,7 +2,10 @@
 numbers a training step draws, are those of the engine before the registry existed.
 
 ``data/objectives_expected.json`` was captured from ``StraeModel.loss`` at commit a82c331 (one if/elif per
-objective in the model) with ``expected_case`` below, on a CPU; the registry must reproduce it to 1e-6.
+objective in the model) with ``expected_case`` below, on a CPU; the registry must reproduce it to 1e-6. The four
+``*/banyan/entangled/diagonal/train`` cases were re-captured when an entangled sentence root that is also a
+constituent of another sentence stopped averaging its own upward embedding into its downward one (the Banyan code's
+propagation; ``strae.models.trees.build_graph``): this batch has such roots, the others' values were unchanged.
 """
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 # Issue #11 item 1, seed 0, on the 2-core CPU machine (this session had no GPU): the workflow's own command for
 # results/runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0 (`snakemake -n -p` prints it), with 2 threads.
 # The `banyan` recipe unchanged (15 epochs, batch 512, lr 1e-3, fp32 losses, induction dropout) on the
-# PTB-pretokenised English corpus (config: languages.en.pretokenize treebank). Resumable: rerun the same command.
+# PTB-pretokenised English corpus (config: languages.en.pretokenize treebank). Resumable: rerun the same command
+# (the log is appended to, so a resumed session keeps the earlier epochs' lines).
 # Code: commit a82c331 (the run was started from it; watch.sh evaluates with the same code via PYTHONPATH).
 set -euo pipefail
 mkdir -p logs/train/en/banyan/ce_diagonal_entangled_k128_u2
@@ -10,4 +11,4 @@ OMP_NUM_THREADS=2 strae train --model banyan --recipe banyan --structure entangl
   --k 128 --u 2 --device auto --lang en --seed 0 --setting ce_diagonal_entangled_k128_u2 \
   --data-dir resources/tokenized/en --tokenizer resources/tokenizers/en.model \
   --out results/runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0 --record-failure --progress-interval 60 \
-  > logs/train/en/banyan/ce_diagonal_entangled_k128_u2/seed0.log 2>&1
+  >> logs/train/en/banyan/ce_diagonal_entangled_k128_u2/seed0.log 2>&1

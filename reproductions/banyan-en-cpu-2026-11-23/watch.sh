@@ -4,7 +4,8 @@
 # command (run.sh). This watcher evaluates the run at every epoch boundary: when the training log shows epoch N+1
 # starting it copies checkpoint.pt (the epoch-end checkpoint, or the first one after it), exports it as a loadable run
 # directory (`strae train --export-checkpoint`: train.json says status "running" + a snapshot block with the step) and
-# evaluates it zero-shot (paper variant). Runs until the run's train.json says it finished.
+# evaluates it zero-shot (paper variant). Runs until the run's train.json says it finished. Epochs already evaluated
+# ($OUT/epochN.paper.json present, e.g. before a resume in a later session) are skipped.
 #   bash reproductions/banyan-en-cpu-2026-11-23/watch.sh
 set -euo pipefail
 RUN=${RUN:-results/runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0}
@@ -15,6 +16,7 @@ flags=(--model banyan --recipe banyan --structure entangled --functions diagonal
        --tokenizer resources/tokenizers/en.model)
 mkdir -p "$OUT"
 done_epochs=0
+while [ -f "$OUT/epoch$((done_epochs + 1)).paper.json" ]; do done_epochs=$((done_epochs + 1)); done
 while true; do
   current=$(grep -o 'epoch [0-9]*/15' "$LOG" | tail -1 | sed 's/epoch \([0-9]*\)\/15/\1/' || echo 1)
   finished=$([ -f "$RUN/train.json" ] && grep -q '"status": "ok"' "$RUN/train.json" && echo 1 || echo 0)

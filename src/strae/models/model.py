@@ -150,7 +150,8 @@ class StraeModel(nn.Module):
             graph.up_route.emit(level, up, pending_up)
         # Down pass, top level first. A node with several parents (entangled: the same constituent in several
         # contexts) receives one message per (parent, side); their mean is its resolved downward embedding
-        # (Banyan §3.1). A sentence root has no parent, so its own upward embedding is the message it receives.
+        # (Banyan §3.1). A sentence root with no parent takes its own upward embedding (a root that is also a
+        # constituent of another sentence takes its parents' messages only, as the Banyan code; trees.build_graph).
         downs: list[torch.Tensor] = [None] * n_levels  # type: ignore[list-item]
         for level in reversed(range(n_levels)):
             start, stop = graph.level_offsets[level], graph.level_offsets[level + 1]
