@@ -212,7 +212,11 @@ def test_failed_run_writes_status_failed_and_aggregates(synthetic, tmp_path):
     run_dir = tmp_path / "runs" / "seed3"
     write_json(run_dir / "train.json", {"status": "failed", "failure_reason": "loss became NaN at epoch 2",
                                         "run": {"language": "xx", "model": "selfstrae", "setting": "ce_k4_u2",
-                                                "seed": 3}})
+                                                "seed": 3},
+                                        "recipe": {"name": "selfstrae", "values": {}, "overrides": {
+                                            "loss_precision": {"value": "bf16", "recipe_value": "fp32",
+                                                               "source": "--set"}}},
+                                        "data": {"corpus_source": "paper_source"}})
     failed_json, ok_json = tmp_path / "failed.json", tmp_path / "ok.json"
     assert harness.main(["--model", str(run_dir), "--lang", "xx", "--variant", "paper", "--out", str(failed_json),
                          "--config", synthetic["config"], "--quiet"]) == 0
@@ -236,6 +240,9 @@ def test_failed_run_writes_status_failed_and_aggregates(synthetic, tmp_path):
     failed_rows = [r for r in rows if r["source_json"] == str(failed_json)]
     assert [r["task"] for r in failed_rows] == ["toy_sts", "toy_words"]
     assert all(r["status"] == "failed" and r["score"] == "" and r["model"] == "selfstrae" for r in failed_rows)
+    # how the failed seed was trained, as for a finished run's rows
+    assert {(r["recipe"], r["recipe_overrides"], r["corpus_source"]) for r in failed_rows} == {
+        ("selfstrae", "loss_precision=bf16", "paper_source")}
 
 
 def test_run_dir_without_encoder_or_failure_is_an_error(tmp_path, synthetic, monkeypatch):

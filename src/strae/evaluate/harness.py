@@ -159,7 +159,9 @@ def failed_run_info(spec: str) -> dict[str, Any] | None:
     record = RunRecord.from_disk(run_dir)
     if record is None or record.status != "failed":
         return None
-    run = record.to_dict()["run"]
+    # the same labels a finished run's encoder gives (recipe, overrides, corpus source), so its table rows say how
+    # the failed seed was trained
+    run = record.run_info()
     run.update(status="failed", failure_reason=record.failure_reason or "training failed (no reason recorded)")
     return run
 
