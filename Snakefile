@@ -32,5 +32,7 @@ rule all:
     default_target: True
     input:
         TABLE_TARGETS,
+        # every run's scores, what `strae record` freezes (each table reads only its own results/scores/<table>.csv)
+        SCORES,
         FIGURE_TARGETS,
         MV_TABLE_TARGETS,

@@ -203,3 +203,75 @@ def test_tables_say_how_their_runs_were_trained():
     assert "`epochs=1;loss_precision=bf16`" in notes and "`corpus`" in notes and "`banyan`" in notes
     assert "x=1" not in notes and "strae_0_1" not in notes  # only runs that fill a cell
     assert training_notes(cells, scores.drop(columns=["recipe"])) == []  # older scores.csv: nothing claimed
+
+
+def _synthetic_scores(config, tasks_of) -> pd.DataFrame:
+    """A scores.csv row per (evaluation JSON the config plans, task), as `strae aggregate` writes them: seeded
+    random scores, one seed of some runs failed, `source_json` naming the JSON."""
+    import numpy as np
+
+    from strae import plan
+    from strae.evaluate.aggregate import COLUMNS
+
+    rng = np.random.default_rng(0)
+    variants = config["scale"]["eval_variants"]
+    rows = []
+    for run, option in plan.evaluations(config):
+        failed = run.seed == 1 and rng.random() < 0.3
+        for variant in variants:
+            for task in tasks_of(run.language, variant):
+                rows.append({**{column: "" for column in COLUMNS}, "schema_version": 3, "language": run.language,
+                             "model": run.model, "setting": run.setting, "seed": run.seed,
+                             "status": "failed" if failed else "completed", "variant": variant, "task": task,
+                             "score": "" if failed else float(rng.uniform(-10, 80)), "eval_label": option or "",
+                             "recipe": run.model, "source_json": run.eval_json(variant, option)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def test_a_table_from_its_own_scores_equals_the_table_from_every_score(repo_root, tmp_path):
+    """What the workflow's `table` rule reads (results/scores/<table>.csv: only strae.plan.table_eval_targets'
+    JSONs) gives the same table, cell for cell, as results/scores.csv of every run, for every score table."""
+    from strae import plan
+
+    config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
+    for spec in config["baselines"].values():  # their rows (SETTING@OPTION included) read scores too
+        spec["enabled"] = True
+    tables = report.load_tables(repo_root / "config/tables.yaml")
+    task_names = {task for table in tables["tables"].values() for column in table["columns"].values()
+                  for task in report._column_tasks(column)}
+
+    def tasks_of(language, variant):
+        # the language's tasks plus every task a table names: a cell's task then never decides the outcome
+        return sorted(set(config["languages"][language]["eval"].get(variant) or []) | task_names)
+
+    full = _synthetic_scores(config, tasks_of)
+    full.to_csv(tmp_path / "scores.csv", index=False)
+    everything = report.load_scores(tmp_path / "scores.csv")
+    compared = 0
+    for key in tables["tables"]:
+        if key.rpartition("_table")[0] not in plan.SCORE_TABLE_PAPERS:
+            continue
+        targets = set(plan.table_eval_targets(config, tables, key))
+        own_path = tmp_path / f"{key}.csv"
+        full[full["source_json"].isin(targets)].to_csv(own_path, index=False)
+        own = report.load_scores(own_path)
+        assert len(own) < len(everything), key  # the table's own scores are a strict subset
+        expanded = report.with_language_entries(tables, key, config)
+        from_all = report.build_table(key, expanded, everything, repo_root / "paper_tables")
+        from_own = report.build_table(key, expanded, own, repo_root / "paper_tables")
+        pd.testing.assert_frame_equal(from_own, from_all, obj=key)
+        assert report.training_notes(from_own, own) == report.training_notes(from_all, everything)
+        compared += int((from_all["status"] == "ok").sum())
+    assert compared > 100  # the comparison covered measured cells, not only "not run" ones
+
+
+def test_a_table_whose_runs_are_all_disabled_reads_not_run(repo_root, tmp_path):
+    """No evaluation JSON (config/quick.yaml disables the table's experiment): `strae aggregate` writes a
+    header-only scores file and every cell that reads a run says "not run"."""
+    from strae.evaluate import aggregate
+
+    path = tmp_path / "scores" / "selfstrae_table3.csv"
+    assert aggregate.main(["--out", str(path)]) == 0
+    tables = report.load_tables(repo_root / "config/tables.yaml")
+    cells = report.build_table("selfstrae_table3", tables, report.load_scores(path), repo_root / "paper_tables")
+    assert set(cells["status"]) == {"not run", "n/a", "unavailable"}

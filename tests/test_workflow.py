@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from strae import plan
+from strae import paths, plan
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -48,15 +48,19 @@ def paper_config() -> dict:
     return yaml.safe_load((REPO / "config/config.yaml").read_text())
 
 
-def test_dry_run_paper_table2_shows_full_ceco_grid(workdir):
+def test_dry_run_paper_table2_trains_only_its_ceco_grid(workdir):
     result = snakemake(workdir, "-n", "--cores", "8", "results/table2.csv")
     assert result.returncode == 0, result.stderr + result.stdout
-    runs = set(re.findall(r"results/runs/en/selfstrae/(ceco_linear_sentential_k\d+_u\d+)/seed(\d+)/train\.json",
-                          result.stdout))
-    settings = {setting for setting, _ in runs}
-    assert settings >= {f"ceco_linear_sentential_k{k}_u{u}" for k, u in [(8, 32), (32, 8), (64, 4), (128, 2), (256, 1)]}
-    grid = {(s, seed) for s, seed in runs if s != "ceco_linear_sentential_k16_u16"}
-    assert len(grid) == 20  # 5 k/u settings x 4 seeds
+    runs = set(re.findall(r"results/runs/(\w+)/(\w+)/(\w+)/seed(\d+)/train\.json", result.stdout))
+    expected = {("en", "selfstrae", f"ceco_linear_sentential_k{k}_u{u}", str(seed))
+                for k, u in [(8, 32), (32, 8), (64, 4), (128, 2), (256, 1)] for seed in range(4)}
+    # the table's own rows' runs (5 k/u settings x 4 seeds), nothing of another table or language
+    assert runs == expected
+    counts = dict(re.findall(r"^(\w+)\s+(\d+)$", result.stdout, re.M))
+    assert counts["train"] == "20" and counts["evaluate"] == "20" and counts["tokenizer"] == "1"
+    # the table's own scores file, not results/scores.csv of every run
+    assert counts["aggregate_table"] == "1" and "aggregate" not in counts
+    assert "results/scores/selfstrae_table2.csv" in result.stdout
 
 
 def test_dry_run_every_target(workdir):
@@ -72,6 +76,7 @@ def test_dry_run_every_target(workdir):
         assert re.search(rf"^{rule}\s+\d+", result.stdout, re.M), f"no {rule} job in the dry-run"
     # one table rule for both papers' tables; figures read measurements, only `measure` loads models
     assert re.search(r"^table\s+13$", result.stdout, re.M)
+    assert re.search(r"^aggregate_table\s+13$", result.stdout, re.M)  # each table its own scores file
     assert "--measurement results/measure/banyan_fig2_node_counts.json" in result.stdout
     assert "--param-counts results/measure/param_counts.json" in result.stdout
 
@@ -81,6 +86,12 @@ def test_quick_overlay_same_dag_shape_fewer_runs(workdir):
     assert result.returncode == 0, result.stderr + result.stdout
     counts = dict(re.findall(r"^(train|evaluate)\s+(\d+)", result.stdout, re.M))
     assert counts == {"train": "10", "evaluate": "10"}  # 5 k/u x 2 seeds
+    assert set(re.findall(r"results/runs/(\w+)/", result.stdout)) == {"en"}
+    # a table none of whose runs is enabled (quick.yaml turns its experiment off): no training, its cells "not run"
+    other = snakemake(workdir, "-n", "--cores", "2", "results/table3.csv", "--configfile", "config/quick.yaml")
+    assert other.returncode == 0, other.stderr + other.stdout
+    assert not re.search(r"^(train|evaluate)\s", other.stdout, re.M)
+    assert re.search(r"^aggregate_table\s+1$", other.stdout, re.M)
 
 
 def test_baselines_enabled_add_their_rules(workdir, tmp_path):
@@ -196,6 +207,46 @@ def test_plan_expands_experiments_without_duplicates():
     assert "--set" not in semeval  # no overrides in the paper config for this run
     flags = plan.train_flags(config, "banyan", "contrastive_diagonal_entangled_k128_u2", "en")
     assert "--recipe banyan" in flags and "--structure entangled" in flags and "--k 128 --u 2" in flags
+
+
+def test_table_eval_targets_are_exactly_the_tables_runs():
+    config = paper_config()
+    tables = yaml.safe_load((REPO / "config/tables.yaml").read_text())
+    targets = plan.table_eval_targets(config, tables, "selfstrae_table2")
+    seeds, variants = config["scale"]["seeds"], config["scale"]["eval_variants"]
+    expected = [str(paths.eval_json("en", "selfstrae", f"ceco_linear_sentential_k{k}_u{u}", seed, variant))
+                for k, u in [(8, 32), (32, 8), (64, 4), (128, 2), (256, 1)] for seed in seeds for variant in variants]
+    assert sorted(targets) == sorted(expected) and len(targets) == len(set(targets))
+    # a subset of every target, in the same order: one evaluation job per JSON whichever target asks for it
+    everything = plan.eval_targets(config)
+    assert len(everything) > len(targets)
+    assert targets == [target for target in everything if target in set(targets)]
+    with pytest.raises(SystemExit, match="no table 'selfstrae_table99'"):
+        plan.table_eval_targets(config, tables, "selfstrae_table99")
+
+
+def test_table_eval_targets_follow_enabled_runs_options_and_language_columns():
+    config = copy.deepcopy(paper_config())
+    tables = yaml.safe_load((REPO / "config/tables.yaml").read_text())
+    glove = [t for t in plan.table_eval_targets(config, tables, "banyan_table3") if "/glove/" in t]
+    assert glove == []  # declared but disabled: the cell reads "not run", nothing is trained for it
+    config["baselines"]["glove"]["enabled"] = True
+    glove = [t for t in plan.table_eval_targets(config, tables, "banyan_table3") if "/glove/" in t]
+    settings = {Path(t).parent.name for t in glove}
+    assert settings == {"words_w10_d256", "words_w10_d256@stopword_rm"}  # SETTING@OPTION rows read option JSONs
+    # a table with only the plain GloVe row evaluates no option of it
+    plain = {Path(t).parent.name for t in plan.table_eval_targets(config, tables, "banyan_table4") if "/glove/" in t}
+    assert plain == {"words_w10_d256"}
+    # a language block's column (languages.<lang>.tables) is a cell like any other: its runs are targets
+    before = plan.table_eval_targets(config, tables, "selfstrae_table3")
+    added = copy.deepcopy(config)
+    row = tables["tables"]["selfstrae_table3"]["rows"][0]  # a new language's row copies the first language row
+    source = next(run.language for run in plan.model_runs(added) if run.setting == row["setting"]
+                  and run.language not in {r["language"] for r in tables["tables"]["selfstrae_table3"]["rows"]})
+    added["languages"][source]["tables"] = {"selfstrae_table3": added["languages"][source]["eval"]["paper"][0]}
+    after = plan.table_eval_targets(added, tables, "selfstrae_table3")
+    assert set(before) < set(after)
+    assert {Path(t).parts[2] for t in set(after) - set(before)} == {source}
 
 
 def test_disabled_experiment_and_missing_corpus_file():

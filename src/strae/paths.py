@@ -92,7 +92,14 @@ def effective_config(results: str | Path = DEFAULT_RESULTS) -> Path:
 
 
 def scores_csv(results: str | Path = DEFAULT_RESULTS) -> Path:
+    """Every planned evaluation's scores (``strae aggregate``): what figures and ``strae record`` read."""
     return Path(results) / "scores.csv"
+
+
+def table_scores_csv(key: str, results: str | Path = DEFAULT_RESULTS) -> Path:
+    """The scores of the evaluations one table (config/tables.yaml key) reads: what the table is built from, so
+    a table target trains only its own rows' runs (strae.plan.table_eval_targets)."""
+    return Path(results) / "scores" / f"{key}.csv"
 
 
 def measurement_json(name: str, results: str | Path = DEFAULT_RESULTS) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +36,9 @@ def parse_setting(name: str) -> dict[str, Any]:
     return parts
 
 
-# the papers whose tables are built from results/scores.csv of the config's experiments and baselines (the
-# multi-view paper's tables read its own runs: workflow/rules/multiview.smk)
+# the papers whose tables are built from the scores of the config's experiments and baselines, each table from its
+# own results/scores/<table>.csv (table_eval_targets); the multi-view paper's tables read its own runs
+# (workflow/rules/multiview.smk)
 SCORE_TABLE_PAPERS = ("selfstrae", "banyan")
 
 
@@ -103,16 +104,44 @@ def baseline_runs(config: dict[str, Any], baseline: str) -> list[Run]:
     return [Run(lang, baseline, spec["setting"], int(seed), baseline) for lang in spec["languages"] for seed in seeds]
 
 
-def eval_targets(config: dict[str, Any]) -> list[str]:
-    """Every evaluation JSON the enabled experiments and baselines produce (the inputs of scores.csv)."""
-    variants = config["scale"].get("eval_variants", ["paper"])
-    targets = [run.eval_json(v) for run in model_runs(config) for v in variants]
+def evaluations(config: dict[str, Any]) -> list[tuple[Run, str | None]]:
+    """Every (run, evaluation option) the enabled experiments and baselines ask for: option None is the run's plain
+    evaluation, a name an entry of ``baselines.<name>.eval_options`` (evaluated as ``SETTING@OPTION``)."""
+    pairs: list[tuple[Run, str | None]] = [(run, None) for run in model_runs(config)]
     for baseline, spec in (config.get("baselines") or {}).items():
         for run in baseline_runs(config, baseline):
             # a baseline without eval_options is evaluated once, as it is ("plain" = no encoder options)
             for option in (spec.get("eval_options") or {"plain": []}):
-                targets += [run.eval_json(v, None if option == "plain" else option) for v in variants]
-    return targets
+                pairs.append((run, None if option == "plain" else option))
+    return pairs
+
+
+def eval_setting(run: Run, option: str | None) -> str:
+    """The setting a table row names for one evaluation of a run: ``SETTING`` or ``SETTING@OPTION``."""
+    return f"{run.setting}@{option}" if option else run.setting
+
+
+def eval_targets(config: dict[str, Any]) -> list[str]:
+    """Every evaluation JSON the enabled experiments and baselines produce (the inputs of scores.csv)."""
+    variants = config["scale"].get("eval_variants", ["paper"])
+    return [run.eval_json(v, option) for run, option in evaluations(config) for v in variants]
+
+
+def table_eval_targets(config: dict[str, Any], tables: dict[str, Any], key: str) -> list[str]:
+    """The evaluation JSONs table ``key`` of config/tables.yaml reads (its per-table scores file): for each of its
+    cells, every enabled run of (language, model, setting) at the cell's variant, all seeds, in
+    :func:`eval_targets`' order. A declared but disabled run gives none (the cell reads "not run", as from
+    scores.csv), so a table target trains only its own rows' runs."""
+    from strae.report.tables import with_language_entries
+
+    if key not in (tables.get("tables") or {}):
+        raise SystemExit(f"config/tables.yaml: no table {key!r}; declared: {sorted(tables.get('tables') or {})}")
+    # the columns/rows language blocks add (languages.<lang>.tables.<key>), as `strae report table --config` shows
+    table = with_language_entries(tables, key, config)["tables"][key]
+    wanted = {(cell["language"], cell["model"], cell["setting"], cell["variant"]) for _, cell in table_cells(table)}
+    variants = config["scale"].get("eval_variants", ["paper"])
+    return [run.eval_json(v, option) for run, option in evaluations(config) for v in variants
+            if (run.language, run.model, eval_setting(run, option), v) in wanted]
 
 
 def _flatten_overrides(overrides: dict[str, Any] | None) -> dict[str, Any]:
@@ -361,24 +390,42 @@ def table_run_errors(config: dict[str, Any], tables: dict[str, Any], papers: Ite
     for key, table in (tables.get("tables") or {}).items():
         if key.rpartition("_table")[0] not in papers:
             continue
-        for index, row in enumerate(table["rows"]):
-            if row.get("external"):
+        reported: set[int] = set()
+        for index, cell in table_cells(table):
+            if index in reported or (cell["language"], cell["model"], cell["setting"]) in declared:
                 continue
-            for column in table["columns"].values():
-                if column.get("unavailable") or column.get("param_count"):
-                    continue
-                # the most specific declaration wins: a column's value over its row's over the table's
-                picked = {k: next((s[k] for s in (column, row, table) if s.get(k) is not None), None)
-                          for k in ("language", "model", "setting")}
-                if row.get("language") and column.get("language") and row["language"] != column["language"]:
-                    continue  # the cell belongs to another language's half (shown as n/a)
-                if (picked["language"], picked["model"], picked["setting"]) not in declared:
-                    errors.append(f"{source}: tables.{key}.rows.{index} ({row['label']}): run {picked['model']}/"
-                                  f"{picked['setting']} for language {picked['language']!r} is not declared by any "
-                                  "experiment or baseline of the config, so the row could only read \"not run\"; "
-                                  "fix the row's setting or add the run to `experiments:`/`baselines:`")
-                    break  # one message per row: its other cells share the cause
+            row = table["rows"][index]
+            errors.append(f"{source}: tables.{key}.rows.{index} ({row['label']}): run {cell['model']}/"
+                          f"{cell['setting']} for language {cell['language']!r} is not declared by any "
+                          "experiment or baseline of the config, so the row could only read \"not run\"; "
+                          "fix the row's setting or add the run to `experiments:`/`baselines:`")
+            reported.add(index)  # one message per row: its other cells share the cause
     return errors
+
+
+def cell_selector(table: dict[str, Any], row: dict[str, Any], column: dict[str, Any]) -> dict[str, Any]:
+    """The run a table cell reads: language, model, setting and variant (default ``paper``), the most specific
+    declaration winning (a column's value over its row's over the table's). `strae report table` selects
+    scores.csv rows with it too, so the workflow's targets and the report agree on every cell."""
+    def pick(key: str, default: Any = None) -> Any:
+        return next((s[key] for s in (column, row, table) if s.get(key) is not None), default)
+
+    return {"language": pick("language"), "model": pick("model"), "setting": pick("setting"),
+            "variant": pick("variant", "paper")}
+
+
+def table_cells(table: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row index, :func:`cell_selector`) of every cell of a table that reads a run's scores: not an `external`
+    row (a published number), an `unavailable` or `param_count` column, or a cell of another language's half."""
+    for index, row in enumerate(table["rows"]):
+        if row.get("external"):
+            continue
+        for column in table["columns"].values():
+            if column.get("unavailable") or column.get("param_count"):
+                continue
+            if row.get("language") and column.get("language") and row["language"] != column["language"]:
+                continue  # the cell belongs to another language's half (shown as n/a)
+            yield index, cell_selector(table, row, column)
 
 
 def table_numbers(tables: dict[str, Any], paper: str) -> list[str]:

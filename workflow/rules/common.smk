@@ -25,12 +25,13 @@ PAPER_TABLES_DIR = config["report"]["paper_tables_dir"]
 
 MODEL_RUNS = plan.model_runs(config)
 EVAL_TARGETS = plan.eval_targets(config)
-# the papers whose tables the `table` rule builds from results/scores.csv (multiview.smk has its own)
+# the papers whose tables the `table` rule builds from the config's experiments and baselines (multiview.smk has its
+# own), each from its own results/scores/<table>.csv
 TABLE_PAPERS = plan.SCORE_TABLE_PAPERS
 # (report subcategory, label) of each paper's tables in `snakemake --report`
 PAPER_REPORT_NAMES = {"selfstrae": ("Self-StrAE (SemEval 2024)", "Self-StrAE"), "banyan": ("Banyan", "Banyan")}
-TABLE_TARGETS = [str(paths.table_file(f"{paper}_table{n}", ext)) for paper in TABLE_PAPERS
-                 for n in plan.table_numbers(TABLES, paper) for ext in ("csv", "md")]
+TABLE_KEYS = [f"{paper}_table{n}" for paper in TABLE_PAPERS for n in plan.table_numbers(TABLES, paper)]
+TABLE_TARGETS = [str(paths.table_file(key, ext)) for key in TABLE_KEYS for ext in ("csv", "md")]
 FIGURES = TABLES.get("figures", {})
 FIGURE_TARGETS = [str(paths.figure_file(name, ext)) for name in FIGURES for ext in ("png", "pdf")]
 # what `strae measure` measures: parameter counts (tables) and the model-based figures' measurements
@@ -69,6 +70,7 @@ wildcard_constraints:
     variant="|".join(sorted(["paper", "official"])),
     n=r"\d+",
     table_dir="|".join(paths.table_dir(paper) for paper in TABLE_PAPERS),
+    table="|".join(TABLE_KEYS),
     figure="|".join(sorted(FIGURES)) or "none",
     measurement="|".join(sorted(MEASUREMENTS)),
 
@@ -85,6 +87,7 @@ EVAL_SETS_PATTERN = str(paths.eval_sets_manifest("{lang}", RES))
 TRAIN_RECORD_PATTERN = str(paths.train_record("{lang}", "{model}", "{setting}", "{seed}"))
 EVAL_PATTERN = str(paths.eval_json("{lang}", "{model}", "{setting}{option}", "{seed}", "{variant}"))
 SCORES = str(paths.scores_csv())
+TABLE_SCORES_PATTERN = str(paths.table_scores_csv("{table}"))
 TABLE_PATTERNS = {ext: str(paths.table_path("{table_dir}", "{n}", ext)) for ext in ("csv", "md")}
 MEASUREMENT_PATTERN = str(paths.measurement_json("{measurement}"))
 PARAM_COUNTS = str(paths.measurement_json(measure.PARAM_COUNTS))
@@ -176,6 +179,15 @@ def _table_paper(wildcards):
 def get_table_key(wildcards):
     """The config/tables.yaml key of a table target: results/[<paper>/]table<N> -> <paper>_table<N>."""
     return f"{_table_paper(wildcards)}_table{wildcards.n}"
+
+
+def get_table_scores(wildcards):
+    """The table's own scores file: only the evaluations its cells read (not results/scores.csv of every run)."""
+    return str(paths.table_scores_csv(get_table_key(wildcards)))
+
+
+def get_table_eval_targets(wildcards):
+    return plan.table_eval_targets(config, TABLES, wildcards.table)
 
 
 def get_paper_table(wildcards):

@@ -48,3 +48,20 @@ rule aggregate:
         "../envs/strae.yaml"
     shell:
         "strae aggregate --out {output.scores} {input} > {log} 2>&1"
+
+
+rule aggregate_table:
+    # one table's evaluations only (strae.plan.table_eval_targets): `snakemake results/table2.csv` trains and
+    # evaluates the runs that table reads, not every run scores.csv collects. No input when all of the table's runs
+    # are disabled (config/quick.yaml): a header-only CSV, the cells "not run"
+    input:
+        get_table_eval_targets,
+    output:
+        scores=TABLE_SCORES_PATTERN,
+    log:
+        "logs/aggregate/{table}.log",
+    threads: 1
+    conda:
+        "../envs/strae.yaml"
+    shell:
+        "strae aggregate --out {output.scores} {input} > {log} 2>&1"

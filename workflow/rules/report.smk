@@ -1,4 +1,5 @@
-# The papers' tables and figures, built only from results/scores.csv, paper_tables/ and measurements
+# The papers' tables and figures, built only from scores (a table from its own results/scores/<table>.csv, figures
+# from results/scores.csv), paper_tables/ and measurements
 # (results/measure/*.json: parameter counts, node counts, geometry). Which run and task fills each paper cell is
 # declared in config/tables.yaml; `strae measure` is the only report step that loads models.
 
@@ -30,9 +31,10 @@ rule measure:
 
 rule table:
     # results/table{n} (Self-StrAE, SemEval 2024) and results/banyan/table{n}: config/tables.yaml <paper>_table<n>
-    # the declarations and the transcribed paper numbers are inputs too: editing either rebuilds the table
+    # the declarations and the transcribed paper numbers are inputs too: editing either rebuilds the table.
+    # Its scores are its own (results/scores/<key>.csv): a table target trains only the runs its cells read
     input:
-        scores=SCORES,
+        scores=get_table_scores,
         counts=PARAM_COUNTS,
         tables=TABLES_FILE,
         paper=get_paper_table,

@@ -102,7 +102,9 @@ def write_scores_csv(rows: list[dict[str, Any]], out: str | Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strae aggregate", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="CSV to write (e.g. results/scores.csv)")
-    parser.add_argument("json", nargs="+", help="evaluation JSON files (strae evaluate --out)")
+    # none is allowed: a table whose runs are all disabled (config/quick.yaml) gets a header-only CSV, its cells
+    # "not run"
+    parser.add_argument("json", nargs="*", help="evaluation JSON files (strae evaluate --out)")
     args = parser.parse_args(argv)
     rows = aggregate(args.json)
     write_scores_csv(rows, args.out)

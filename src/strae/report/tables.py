@@ -27,6 +27,7 @@ import yaml
 
 from strae.evaluate.result import table_setting
 from strae.io import atomic_open, atomic_path
+from strae.plan import cell_selector  # the workflow's per-table targets resolve cells with it too
 from strae.report import measure
 
 CELL_COLUMNS = [
@@ -139,21 +140,6 @@ def _seed_values(scores: pd.DataFrame, selector: dict[str, Any], tasks: list[str
     return values, failed - set(values)
 
 
-def _row_selector(table: dict[str, Any], row: dict[str, Any], column: dict[str, Any]) -> dict[str, Any]:
-    def pick(key: str, default: Any = None) -> Any:
-        for source in (column, row, table):
-            if source.get(key) is not None:
-                return source[key]
-        return default
-
-    return {
-        "language": pick("language"),
-        "model": pick("model"),
-        "setting": pick("setting"),
-        "variant": pick("variant", "paper"),
-    }
-
-
 # paper_note of a cell in a column/row added for a language the paper never had (Markdown: "paper —")
 NOT_IN_PAPER = "the paper has no result for this language"
 
@@ -237,7 +223,7 @@ def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: pd.DataFrame)
         tasks = _column_tasks(column)
         if not tasks or row.get("external"):
             continue
-        values, _ = _seed_values(scores, _row_selector(table, row, column), tasks, column.get("metric", SPEARMAN))
+        values, _ = _seed_values(scores, cell_selector(table, row, column), tasks, column.get("metric", SPEARMAN))
         for seed, value in values.items():
             totals.setdefault(seed, []).append(value)
     complete = {seed: float(np.mean(v)) for seed, v in totals.items() if not any(math.isnan(x) for x in v)}
@@ -245,7 +231,7 @@ def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: pd.DataFrame)
 
 
 def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dict[str, Any]:
-    selector = _row_selector(table, row, column)
+    selector = cell_selector(table, row, column)
     base = dict(selector, tasks="", status="", mean=math.nan, std=math.nan, n_seeds=0, n_failed=0, seeds="",
                 best_seed="", note="", metric="", beside_metric="", beside_mean=math.nan, beside_std=math.nan)
     if row.get("language") and column.get("language") and row["language"] != column["language"]:
