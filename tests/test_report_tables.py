@@ -275,3 +275,22 @@ def test_a_table_whose_runs_are_all_disabled_reads_not_run(repo_root, tmp_path):
     tables = report.load_tables(repo_root / "config/tables.yaml")
     cells = report.build_table("selfstrae_table3", tables, report.load_scores(path), repo_root / "paper_tables")
     assert set(cells["status"]) == {"not run", "n/a", "unavailable"}
+
+
+def test_best_seed_of_a_language_row_ignores_the_other_languages_columns(tmp_path):
+    """A two-language best-of-seeds table (SemEval Table 3's shape): each row's seed is chosen on its own language's
+    columns only. Here seed 1 is the best `yy` run by far, and seed 0 the best `xx` run: xx must report seed 0."""
+    table = {"tables": {"two_languages": {
+        "title": "two languages", "model": "selfstrae", "setting": "ceco_linear_sentential_k2_u2",
+        "aggregate": "best_seed",
+        "columns": {"X task": {"language": "xx", "task": "word_task"}, "Y task": {"language": "yy", "task": "word_task"}},
+        "rows": [{"label": "X", "language": "xx"}, {"label": "Y", "language": "yy"}]}}}
+    rows = [_row(0, "word_task", 30.0), _row(1, "word_task", 20.0),
+            {**_row(0, "word_task", 10.0), "language": "yy"}, {**_row(1, "word_task", 90.0), "language": "yy"}]
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    cells = report.build_table("two_languages", table, report.load_scores(path), tmp_path, {}).set_index(
+        ["row", "column"])
+    assert cells.loc[("X", "X task"), "best_seed"] == 0 and cells.loc[("X", "X task"), "mean"] == 30.0
+    assert cells.loc[("Y", "Y task"), "best_seed"] == 1 and cells.loc[("Y", "Y task"), "mean"] == 90.0
+    assert cells.loc[("X", "Y task"), "status"] == "n/a"

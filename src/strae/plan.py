@@ -414,6 +414,12 @@ def cell_selector(table: dict[str, Any], row: dict[str, Any], column: dict[str, 
             "variant": pick("variant", "paper")}
 
 
+def other_half(row: dict[str, Any], column: dict[str, Any]) -> bool:
+    """A cell of another language's half of the table (a row and a column of different languages): shown as n/a,
+    read by nothing (not the cells, not a row's best-seed choice, not the workflow's targets)."""
+    return bool(row.get("language") and column.get("language") and row["language"] != column["language"])
+
+
 def table_cells(table: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row index, :func:`cell_selector`) of every cell of a table that reads a run's scores: not an `external`
     row (a published number), an `unavailable` or `param_count` column, or a cell of another language's half."""
@@ -423,8 +429,8 @@ def table_cells(table: dict[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
         for column in table["columns"].values():
             if column.get("unavailable") or column.get("param_count"):
                 continue
-            if row.get("language") and column.get("language") and row["language"] != column["language"]:
-                continue  # the cell belongs to another language's half (shown as n/a)
+            if other_half(row, column):
+                continue
             yield index, cell_selector(table, row, column)
 
 

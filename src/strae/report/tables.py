@@ -27,7 +27,7 @@ import yaml
 
 from strae.evaluate.result import table_setting
 from strae.io import atomic_open, atomic_path
-from strae.plan import cell_selector  # the workflow's per-table targets resolve cells with it too
+from strae.plan import cell_selector, other_half  # the workflow's per-table targets resolve cells with it too
 from strae.report import measure
 
 CELL_COLUMNS = [
@@ -221,8 +221,8 @@ def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: pd.DataFrame)
     totals: dict[int, list[float]] = {}
     for column in table["columns"].values():
         tasks = _column_tasks(column)
-        if not tasks or row.get("external"):
-            continue
+        if not tasks or row.get("external") or other_half(row, column):
+            continue  # (another language's columns would pick this row's seed by that language's runs)
         values, _ = _seed_values(scores, cell_selector(table, row, column), tasks, column.get("metric", SPEARMAN))
         for seed, value in values.items():
             totals.setdefault(seed, []).append(value)
@@ -234,7 +234,7 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
     selector = cell_selector(table, row, column)
     base = dict(selector, tasks="", status="", mean=math.nan, std=math.nan, n_seeds=0, n_failed=0, seeds="",
                 best_seed="", note="", metric="", beside_metric="", beside_mean=math.nan, beside_std=math.nan)
-    if row.get("language") and column.get("language") and row["language"] != column["language"]:
+    if other_half(row, column):
         return dict(base, status="n/a", note="column belongs to another language's half of the table")
     if row.get("external"):
         return dict(base, status="external", note=f"published number ({row['external']}); not trained here")
