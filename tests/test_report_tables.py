@@ -283,7 +283,8 @@ def test_best_seed_of_a_language_row_ignores_the_other_languages_columns(tmp_pat
     table = {"tables": {"two_languages": {
         "title": "two languages", "model": "selfstrae", "setting": "ceco_linear_sentential_k2_u2",
         "aggregate": "best_seed",
-        "columns": {"X task": {"language": "xx", "task": "word_task"}, "Y task": {"language": "yy", "task": "word_task"}},
+        "columns": {"X task": {"language": "xx", "task": "word_task"},
+                    "Y task": {"language": "yy", "task": "word_task"}},
         "rows": [{"label": "X", "language": "xx"}, {"label": "Y", "language": "yy"}]}}}
     rows = [_row(0, "word_task", 30.0), _row(1, "word_task", 20.0),
             {**_row(0, "word_task", 10.0), "language": "yy"}, {**_row(1, "word_task", 90.0), "language": "yy"}]
