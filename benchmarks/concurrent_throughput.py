@@ -9,13 +9,15 @@ together (after their warm-up, at a file barrier), so their timed windows overla
 ``aggregate_tokens/s`` = the copies' timed tokens / the longest timed window (the rate of the group, not the sum of
 the copies' own rates, which counts the tail where the faster ones have stopped competing), ``slowest_tokens/s``,
 and the device the copies report. A copy that fails or times out puts ``FAILED`` and its stderr tail in the line
-(the others of that N are stopped) and the exit status is 1; no rate is ever made up.
+(the others of that N are stopped) and the exit status is 1; no rate is ever made up. On SIGTERM (a caller's
+``timeout``) the line is printed with the groups measured so far.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +26,14 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent / "train_throughput.py"
 FIELD = re.compile(r"(\S+?)=(\S+)")
+
+
+class Stopped(BaseException):
+    """SIGTERM (e.g. the `timeout` of tools/gpu_measure.sh): print the groups measured so far, then stop."""
+
+
+def stop(signum, frame) -> None:
+    raise Stopped
 
 
 def child_command(passthrough: list[str], index: int, n_runs: int, seed_base: int, threads: int,
@@ -47,13 +57,17 @@ def run_group(passthrough: list[str], n_runs: int, args: argparse.Namespace) -> 
         barrier.mkdir()
         # files, not pipes: a copy blocked on a full pipe would hold every other copy at the barrier
         streams = [(open(logs / f"{i}.out", "w+"), open(logs / f"{i}.err", "w+")) for i in range(n_runs)]
-        children = [subprocess.Popen(child_command(passthrough, i, n_runs, args.seed_base, threads, barrier),
-                                     stdout=out, stderr=err, text=True) for i, (out, err) in enumerate(streams)]
-        failure = wait_all(children, args.timeout)
-        for child in children:  # a failed copy would leave the rest waiting at the barrier: stop them
-            if child.poll() is None:
-                child.kill()
-                child.wait()
+        children = []
+        try:
+            for i, (out, err) in enumerate(streams):
+                command = child_command(passthrough, i, n_runs, args.seed_base, threads, barrier)
+                children.append(subprocess.Popen(command, stdout=out, stderr=err, text=True))
+            failure = wait_all(children, args.timeout)
+        finally:
+            for child in children:  # a failed copy would leave the rest waiting at the barrier: stop them
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
         outputs = [(read_back(out), read_back(err)) for out, err in streams]
     if args.log_dir:
         write_logs(args.log_dir, n_runs, outputs)
@@ -131,8 +145,14 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 def main(argv: list[str] | None = None) -> int:
     args, passthrough = parse_args(argv)
     parts, devices, kernels, models, failed = [], set(), set(), set(), False
+    signal.signal(signal.SIGTERM, stop)
     for n_runs in args.runs:
-        copies, failure = run_group(passthrough, n_runs, args)
+        try:
+            copies, failure = run_group(passthrough, n_runs, args)
+        except Stopped:
+            parts.append(f"N={n_runs} STOPPED by SIGTERM (the caller's time limit)")
+            failed = True
+            break
         if failure:
             parts.append(f"N={n_runs} FAILED {failure}")
             failed = True

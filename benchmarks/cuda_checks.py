@@ -14,7 +14,8 @@ train``) in this process, the interruption through its ``step_callback`` hook, a
 Without ``--data-dir`` a tiny corpus (a SentencePiece model and a few hundred random sentences) is made in the work
 folder. The line also gives each part's seconds, torch, the device and the first run's recorded
 ``provenance.determinism`` and ``provenance.induction_kernel`` (train.json). Arguments after ``--`` go to every
-``strae train`` call (e.g. ``-- --induction-kernel torch``). Exit status 1 when a check fails.
+``strae train`` call (e.g. ``-- --induction-kernel torch``). Exit status 1 when a check fails. On SIGTERM (a
+caller's ``timeout``) the line is printed with the part that did not finish as ``stopped(SIGTERM)``.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import argparse
 import json
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -34,6 +36,14 @@ from strae.runtime import describe_device, resolve_device
 
 WORDS = ("the a cat dog sat on mat ran over hill big small red green house tree bird sang under river bank stone "
          "quick slow happy sad old new man woman child ate fish bread milk").split()
+
+
+class Stopped(BaseException):
+    """SIGTERM (e.g. the `timeout` of tools/gpu_measure.sh): print the line with the parts that finished."""
+
+
+def stop(signum, frame) -> None:
+    raise Stopped
 
 
 class Interrupt(Exception):
@@ -154,8 +164,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lang", default="en", help="only a label in the run records")
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--steps", type=int, default=60, help="optimizer steps per run")
-    parser.add_argument("--checkpoint-every", type=int, default=20)
-    parser.add_argument("--interrupt-at", type=int, default=30, help="step after which the resume run is killed")
+    parser.add_argument("--checkpoint-every", type=int, default=None, help="default: a third of --steps")
+    parser.add_argument("--interrupt-at", type=int, default=None,
+                        help="step after which the resume run is killed (default: half of --steps)")
     parser.add_argument("--dev-sentences", type=int, default=256, help="dev sentences of each epoch-end evaluation")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
@@ -164,6 +175,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--perturb", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.train_args = train_args
+    args.checkpoint_every = args.checkpoint_every or args.steps // 3
+    args.interrupt_at = args.interrupt_at or args.steps // 2
     if (args.data_dir is None) != (args.tokenizer is None):
         parser.error("--data-dir and --tokenizer go together")
     if not 0 < args.checkpoint_every < args.interrupt_at < args.steps:
@@ -188,18 +201,23 @@ def main(argv: list[str] | None = None) -> int:
     device = resolve_device(args.device)
     args.device = str(device)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="strae-cuda-checks-"))
+    data = "tiny" if args.data_dir is None else "corpus"
+    results = {name: (f"{name}=stopped(SIGTERM)", 0.0) for name in ("determinism", "resume")}
+    previous = signal.signal(signal.SIGTERM, stop)
     try:
-        data = "corpus"
         if args.data_dir is None:
             args.data_dir, args.tokenizer = make_tiny_corpus(work / "tiny", args.tiny_sentences)
-            data = "tiny"
-        determinism, determinism_s = timed(check_determinism, args, work)
-        resume, resume_s = timed(check_resume, args, work)
+        results["determinism"] = timed(check_determinism, args, work)
+        results["resume"] = timed(check_resume, args, work)
+    except Stopped:
+        pass  # the line below says which part did not finish
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        (determinism, determinism_s), (resume, resume_s) = results["determinism"], results["resume"]
         print(f"cuda_checks model={args.model} data={data} batch={args.batch_size} steps={args.steps} "
               f"interrupt_at={args.interrupt_at} checkpoint_every={args.checkpoint_every} {determinism} "
               f"determinism_s={determinism_s:.1f} {resume} resume_s={resume_s:.1f} {recorded(work / 'first')} "
               f"torch={torch.__version__} device={describe_device(device).replace(' ', '_')}", flush=True)
-    finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     return 0 if determinism == "determinism=identical" and resume == "resume=identical" else 1

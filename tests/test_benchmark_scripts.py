@@ -105,3 +105,12 @@ def test_cuda_checks_reports_runs_that_differ(capsys, torch_threads):
     assert status == 1
     assert fields["determinism"] == "differs" and float(fields["determinism_max_abs_diff"]) > 0
     assert fields["resume"] == "differs" and float(fields["resume_max_abs_diff"]) > 0
+
+
+def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
+    script = ROOT / "tools" / "gpu_measure.sh"
+    result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    text = script.read_text()
+    for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput"):
+        assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name
