@@ -1,6 +1,6 @@
 """Several training runs sharing one device: aggregate tokens/s of N concurrent copies of train_throughput.py.
 
-    python benchmarks/concurrent_throughput.py --runs 1,4,8 [--threads T] [--timeout S] -- \
+    python benchmarks/concurrent_throughput.py --runs 1,4,8 [--timeout S] [--log-dir DIR] -- \
         --model banyan --device cuda --induction-kernel triton --batch-size 512 --steps 20 --split-steps 0
 
 For each N of ``--runs``, N copies of ``benchmarks/train_throughput.py`` start at once with the arguments after
@@ -74,7 +74,10 @@ def run_group(passthrough: list[str], n_runs: int, args: argparse.Namespace) -> 
     if failure is not None:
         index, why = failure
         return [], f"copy {index} {why}: {tail(outputs[index][1])}"
-    return [parse_line(stdout, index) for index, (stdout, _) in enumerate(outputs)], None
+    try:
+        return [parse_line(stdout, index) for index, (stdout, _) in enumerate(outputs)], None
+    except ValueError as error:
+        return [], str(error)
 
 
 def read_back(stream) -> str:
@@ -100,9 +103,9 @@ def wait_all(children: list[subprocess.Popen], timeout: float) -> tuple[int, str
 
 def parse_line(stdout: str, index: int) -> dict:
     lines = [line for line in stdout.splitlines() if "tokens/s=" in line]
-    if len(lines) != 1:
-        raise SystemExit(f"copy {index}: expected one line with tokens/s=, got {stdout!r}")
-    fields = dict(FIELD.findall(lines[0]))
+    fields = dict(FIELD.findall(lines[0])) if len(lines) == 1 else {}
+    if "tokens/s" not in fields or "timed_s" not in fields:
+        raise ValueError(f"copy {index} printed no line with tokens/s= and timed_s=: {tail(stdout)!r}")
     return {"tokens/s": float(fields["tokens/s"].replace(",", "")), "timed_s": float(fields["timed_s"]),
             "device": fields.get("device", "?"), "induction_kernel": fields.get("induction_kernel", "?"),
             "model": fields.get("model", "?")}
