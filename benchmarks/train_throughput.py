@@ -16,11 +16,13 @@ The line ends with where a step's time goes (``split=induce/graph/forward/backwa
 timed around the engine's own calls; on CUDA each boundary synchronises, so the split slows the timed steps slightly
 and is measured on separate steps), and on CUDA the kernel launches per step (torch profiler) and peak GPU memory.
 ``--induction-kernel torch|triton`` picks the engine of the no-grad induction (``models/fused.py``; default auto =
-triton on CUDA); ``induction_kernel=`` in the line says which one ran.
+triton on CUDA); ``induction_kernel=`` in the line says which one ran. ``timed_s`` is the timed steps' wall time
+(benchmarks/concurrent_throughput.py runs several copies and adds their tokens over the longest window).
 """
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -155,6 +157,17 @@ def kernel_launches_per_step(step, prepared, device: torch.device) -> float:
     return kernels / len(prepared)
 
 
+def wait_for_siblings(directory: Path, count: int, timeout: float = 600.0) -> None:
+    """Start the timed steps together with ``count - 1`` other copies (benchmarks/concurrent_throughput.py), so
+    their timed windows overlap and the aggregate throughput is one of runs sharing the device."""
+    (directory / f"ready.{os.getpid()}").touch()
+    deadline = time.monotonic() + timeout
+    while len(list(directory.glob("ready.*"))) < count:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"--barrier {directory}: {count} runs expected, fewer ready after {timeout:.0f} s")
+        time.sleep(0.01)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["banyan", "selfstrae"], default="banyan")
@@ -176,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
                         help="engine of the no-grad induction, as `strae train --induction-kernel` (compare torch "
                         "and triton on CUDA)")
+    parser.add_argument("--barrier", type=Path, default=None, help=argparse.SUPPRESS)  # concurrent_throughput.py
+    parser.add_argument("--barrier-count", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -220,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
         step(ids, lengths)
     if device.type == "cuda":
         torch.cuda.synchronize()
+    if args.barrier:
+        wait_for_siblings(args.barrier, args.barrier_count)
     n_tokens = sum(int(lengths.sum()) for _, lengths in prepared[args.warmup:])
     start = time.perf_counter()
     cpu_start = time.process_time()
@@ -261,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
           f"induction_kernel={kernel.used} "
           f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
-          f"s/step={elapsed / args.steps:.3f} cpu_s/step={cpu_per_step:.3f} peak_rss={peak_rss_gb():.2f}GB "
+          f"s/step={elapsed / args.steps:.3f} timed_s={elapsed:.3f} cpu_s/step={cpu_per_step:.3f} "
+          f"peak_rss={peak_rss_gb():.2f}GB "
           f"objective_gflop/step={objective_flop / 1e9:.0f} gemm_gflop/s={rate / 1e9:.0f} "
           f"bound_tokens/s={bound:,.0f}{split}{cuda_fields} torch={torch.__version__} "
           f"device={describe_device(device).replace(' ', '_')}")

@@ -1,10 +1,15 @@
 """The benchmark scripts run end to end on tiny synthetic input and print their one line of figures."""
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,3 +33,84 @@ def test_train_throughput_prints_its_line_with_the_objective_bound(tmp_path):
     # 8 sentences: CE over <= 8*200 leaves x 256 x 25000, three products -> a few GFLOP at most, and > 0.
     assert 0 < float(fields["gemm_gflop/s"].replace(",", ""))
     assert float(fields["bound_tokens/s"].replace(",", "")) > 0
+
+
+def load_script(name: str):
+    """A benchmark script as a module (they are scripts, not a package), so a test can call its main()."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_concurrent_throughput_prints_one_aggregate_per_group(capsys):
+    script = load_script("concurrent_throughput")
+    status = script.main(["--runs", "1,2", "--timeout", "240", "--", "--model", "banyan", "--synthetic",
+                          "--batch-size", "4", "--steps", "1", "--warmup", "1", "--split-steps", "0", "--threads", "1",
+                          "--device", "cpu"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert status == 0 and len(lines) == 1, lines
+    header, *groups = lines[0].split(" | ")
+    assert "model=banyan" in header and "induction_kernel=torch" in header and "device=cpu:" in header
+    assert [group.split()[0] for group in groups] == ["N=1", "N=2"]
+    for group in groups:
+        fields = dict(re.findall(r"(\S+)=(\S+)", group))
+        aggregate = float(fields["aggregate_tokens/s"].replace(",", ""))
+        slowest = float(fields["slowest_tokens/s"].replace(",", ""))
+        # the group's rate over the longest window: at least the slowest copy's, at most the copies' sum
+        assert 0 < slowest <= aggregate
+
+
+def test_concurrent_throughput_reports_a_failed_copy_with_its_stderr(capsys):
+    script = load_script("concurrent_throughput")
+    status = script.main(["--runs", "1", "--", "--model", "no-such-model", "--device", "cpu"])
+    line = capsys.readouterr().out.strip()
+    assert status == 1 and "\n" not in line
+    assert "N=1 FAILED copy 0 rc=2" in line and "no-such-model" in line and "tokens/s" not in line
+
+
+CHECK_ARGS = ["--device", "cpu", "--threads", "1", "--batch-size", "16", "--steps", "8", "--checkpoint-every", "3",
+              "--interrupt-at", "5", "--tiny-sentences", "96", "--dev-sentences", "32"]
+
+
+@pytest.fixture
+def torch_threads():
+    """cuda_checks runs in this process and --threads 1 sets torch's threads: give the other tests theirs back."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def check_fields(line: str) -> dict[str, str]:
+    return dict(re.findall(r"(\S+?)=('[^']*'|\S+)", line))
+
+
+def test_cuda_checks_on_cpu_finds_identical_reruns_and_resume(capsys, torch_threads):
+    status = load_script("cuda_checks").main(CHECK_ARGS)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    fields = check_fields(lines[0])
+    assert status == 0, lines[0]
+    assert fields["determinism"] == "identical" and fields["resume"] == "identical", lines[0]
+    assert float(fields["determinism_s"]) > 0 and float(fields["resume_s"]) > 0
+    assert fields["torch"] == torch.__version__ and fields["device"].startswith("cpu:")
+    assert json.loads(fields["provenance.determinism"])["deterministic"] is True
+    assert fields["provenance.induction_kernel"] == "torch"
+
+
+def test_cuda_checks_reports_runs_that_differ(capsys, torch_threads):
+    # --perturb: the second run gets another seed and the checkpoint is altered before the resume
+    status = load_script("cuda_checks").main([*CHECK_ARGS, "--perturb"])
+    fields = check_fields(capsys.readouterr().out)
+    assert status == 1
+    assert fields["determinism"] == "differs" and float(fields["determinism_max_abs_diff"]) > 0
+    assert fields["resume"] == "differs" and float(fields["resume_max_abs_diff"]) > 0
+
+
+def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
+    script = ROOT / "tools" / "gpu_measure.sh"
+    result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    text = script.read_text()
+    for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput"):
+        assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name

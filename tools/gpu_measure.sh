@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The GPU measurements of issue 10 in ONE command, for a session with a GPU box and few minutes. On the box, from
+# the checkout (README "Training on an offline GPU box"):
+#     bash tools/offline_unpack.sh && source bundle/env.sh      # once: venv, wheels, resources/
+#     bash tools/gpu_measure.sh                                 # <= 9.5 minutes (GPU_MEASURE_DEADLINE_S)
+# Each step prints one line; the lines go to $OUT/gpu_measure.txt (prefixed [step]) and to stdout, each step's
+# stdout/stderr to $OUT/logs/STEP.{out,err}. A step that fails or runs out of time adds a "[step] FAILED" line with
+# its stderr tail and the next step runs. Steps, in order (budget = its own time limit; the whole run also stops
+# starting steps at the deadline, so the sum of the budgets may exceed it):
+#   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
+#   banyan-triton     train_throughput, Banyan, fused Triton induction        budget  90 s (first compile)
+#   selfstrae-triton  train_throughput, Self-StrAE CECO k16 u16, Triton       budget  80 s
+#   concurrent        concurrent_throughput 1,4,8 copies of banyan-triton     budget 200 s
+#   cuda-checks       cuda_checks: determinism + resume, Banyan, 60 steps     budget 150 s
+#   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
+# Knobs (environment): OUT (default ./gpu-measure), PYTHON (default python), GPU_MEASURE_DEADLINE_S (555),
+# DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), RUNS (1,4,8), CHECK_STEPS (60),
+# ROBERTA_BATCH (64), ROBERTA_STEPS (100), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
+# A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 RUNS=1,2 CHECK_STEPS=8 \
+#     ROBERTA_BATCH=4 ROBERTA_STEPS=1 bash tools/gpu_measure.sh
+set -uo pipefail  # not -e: a failed step is recorded and the next one runs
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO" || exit 1
+OUT=${OUT:-$REPO/gpu-measure}
+PY=${PYTHON:-python}
+DEADLINE_S=${GPU_MEASURE_DEADLINE_S:-555}  # one <= 570 s (9.5 min) call, with a margin for the last kill
+DEVICE=${DEVICE:-cuda}
+BATCH=${BATCH:-512}
+STEPS=${STEPS:-20}
+RUNS=${RUNS:-1,4,8}
+CHECK_STEPS=${CHECK_STEPS:-60}
+ROBERTA_BATCH=${ROBERTA_BATCH:-64}
+ROBERTA_STEPS=${ROBERTA_STEPS:-100}
+LANG_KEY=${LANG_KEY:-en}
+DATA=resources/tokenized/$LANG_KEY
+TOKENIZER=resources/tokenizers/$LANG_KEY.model
+RESULTS=$OUT/gpu_measure.txt
+LOGS=$OUT/logs
+mkdir -p "$LOGS"
+START=$SECONDS
+
+record() { echo "$1" | tee -a "$RESULTS"; }
+
+# step NAME BUDGET_S COMMAND...: run COMMAND under `timeout` (its process group: a benchmark's children too)
+step() {
+    local name=$1 budget=$2
+    shift 2
+    local left=$((DEADLINE_S - (SECONDS - START)))
+    local limit=$((budget < left ? budget : left))
+    echo "# [$name] budget ${budget} s; ${left} s of ${DEADLINE_S} left" >&2
+    if ((limit < 15)); then
+        record "[$name] SKIPPED: ${left} s of the ${DEADLINE_S} s deadline left"
+        return
+    fi
+    local started=$SECONDS rc=0
+    timeout --kill-after=10 "$limit" "$@" >"$LOGS/$name.out" 2>"$LOGS/$name.err" || rc=$?
+    local line
+    while IFS= read -r line; do
+        [ -n "${line// /}" ] && record "[$name] $line"
+    done <"$LOGS/$name.out"
+    if ((rc != 0)); then
+        local why="rc=$rc after $((SECONDS - started)) s"
+        if ((rc == 124 || rc == 137)); then why="timed out (limit ${limit} s)"; fi
+        record "[$name] FAILED $why; stderr tail: $(tail -c 600 "$LOGS/$name.err" | tr '\n\r' '  ')"
+    fi
+    echo "# [$name] took $((SECONDS - started)) s (rc $rc); $((SECONDS - START)) s so far" >&2
+}
+
+CORPUS_ARGS=()
+ROBERTA_DATA=()
+if [ -f "$DATA/train.json" ] && [ -f "$TOKENIZER" ]; then
+    CORPUS_ARGS=(--data-dir "$DATA" --tokenizer "$TOKENIZER")
+    ROBERTA_DATA=(--data-dir "$DATA")
+else
+    echo "# $DATA or $TOKENIZER missing: synthetic batches and a tiny corpus (run tools/offline_unpack.sh first)" >&2
+fi
+THROUGHPUT=("$PY" benchmarks/train_throughput.py --device "$DEVICE" --batch-size "$BATCH" --steps "$STEPS"
+    --data-dir "$DATA")
+
+record "# gpu_measure $(date -u +%FT%TZ) git=$(git rev-parse --short HEAD 2>/dev/null || echo none) $("$PY" -c '
+import torch
+try:
+    import triton
+    version = triton.__version__
+except Exception as error:
+    version = f"unavailable({type(error).__name__})"
+gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
+print(f"torch={torch.__version__} triton={version} cuda_available={torch.cuda.is_available()} gpu={gpu!r}")
+' 2>&1 | tr '\n' ' ')"
+
+# budget 70 s: ~15 s start-up (CUDA context, batches) + 24 steps at ~0.19 s + the profiled steps + GEMM rate
+step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
+# budget 90 s: as above plus the first Triton compile and the first-use check (later steps hit the disk cache)
+step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton
+# budget 80 s: Self-StrAE's preset is sentential, linear, CECO, k16 u16 (named here so the line cannot drift)
+step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton
+# budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
+step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 --log-dir "$LOGS" \
+    -- --model banyan --device "$DEVICE" --induction-kernel triton --batch-size "$BATCH" --steps "$STEPS" \
+    --split-steps 0 --data-dir "$DATA"
+# budget 150 s: four strae train runs (60 + 60 + 30 + 40 steps at batch 512) with dev evaluations and checkpoints
+step cuda-checks 150 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
+    --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}"
+# budget 60 s: RoBERTa-medium (table6 shape) MLM, batch 64, 100 timed steps per layout at ~20 steps/s
+step roberta 60 "$PY" benchmarks/roberta_throughput.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
+    --steps "$ROBERTA_STEPS" --precision bf16 --attention sdpa --packing none,sentences "${ROBERTA_DATA[@]}"
+
+record "# gpu_measure done in $((SECONDS - START)) s"
