@@ -1,0 +1,324 @@
+"""Progress of a campaign trained in time-boxed chunks (tools/campaign_chunk.sh): snapshots, summary, archive.
+
+A chunk's training is cut off by a time limit; what it leaves is each unfinished run's ``checkpoint.pt``. In the
+chunk's tail these commands turn that into results a reader can take away:
+
+    python -m strae.report.progress snapshot --deadline-s 60 [--jobs 4]
+        every unfinished run (checkpoint.pt, no encoder.json, not failed): its checkpoint exported with the run's own
+        `strae train` flags (strae.plan.train_flags, as the workflow builds them) to
+        results/snapshots/<lang>/<model>/<setting>/seed<N>/step<STEP>, evaluated (the paper variant's task list) to
+        ...step<STEP>.paper.json; a step already evaluated is skipped, so calling it again costs nothing
+    python -m strae.report.progress summary
+        one line per run directory: status, epoch/step of the planned epochs, latest sentence-task average
+    python -m strae.report.progress archive OUT.tar.xz [--extra FILE]...
+        every train.json and evaluation JSON, scores and tables under results/, the last lines of each log
+
+The flags come from the config the workflow last ran with (results/config.effective.yaml), so a snapshot's
+checkpoint fingerprint matches the run's; nothing here names a model or language.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import os
+import shlex
+import subprocess
+import sys
+import tarfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from strae import paths, plan, recipes
+from strae.io import atomic_path, read_json
+from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, TRAIN_JSON
+
+VARIANT = "paper"  # the variant the campaign's targets evaluate (results/eval/.../seed<N>.paper.json)
+SNAPSHOTS = "snapshots"
+LOG_TAIL_LINES = 50
+MIN_JOB_S = 5  # a job started with less time than this left cannot finish: reported as skipped instead
+
+
+# ------------------------------------------------------------------------------------------------ runs
+def run_dirs(results: Path) -> list[tuple[plan.Run, Path]]:
+    """Every run directory under results/runs (results/runs/<lang>/<model>/<setting>/seed<N>)."""
+    found = []
+    for path in sorted(Path(results).glob("runs/*/*/*/seed*")):
+        lang, model, setting = path.parts[-4:-1]
+        seed = path.name.removeprefix("seed")
+        if path.is_dir() and seed.isdigit():
+            found.append((plan.Run(lang, model, setting, int(seed)), path))
+    return found
+
+
+def label(run: plan.Run) -> str:
+    return f"{run.language}/{run.model}/{run.setting}/seed{run.seed}"
+
+
+def recorded_status(path: Path) -> str | None:
+    record = path / TRAIN_JSON
+    return read_json(record).get("status") if record.exists() else None
+
+
+def unfinished(path: Path) -> bool:
+    """Training started and has not ended: a checkpoint, no completion mark, not recorded as failed."""
+    return ((path / CHECKPOINT_FILE).exists() and not (path / ENCODER_MANIFEST).exists()
+            and recorded_status(path) != "failed")
+
+
+def checkpoint_progress(path: Path) -> dict[str, Any]:
+    """Where a checkpoint stands (epochs done, batches into the next, global step), its tensors left unread."""
+    import torch
+
+    saved = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    return {key: saved[key] for key in ("epoch", "batch_in_epoch", "global_step")}
+
+
+def snapshot_dir(results: Path, run: plan.Run, step: int) -> Path:
+    return Path(results) / SNAPSHOTS / run.language / run.model / run.setting / f"seed{run.seed}" / f"step{step}"
+
+
+def snapshot_scores(dest: Path) -> Path:
+    return dest.with_name(f"{dest.name}.{VARIANT}.json")
+
+
+def planned_epochs(config: dict[str, Any], run: plan.Run) -> int | None:
+    """The epochs the run's recipe asks for (config overrides applied), as `strae train` resolves them."""
+    preset = config["models"].get(run.model)
+    if preset is None:
+        return None
+    overrides = plan.recipe_overrides(config, run.language, run.model, run.setting)
+    resolved = recipes.resolve(preset["recipe"], [(key, value, "config") for key, value in overrides.items()])
+    return resolved.recipe.epochs
+
+
+# -------------------------------------------------------------------------------------------- commands
+def strae_command(*args: str) -> list[str]:
+    """The `strae` CLI of this interpreter (the workflow's `strae` on PATH is the same entry point)."""
+    return [sys.executable, "-m", "strae.cli", *args]
+
+
+def export_command(config: dict[str, Any], run: plan.Run, path: Path, dest: Path) -> list[str]:
+    """The train rule's command (workflow/rules/train.smk) for this run, exporting its checkpoint instead."""
+    resources = config["data"]["resources_dir"]
+    flags = shlex.split(plan.train_flags(config, run.model, run.setting, run.language))
+    return strae_command(
+        "train", *flags, "--lang", run.language, "--seed", str(run.seed), "--setting", run.setting,
+        "--data-dir", str(paths.tokenized_dir(run.language, resources)),
+        "--tokenizer", str(paths.tokenizer_model(run.language, resources)),
+        "--out", str(path), "--export-checkpoint", str(dest))
+
+
+def evaluate_command(config: dict[str, Any], config_path: Path, run: plan.Run, dest: Path) -> list[str]:
+    """The evaluate rule's command (workflow/rules/evaluate.smk) for an exported snapshot."""
+    tasks = ",".join(config["languages"][run.language]["eval"][VARIANT])
+    return strae_command(
+        "evaluate", "--model", str(dest), "--lang", run.language, "--variant", VARIANT, "--tasks", tasks,
+        "--config", str(config_path), "--device", str(config["scale"].get("device", "auto")),
+        "--out", str(snapshot_scores(dest)))
+
+
+def run_logged(command: list[str], log: Path, deadline: float, env: dict[str, str]) -> str | None:
+    """Run ``command`` until ``deadline`` (time.monotonic()); None when it succeeded, else why not."""
+    left = deadline - time.monotonic()
+    if left < MIN_JOB_S:
+        return f"skipped: {left:.0f} s left"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as handle:
+        handle.write(shlex.join(command) + "\n")
+        handle.flush()
+        try:
+            rc = subprocess.run(command, stdout=handle, stderr=subprocess.STDOUT, env=env, timeout=left).returncode
+        except subprocess.TimeoutExpired:
+            return f"timed out after {left:.0f} s (see {log})"
+    return None if rc == 0 else f"exit status {rc} (see {log})"
+
+
+# ------------------------------------------------------------------------------------------- snapshot
+def snapshot_run(config: dict[str, Any], config_path: Path, run: plan.Run, path: Path, results: Path,
+                 logs: Path, deadline: float) -> str:
+    """Export and evaluate one unfinished run's checkpoint; one line saying what happened."""
+    step = checkpoint_progress(path / CHECKPOINT_FILE)["global_step"]
+    dest = snapshot_dir(results, run, step)
+    if snapshot_scores(dest).exists():
+        return f"{label(run)} step {step}: already evaluated ({snapshot_scores(dest)})"
+    # one thread per job: several evaluations share the machine's cores (the workflow's eval_threads)
+    env = dict(os.environ, OMP_NUM_THREADS=str(config["scale"].get("eval_threads", 1)))
+    log = logs / SNAPSHOTS / dest.relative_to(Path(results) / SNAPSHOTS)
+    if not (dest / ENCODER_MANIFEST).exists():  # encoder.json is written last: a cut-off export is redone
+        failed = run_logged(export_command(config, run, path, dest), log.with_name(f"{dest.name}.export.log"),
+                            deadline, env)
+        if failed:
+            return f"{label(run)} step {step}: export FAILED, {failed}"
+        exported = read_json(dest / TRAIN_JSON)["snapshot"]["global_step"]
+        if exported != step:  # the checkpoint moved on meanwhile (a trainer still running): label what was read
+            return f"{label(run)} step {step}: checkpoint changed to step {exported} during the export; try again"
+    failed = run_logged(evaluate_command(config, config_path, run, dest),
+                        log.with_name(f"{dest.name}.{VARIANT}.log"), deadline, env)
+    if failed:
+        return f"{label(run)} step {step}: evaluation FAILED, {failed}"
+    return f"{label(run)} step {step}: evaluated -> {snapshot_scores(dest)}"
+
+
+def snapshot_all(results: Path, logs: Path, config_path: Path, deadline_s: float, jobs: int) -> list[str]:
+    """Snapshot every unfinished run (``jobs`` at once) before ``deadline_s`` seconds from now."""
+    deadline = time.monotonic() + deadline_s
+    todo = [(run, path) for run, path in run_dirs(results) if unfinished(path)]
+    if not todo:
+        return ["no unfinished run"]
+    if not config_path.exists():
+        return [f"{config_path} missing (has the workflow run here?): no snapshot"]
+    config = load_config(config_path)
+
+    def one(item: tuple[plan.Run, Path]) -> str:
+        run, path = item
+        if run.model not in config["models"]:
+            return f"{label(run)}: not a model of config `models:`, no snapshot"
+        try:
+            return snapshot_run(config, config_path, run, path, results, logs, deadline)
+        except Exception as error:  # one run's broken file must not cost the others their snapshot
+            return f"{label(run)}: snapshot FAILED, {type(error).__name__}: {error}"
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, todo))
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
+# -------------------------------------------------------------------------------------------- summary
+def sentence_average(scores_path: Path) -> tuple[float, int] | None:
+    """Mean score over an evaluation's sentence-level tasks (the STS-style ones) and how many there were."""
+    tasks = read_json(scores_path).get("tasks") or {}
+    scores = [task["score"] for task in tasks.values()
+              if task.get("level") == "sentence" and isinstance(task.get("score"), (int, float))
+              and math.isfinite(task["score"])]
+    return (sum(scores) / len(scores), len(scores)) if scores else None
+
+
+def latest_snapshot(results: Path, run: plan.Run) -> tuple[int, Path] | None:
+    """(step, scores file) of the run's most advanced evaluated snapshot."""
+    folder = snapshot_dir(results, run, 0).parent
+    found = [(int(p.name.removeprefix("step").removesuffix(f".{VARIANT}.json")), p)
+             for p in folder.glob(f"step*.{VARIANT}.json")]
+    return max(found) if found else None
+
+
+def position(epoch: int, batch: int, step: int, planned: int | None) -> str:
+    """``epoch E/PLANNED (+B batches) step S``: epochs done, batches into the next one, optimizer steps."""
+    of = f"/{planned}" if planned else ""
+    extra = f" (+{batch} batches)" if batch else ""
+    return f"epoch {epoch}{of}{extra} step {step}"
+
+
+def average_text(scores_path: Path, where: str) -> str:
+    average = sentence_average(scores_path) if scores_path.exists() else None
+    if average is None:
+        return "not evaluated"
+    return f"STS avg {average[0]:.2f} ({average[1]} sentence tasks, {where})"
+
+
+def summary_line(results: Path, config: dict[str, Any] | None, run: plan.Run, path: Path) -> str:
+    """``lang/model/setting/seedN  status  epoch E/15 step S  STS avg X (...)``"""
+    planned = planned_epochs(config, run) if config else None
+    status = recorded_status(path)
+    if unfinished(path):
+        progress = checkpoint_progress(path / CHECKPOINT_FILE)
+        where = position(progress["epoch"], progress["batch_in_epoch"], progress["global_step"], planned)
+        latest = latest_snapshot(results, run)
+        scores = average_text(latest[1], f"snapshot step {latest[0]}") if latest else "no snapshot evaluated"
+        return f"{label(run)}  running  {where}  {scores}"
+    if status in (None, "running"):  # killed before its first checkpoint (train.json may be gone or "running")
+        return f"{label(run)}  started  no checkpoint yet"
+    history = read_json(path / TRAIN_JSON).get("history") or []
+    step = history[-1]["global_step"] if history else 0
+    where = position(len(history), 0, step, planned)
+    scores = average_text(paths.eval_json(run.language, run.model, run.setting, run.seed, VARIANT, results=results),
+                          "final")
+    return f"{label(run)}  {status}  {where}  {scores}"
+
+
+def summary(results: Path, config_path: Path) -> list[str]:
+    config = load_config(config_path) if config_path.exists() else None
+    lines = []
+    for run, path in run_dirs(results):
+        try:
+            lines.append(summary_line(results, config, run, path))
+        except Exception as error:  # a half-written file still gets its line
+            lines.append(f"{label(run)}  unreadable  {type(error).__name__}: {error}")
+    return lines or ["no run directory under " + str(Path(results) / "runs")]
+
+
+# -------------------------------------------------------------------------------------------- archive
+def archive_files(results: Path) -> list[Path]:
+    """What a chunk brings back of results/: records, evaluations, scores and tables (never weights)."""
+    results = Path(results)
+    patterns = ["**/train.json", "eval/**/*.json", f"{SNAPSHOTS}/**/*.{VARIANT}.json", "scores*.csv",
+                "scores/*.csv", "table*", "*/table*", "config.effective.yaml"]
+    found = {path for pattern in patterns for path in results.glob(pattern) if path.is_file()}
+    return sorted(found)
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> bytes:
+    """The last ``lines`` lines; progress bars' carriage-return updates count as lines (each is one)."""
+    text = path.read_bytes().replace(b"\r", b"\n")
+    return b"\n".join(text.splitlines()[-lines:]) + b"\n"
+
+
+def write_archive(dest: Path, results: Path, logs: Path, extras: list[Path]) -> int:
+    """ONE .tar.xz (written atomically); returns how many members it holds."""
+    members = 0
+    with atomic_path(dest, suffix=".tar.xz") as tmp, tarfile.open(tmp, "w:xz") as tar:
+        for path in archive_files(results):
+            tar.add(path, arcname=str(path))
+            members += 1
+        for path in (p for p in extras if p.is_file()):  # beside results/ and logs/ in the archive
+            tar.add(path, arcname=path.name)
+            members += 1
+        for log in sorted(Path(logs).glob("**/*.log")):
+            data = log_tail(log)
+            info = tarfile.TarInfo(f"{log}.tail")
+            info.size, info.mtime = len(data), int(log.stat().st_mtime)
+            tar.addfile(info, io.BytesIO(data))
+            members += 1
+    return members
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m strae.report.progress", description=__doc__.split("\n")[0])
+    parser.add_argument("--results", type=Path, default=Path(paths.DEFAULT_RESULTS))
+    parser.add_argument("--logs", type=Path, default=Path("logs"))
+    parser.add_argument("--config", type=Path, default=None, help="default: RESULTS/config.effective.yaml")
+    sub = parser.add_subparsers(dest="command", required=True)
+    snap = sub.add_parser("snapshot", help="export and evaluate every unfinished run's checkpoint")
+    snap.add_argument("--deadline-s", type=float, required=True, help="seconds from now every job must end by")
+    snap.add_argument("--jobs", type=int, default=4, help="runs exported and evaluated at once")
+    sub.add_parser("summary", help="one line per run directory")
+    arch = sub.add_parser("archive", help="write the chunk's results as one .tar.xz")
+    arch.add_argument("out", type=Path)
+    arch.add_argument("--extra", type=Path, action="append", default=[], help="another file to include")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    config_path = args.config or paths.effective_config(args.results)
+    if args.command == "snapshot":
+        lines = snapshot_all(args.results, args.logs, config_path, args.deadline_s, args.jobs)
+    elif args.command == "summary":
+        lines = summary(args.results, config_path)
+    else:
+        count = write_archive(args.out, args.results, args.logs, args.extra)
+        lines = [f"{args.out}: {count} files, {args.out.stat().st_size / 2**20:.2f} MiB"]
+    print("\n".join(lines), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

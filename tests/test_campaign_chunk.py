@@ -1,0 +1,151 @@
+"""tools/campaign_chunk.sh and strae.report.progress: a target run in time-boxed chunks, each cut off by its time
+limit, leaves snapshot evaluations of the unfinished runs and one archive; the next chunk resumes from the checkpoint.
+
+The end-to-end test trains the e2e overlay's synthetic Banyan run (.test/config.yaml) for many short epochs, so the
+first chunk's limit falls mid-training whatever the machine's speed, and the second chunk finishes it.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from strae import paths, plan
+from strae.report import progress
+from test_workflow import REPO, copy_workdir, snakemake
+
+RUN = plan.Run("synth", "banyan", "ce_diagonal_entangled_k128_u2", 0)
+TARGET = RUN.eval_json("paper")
+EPOCHS = 50  # ~44 steps each on the synthetic corpus: far more than one 20 s window trains on a fast CPU
+OVERLAY = f"""
+scale:
+  recipe_overrides: {{epochs: {EPOCHS}}}
+experiments:
+  synthetic_selfstrae: {{enabled: false}}
+"""
+
+
+def fake_run(results: Path, files: dict[str, str]) -> Path:
+    path = results / RUN.run_dir.removeprefix("results/")
+    path.mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).write_text(text)
+    return path
+
+
+def test_unfinished_means_a_checkpoint_without_completion_mark_or_failure(tmp_path):
+    running = fake_run(tmp_path / "a", {"checkpoint.pt": "", "train.json": json.dumps({"status": "running"})})
+    assert progress.unfinished(running)
+    done = fake_run(tmp_path / "b", {"checkpoint.pt": "", "encoder.json": "{}"})
+    assert not progress.unfinished(done)
+    failed = fake_run(tmp_path / "c", {"checkpoint.pt": "", "train.json": json.dumps({"status": "failed"})})
+    assert not progress.unfinished(failed)
+    assert [run for run, _ in progress.run_dirs(tmp_path / "a")] == [RUN]
+
+
+def test_latest_snapshot_is_the_highest_step_not_the_last_name(tmp_path):
+    folder = progress.snapshot_dir(tmp_path, RUN, 0).parent
+    folder.mkdir(parents=True)
+    for step in (900, 1320):
+        (folder / f"step{step}.paper.json").write_text("{}")
+    (folder / "step10000").mkdir()  # exported, not evaluated
+    assert progress.latest_snapshot(tmp_path, RUN) == (1320, folder / "step1320.paper.json")
+
+
+def test_sentence_average_reads_finite_sentence_level_scores_only(tmp_path):
+    scores = tmp_path / "e.json"
+    scores.write_text(json.dumps({"tasks": {
+        "a": {"level": "sentence", "score": 60.0}, "b": {"level": "sentence", "score": 70.0},
+        "w": {"level": "word", "score": 10.0}, "nan": {"level": "sentence", "score": float("nan")},
+        "missing": {"level": "sentence"}}}))
+    assert progress.sentence_average(scores) == (65.0, 2)
+
+
+def test_archive_brings_records_and_log_tails_never_weights(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = fake_run(Path("results"), {"train.json": "{}", "checkpoint.pt": "x", "model.pt": "x"})
+    assert run.exists()
+    Path("results/scores.csv").write_text("a\n")
+    Path("logs/train").mkdir(parents=True)
+    Path("logs/train/x.log").write_text("".join(f"line {i}\n" for i in range(80)) + "bar 1\rbar 2\n")
+    Path("extra.txt").write_text("records\n")
+    count = progress.write_archive(Path("out/c.tar.xz"), Path("results"), Path("logs"), [Path("extra.txt")])
+    with tarfile.open("out/c.tar.xz") as tar:
+        names = set(tar.getnames())
+        tail = tar.extractfile("logs/train/x.log.tail").read().decode().splitlines()
+    assert names == {f"{RUN.run_dir}/train.json", "results/scores.csv", "logs/train/x.log.tail", "extra.txt"}
+    assert count == len(names)
+    assert len(tail) == progress.LOG_TAIL_LINES and tail[-2:] == ["bar 1", "bar 2"] and tail[0] == "line 32"
+
+
+def chunk(workdir: Path, chunk_s: int) -> subprocess.CompletedProcess:
+    # this checkout's sources first: the copied work tree has none, and an installed strae may be another checkout
+    env = dict(os.environ, CHUNK_S=str(chunk_s), SNAPSHOT_S="40", KILL_S="10", WRAPUP_S="15", SNAPSHOT_JOBS="2",
+               PROFILE="profiles/local", PYTHON=sys.executable,
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run(["bash", "tools/campaign_chunk.sh", TARGET, "--configfile", ".test/config.yaml",
+                           ".test/chunk.yaml"], cwd=workdir, env=env, capture_output=True, text=True,
+                          timeout=chunk_s + 30)
+
+
+def archived(workdir: Path) -> dict[str, bytes]:
+    with tarfile.open(workdir / "campaign-out/campaign.tar.xz") as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+@pytest.mark.slow
+def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp_path):
+    workdir = copy_workdir(tmp_path)
+    (workdir / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_chunk.sh", workdir / "tools")
+    (workdir / ".test/chunk.yaml").write_text(OVERLAY)
+    # the data first, so the first chunk's 20 s of snakemake are training
+    data = [str(paths.tokenized_file(RUN.language, "train", "json")), str(paths.tokenizer_model(RUN.language))]
+    prepared = snakemake(workdir, "--cores", "2", *data, "--configfile", ".test/config.yaml", ".test/chunk.yaml",
+                         timeout=300)
+    assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]
+
+    first = chunk(workdir, 60)  # snakemake stopped after 20 s, the tail snapshots the run
+    assert first.returncode == 75, first.stdout + first.stderr
+    run_dir = workdir / RUN.run_dir
+    assert not (run_dir / "encoder.json").exists() and (run_dir / "checkpoint.pt").exists()
+    latest = progress.latest_snapshot(workdir / "results", RUN)
+    assert latest is not None, first.stdout
+    step, scores = latest
+    assert step > 0 and json.loads(scores.read_text())["tasks"], first.stdout
+    snapshot_record = json.loads((scores.with_suffix("").with_suffix("") / "train.json").read_text())
+    assert snapshot_record["status"] == "running" and snapshot_record["snapshot"]["global_step"] == step
+    line = rf"seed0  running  epoch \d+/{EPOCHS}(?: \(\+\d+ batches\))? step {step}  STS avg [\d.]+ .*" \
+           rf"snapshot step {step}"
+    assert re.search(line, first.stdout), first.stdout
+    files = archived(workdir)
+    relative = str(scores.relative_to(workdir))
+    assert json.loads(files[relative]) == json.loads(scores.read_text())
+    assert "campaign.txt" in files and any(name.startswith("logs/train/") for name in files)
+
+    second = chunk(workdir, 300)
+    assert second.returncode == 0, second.stdout + second.stderr
+    record = json.loads((run_dir / "train.json").read_text())
+    assert record["status"] == "completed" and len(record["history"]) == EPOCHS
+    sessions = record["timings"]["sessions"]
+    # resumed where the first chunk's checkpoint stood (the snapshot's step), not from step 0
+    assert sessions[0]["start_step"] == 0 and sessions[-1]["start_step"] == step
+    assert [entry["epoch"] for entry in record["history"]] == list(range(1, EPOCHS + 1))
+    final_step = record["history"][-1]["global_step"]
+    assert step < final_step
+    assert re.search(rf"seed0  completed  epoch {EPOCHS}/{EPOCHS} step {final_step}  STS avg .*final",
+                     second.stdout), second.stdout
+    files = archived(workdir)
+    assert {TARGET, f"{RUN.run_dir}/train.json", relative} <= set(files)
+    assert files["campaign.txt"].decode().count("# chunk ") == 4  # start and end line of each chunk
+
+    again = chunk(workdir, 120)  # idempotent: nothing to train, nothing to snapshot, the same archive contents
+    assert again.returncode == 0 and "[snapshot] no unfinished run" in again.stdout, again.stdout + again.stderr

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Run workflow targets in time-boxed chunks: one call = one chunk that ends within CHUNK_S seconds and brings back
+# what was reached, finished or not; calling it again resumes (README "Training on an offline GPU box"). For a GPU box
+# lent in <= 10 minute calls, or a SLURM allocation with a wall-time (CHUNK_S a little under it, PROFILE=profiles/slurm
+# or a local profile inside the allocation).
+#     bash tools/campaign_chunk.sh results/eval/en/banyan/ce_diagonal_entangled_k128_u2/seed{0,1,2,3}.paper.json
+# Every argument goes to snakemake after the profile (targets, and options such as `--configfile F` LAST).
+# Steps, each recorded as lines in logs/campaign/campaign.txt (copied to $OUT) and on stdout; a failing step is recorded and the next runs:
+#   1. snakemake --profile $PROFILE --rerun-incomplete ARGS, under `timeout` until CHUNK_S - SNAPSHOT_S; a training
+#      job cut off keeps its checkpoint.pt (not a declared output) and resumes from it on the next call
+#   2. snapshot (until CHUNK_S - WRAPUP_S): each unfinished run's checkpoint exported with the run's own flags to
+#      results/snapshots/<lang>/<model>/<setting>/seed<N>/step<STEP> and evaluated (paper variant) to
+#      ...step<STEP>.paper.json (python -m strae.report.progress snapshot; a step already evaluated is skipped)
+#   3. one summary line per run: status, epoch/step of the planned epochs, latest STS average
+#   4. $OUT/campaign.tar.xz: every train.json and evaluation JSON under results/ (finished runs' and snapshots'),
+#      scores and tables, the last 50 lines of each log under logs/, campaign.txt. No weights. $OUT holds only
+#      campaign.tar.xz and campaign.txt.
+# Exit status: 0 the targets are done; 75 the chunk ran out of time (call again); 1 snakemake failed otherwise.
+# Knobs (environment): CHUNK_S (560: one <= 10 minute call with a margin), SNAPSHOT_S (90: the tail after snakemake
+# is stopped), WRAPUP_S (20: summary + archive, inside the tail), KILL_S (15: snakemake's shutdown grace, inside the
+# tail), SNAPSHOT_JOBS (4: runs exported/evaluated at once), PROFILE (profiles/gpu), OUT (./campaign-out),
+# PYTHON (python), SNAKEMAKE (snakemake).
+set -uo pipefail  # not -e: a failed step is recorded and the next one runs
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO" || exit 1
+START=$SECONDS
+CHUNK_S=${CHUNK_S:-560}
+SNAPSHOT_S=${SNAPSHOT_S:-90}
+WRAPUP_S=${WRAPUP_S:-20}
+KILL_S=${KILL_S:-15}
+SNAPSHOT_JOBS=${SNAPSHOT_JOBS:-4}
+PROFILE=${PROFILE:-profiles/gpu}
+OUT=${OUT:-$REPO/campaign-out}
+PY=${PYTHON:-python}
+SNAKEMAKE=${SNAKEMAKE:-snakemake}
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+# kept in the work tree across calls; $OUT gets only the archive and a copy of the records (a lent box brings
+# back a few files)
+RECORDS=logs/campaign/campaign.txt
+CHUNK=logs/campaign/chunk-$STAMP
+SNAKEMAKE_LOG=$CHUNK.log
+mkdir -p "$OUT" logs/campaign
+
+if ((SNAPSHOT_S < KILL_S + WRAPUP_S || CHUNK_S <= SNAPSHOT_S)); then
+    echo "campaign_chunk: need CHUNK_S > SNAPSHOT_S >= KILL_S + WRAPUP_S (got $CHUNK_S, $SNAPSHOT_S, $KILL_S," \
+        "$WRAPUP_S)" >&2
+    exit 2
+fi
+
+record() { echo "$1" | tee -a "$RECORDS"; }
+left_until() { echo $(($1 - (SECONDS - START))); }  # seconds from now until $1 seconds after the start
+PROGRESS=("$PY" -m strae.report.progress)
+
+record "# chunk $STAMP git=$(git rev-parse --short HEAD 2>/dev/null || echo none) CHUNK_S=$CHUNK_S: $*"
+
+# 1. the workflow until the tail. SIGTERM to snakemake's process group (timeout's default) stops the training jobs
+#    too; snakemake deletes their train.json as incomplete, checkpoint.pt stays.
+rc=0
+timeout --kill-after="$KILL_S" "$(left_until $((CHUNK_S - SNAPSHOT_S)))" \
+    "$SNAKEMAKE" --profile "$PROFILE" --rerun-incomplete "$@" >"$SNAKEMAKE_LOG" 2>&1 || rc=$?
+case $rc in
+    0) status=0; record "[snakemake] done: every target is up to date ($((SECONDS - START)) s)" ;;
+    124 | 137)
+        status=75
+        record "[snakemake] stopped after $((SECONDS - START)) s (rc $rc): call again to resume"
+        # killed hard, it left its lock behind; nothing else runs in this directory now
+        if ((rc == 137)); then "$SNAKEMAKE" --profile "$PROFILE" --unlock "$@" >>"$SNAKEMAKE_LOG" 2>&1; fi ;;
+    *) status=1; record "[snakemake] FAILED rc $rc: $(tail -n 5 "$SNAKEMAKE_LOG" | tr '\n' ' ')" ;;
+esac
+
+# 2. snapshots of unfinished runs, each job ending by the deadline it is given
+deadline=$(left_until $((CHUNK_S - WRAPUP_S)))
+timeout --kill-after=5 "$((deadline > 1 ? deadline : 1))" "${PROGRESS[@]}" snapshot --deadline-s "$((deadline - 5))" \
+    --jobs "$SNAPSHOT_JOBS" >"$CHUNK.snapshot.txt" 2>"$CHUNK.snapshot.err" \
+    || record "[snapshot] FAILED rc $?: $(tail -c 400 "$CHUNK.snapshot.err" | tr '\n' ' ')"
+while IFS= read -r line; do record "[snapshot] $line"; done <"$CHUNK.snapshot.txt"
+
+# 3. one line per run
+timeout 15 "${PROGRESS[@]}" summary >"$CHUNK.summary.txt" 2>"$CHUNK.summary.err" \
+    || record "[summary] FAILED rc $?: $(tail -c 400 "$CHUNK.summary.err" | tr '\n' ' ')"
+while IFS= read -r line; do record "[summary] $line"; done <"$CHUNK.summary.txt"
+
+# 4. the one archive that comes back
+record "# chunk $STAMP ends after $((SECONDS - START)) s"
+limit=$(left_until "$CHUNK_S")
+timeout "$((limit > 1 ? limit : 1))" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" \
+    >"$CHUNK.archive.txt" 2>&1 || { status=1; echo "[archive] FAILED: $(tail -c 400 "$CHUNK.archive.txt")" >&2; }
+cat "$CHUNK.archive.txt"
+cp "$RECORDS" "$OUT/campaign.txt"
+exit "$status"
