@@ -75,6 +75,12 @@ def run_dir(lang: str, model: str, setting: str, seed: int | str, results: str |
     return Path(results) / "runs" / lang / model / setting / f"seed{seed}"
 
 
+def snapshot_dir(lang: str, model: str, setting: str, seed: int | str, step: int | str,
+                 results: str | Path = DEFAULT_RESULTS) -> Path:
+    """An unfinished run's checkpoint exported at ``step`` (tools/campaign_chunk.sh; ``strae.report.progress``)."""
+    return Path(results) / "snapshots" / lang / model / setting / f"seed{seed}" / f"step{step}"
+
+
 def train_record(lang: str, model: str, setting: str, seed: int | str, results: str | Path = DEFAULT_RESULTS) -> Path:
     return run_dir(lang, model, setting, seed, results) / "train.json"
 

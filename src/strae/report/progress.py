@@ -35,7 +35,7 @@ import yaml
 
 from strae import paths, plan, recipes
 from strae.io import atomic_path, read_json
-from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, TRAIN_JSON
+from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, TRAIN_JSON, RunRecord
 
 VARIANT = "paper"  # the variant the campaign's targets evaluate (results/eval/.../seed<N>.paper.json)
 SNAPSHOTS = "snapshots"
@@ -47,7 +47,8 @@ MIN_JOB_S = 5  # a job started with less time than this left cannot finish: repo
 def run_dirs(results: Path) -> list[tuple[plan.Run, Path]]:
     """Every run directory under results/runs (results/runs/<lang>/<model>/<setting>/seed<N>)."""
     found = []
-    for path in sorted(Path(results).glob("runs/*/*/*/seed*")):
+    # the run-directory layout of strae.paths.run_dir, every part a wildcard
+    for path in sorted(Path(results).glob(str(paths.run_dir("*", "*", "*", "*", results="")))):
         lang, model, setting = path.parts[-4:-1]
         seed = path.name.removeprefix("seed")
         if path.is_dir() and seed.isdigit():
@@ -60,8 +61,8 @@ def label(run: plan.Run) -> str:
 
 
 def recorded_status(path: Path) -> str | None:
-    record = path / TRAIN_JSON
-    return read_json(record).get("status") if record.exists() else None
+    record = RunRecord.from_disk(path)
+    return record.status if record is not None else None
 
 
 def unfinished(path: Path) -> bool:
@@ -79,7 +80,7 @@ def checkpoint_progress(path: Path) -> dict[str, Any]:
 
 
 def snapshot_dir(results: Path, run: plan.Run, step: int) -> Path:
-    return Path(results) / SNAPSHOTS / run.language / run.model / run.setting / f"seed{run.seed}" / f"step{step}"
+    return paths.snapshot_dir(run.language, run.model, run.setting, run.seed, step, results)
 
 
 def snapshot_scores(dest: Path) -> Path:
