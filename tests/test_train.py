@@ -284,3 +284,57 @@ def test_checkpoints_load_to_the_cpu_whatever_the_device(tiny, tmp_path):
     state = runs.load_checkpoint(out / "checkpoint.pt")
     assert state["rng"]["torch"].device.type == "cpu" and state["rng"]["torch"].dtype == torch.uint8
     assert all(t.device.type == "cpu" for t in state["model"].values())
+
+
+# ---------------------------------------------------------------------------------------- final weights
+def _scripted_dev_loss(monkeypatch, losses: dict[int, float]) -> None:
+    """Dev loss after epoch e (1-based) reads losses[e]; everything else is the real evaluation."""
+    real = trainer.evaluate_dev
+
+    def scripted(job, state):
+        dev, collapse = real(job, state)
+        return {**dev, "loss": losses[state.epoch + 1]}, collapse
+
+    monkeypatch.setattr(trainer, "evaluate_dev", scripted)
+
+
+def test_final_weights_are_the_lowest_dev_loss_epoch(tiny, tmp_path, monkeypatch):
+    # both references save the model only when the dev loss improves: epoch 2's weights here, not epoch 3's
+    _scripted_dev_loss(monkeypatch, {1: 3.0, 2: 2.0, 3: 2.5})
+    best = tmp_path / "best"
+    assert trainer.train(train_args(tiny, best, "--epochs", "3")) == 0
+    record = json.loads((best / "train.json").read_text())
+    assert record["recipe"]["values"]["final_weights"] == "best_dev_loss"
+    assert {k: record["final_weights"][k] for k in ("rule", "epoch", "dev_loss", "last_epoch", "last_dev_loss")} == {
+        "rule": "best_dev_loss", "epoch": 2, "dev_loss": 2.0, "last_epoch": 3, "last_dev_loss": 2.5}
+
+    two_epochs = tmp_path / "two"  # the same seed stopped after epoch 2: the weights best.pt must have kept
+    assert trainer.train(train_args(tiny, two_epochs, "--epochs", "2")) == 0
+    last = tmp_path / "last"
+    assert trainer.train(train_args(tiny, last, "--epochs", "3", "--set", "final_weights=last")) == 0
+    assert json.loads((last / "train.json").read_text())["final_weights"]["epoch"] == 3
+    kept, epoch2, epoch3 = final_state(best), final_state(two_epochs), final_state(last)
+    assert all(torch.equal(kept[name], epoch2[name]) for name in kept)
+    assert not all(torch.equal(kept[name], epoch3[name]) for name in kept)
+
+    # killed in epoch 3 and resumed: best.pt survives the interruption, so the same weights are kept
+    resumed = tmp_path / "resumed"
+    args = train_args(tiny, resumed, "--epochs", "3", "--checkpoint-every-steps", "3")
+    with pytest.raises(Interrupt):
+        trainer.train(args, step_callback=interrupt_at(14))  # 6 batches per epoch: step 14 is in epoch 3
+    assert trainer.train(args) == 0
+    assert all(torch.equal(final_state(resumed)[name], epoch2[name]) for name in epoch2)
+
+
+def test_best_weights_missing_keeps_the_last_and_says_so(tiny, tmp_path, monkeypatch):
+    # a checkpoint written while keeping the last weights resumes under best_dev_loss (the choice never changes the
+    # trajectory, so it is not part of the checkpoint's fingerprint), but epoch 1's weights were never saved
+    _scripted_dev_loss(monkeypatch, {1: 1.0, 2: 2.0})
+    out = tmp_path / "run"
+    with pytest.raises(Interrupt):
+        trainer.train(train_args(tiny, out, "--set", "final_weights=last", "--checkpoint-every-steps", "3"),
+                      step_callback=interrupt_at(9))
+    assert not (out / runs.BEST_WEIGHTS_FILE).exists()
+    assert trainer.train(train_args(tiny, out)) == 0
+    selection = json.loads((out / "train.json").read_text())["final_weights"]
+    assert selection["epoch"] == 2 and "missing" in selection["unavailable"]

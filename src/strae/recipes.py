@@ -1,7 +1,8 @@
 """Training recipes: the one home of the optimisation / regularisation choices (data in ``recipes.yaml``).
 
 A recipe is what a paper's *code* did to train a model (learning rates, temperature, clipping, dropouts, init
-ranges, dembedding bias, loss precision, tree-induction dropout, decoder child order, epochs, batch size). The
+ranges, dembedding bias, loss precision, tree-induction dropout, decoder child order, epochs, batch size, which
+epoch's weights the run keeps). The
 architecture (structure, functions, objective, k, u) is ``ModelConfig``'s business. ``strae train`` and the
 workflow both resolve a run's recipe here; a CLI flag or a config ``overrides:`` entry changes one value and
 ``ResolvedRecipe.record()`` writes both the values and what was overridden into the run's ``train.json``.
@@ -24,6 +25,7 @@ RECIPES_FILE = Path(__file__).with_name("recipes.yaml")
 LOSS_PRECISIONS = ("fp32", "bf16")
 DECODER_CHILD_ORDERS = ("position", "node_id")
 OPTIMIZERS = ("adam",)
+FINAL_WEIGHTS = ("best_dev_loss", "last")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Recipe:
     induction_dropout: bool
     decoder_child_order: str
     optimizer: str
+    final_weights: str
 
     # ------------------------------------------------------------------------------------------- validation
     def __post_init__(self) -> None:
@@ -66,7 +69,7 @@ class Recipe:
         if len(self.gate_init) != 2 or not self.gate_init[0] <= self.gate_init[1]:
             raise ValueError(f"{where}: gate_init must be [low, high] with low <= high, got {list(self.gate_init)!r}")
         for key, allowed in (("loss_precision", LOSS_PRECISIONS), ("decoder_child_order", DECODER_CHILD_ORDERS),
-                             ("optimizer", OPTIMIZERS)):
+                             ("optimizer", OPTIMIZERS), ("final_weights", FINAL_WEIGHTS)):
             if getattr(self, key) not in allowed:
                 raise ValueError(f"{where}: {key} {getattr(self, key)!r} is not one of {', '.join(allowed)}")
         for key in ("dembedding_bias", "induction_dropout"):

@@ -4,7 +4,8 @@ Every trainer (``strae train`` and the baselines) writes its run directory throu
 encoder's ``run_info()`` reads ``train.json`` through it, so the record has one schema in one place.
 
 Layout of a run directory (baselines add their own files beside these, e.g. GloVe's ``vectors.bin``):
-``checkpoint.pt`` (resumable state, during training), ``model.pt`` (final weights), ``tokenizer.model`` (copy),
+``checkpoint.pt`` (resumable state, during training), ``best.pt`` (the lowest-dev-loss epoch-end weights so far,
+when the recipe keeps those), ``model.pt`` (final weights), ``tokenizer.model`` (copy),
 ``train.json`` (this module's :class:`RunRecord`), ``encoder.json`` (written last: the run is usable).
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from strae.io import atomic_path, read_json, sha256_file, write_json
 TRAIN_JSON = "train.json"
 MODEL_FILE = "model.pt"
 CHECKPOINT_FILE = "checkpoint.pt"
+BEST_WEIGHTS_FILE = "best.pt"  # the lowest-dev-loss epoch-end weights so far (recipe final_weights)
 TOKENIZER_FILE = "tokenizer.model"
 ENCODER_MANIFEST = "encoder.json"
 LOCK_FILE = ".train.lock"

@@ -16,6 +16,11 @@ embeddings nearly identical: mean pairwise cosine above ``--collapse-cosine`` or
 ``--record-failure``, so the workflow can report the failed seed instead of dying). No weights or
 ``encoder.json`` are written for a failed run, so it can never be averaged in by mistake.
 
+Final weights: the recipe's ``final_weights``. ``best_dev_loss`` (both references: they save the model only when
+the dev loss improves) keeps the epoch-end weights with the lowest dev loss, written to ``best.pt`` whenever an epoch
+end improves on every earlier one; ``last`` keeps the last step's weights. train.json's ``final_weights`` block says
+which epoch's weights ``model.pt`` holds.
+
 Outputs, in order: ``checkpoint.pt`` (during training), ``model.pt`` (final weights + config),
 ``tokenizer.model`` (copy), ``train.json`` (status completed), ``encoder.json`` (last); the layout, the record
 and the checkpoint files are :mod:`strae.runs`', the batches :mod:`strae.data.batching`'s.
@@ -43,6 +48,7 @@ from strae.data.batching import batch_indices, collate, epoch_order
 from strae.io import provenance, read_json, sha256_file
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.runs import (
+    BEST_WEIGHTS_FILE,
     CHECKPOINT_FILE,
     MODEL_FILE,
     TOKENIZER_FILE,
@@ -257,7 +263,9 @@ def _model_config(args: argparse.Namespace, vocab_size: int):
 def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
                 recipe: recipes.Recipe | None = None) -> dict[str, Any]:
     """What must not change between a checkpoint and its resumption (epochs / max-steps may grow)."""
-    recipe_values = {} if recipe is None else {k: v for k, v in recipe.values().items() if k != "epochs"}
+    # epochs may grow; final_weights only picks which epoch's weights are kept, never changes the trajectory
+    recipe_values = {} if recipe is None else {k: v for k, v in recipe.values().items()
+                                               if k not in ("epochs", "final_weights")}
     return {
         "model_config": without_empty_fields(config_dict),
         "recipe": recipe_values,
@@ -504,6 +512,7 @@ def previous_status(job: Job) -> str | None:
     """The status train.json already records (None after --restart, which also discards the checkpoint)."""
     if job.args.restart:
         (job.out / CHECKPOINT_FILE).unlink(missing_ok=True)
+        (job.out / BEST_WEIGHTS_FILE).unlink(missing_ok=True)
         invalidate_outputs(job.out)
         return None
     previous = RunRecord.from_disk(job.out)
@@ -692,6 +701,7 @@ def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: fl
         f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
         f"{collapse['mean_pairwise_cosine']:.3f}" + ("  (partial: --max-steps)" if partial else ""))
     state.epoch_sums = {}
+    keep_if_best(job, state)
     # Position "next epoch, batch 0" (or where --max-steps stopped: a later, larger --max-steps resumes).
     if not partial:
         state.epoch, state.batch_in_epoch = state.epoch + 1, 0
@@ -727,13 +737,53 @@ def epoch_entry(state: State, dev: dict, collapse: dict, partial: bool, wall_ela
     }
 
 
+def best_entry(history: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The epoch-end entry with the lowest dev loss (the earliest on ties: the references save on ``<``)."""
+    return min(history, key=lambda entry: entry["dev"]["loss"], default=None)
+
+
+def keep_if_best(job: Job, state: State) -> None:
+    """best.pt <- the current weights when the epoch end just recorded has the lowest dev loss so far."""
+    if job.resolved.recipe.final_weights != "best_dev_loss" or best_entry(state.history) is not state.history[-1]:
+        return
+    entry = state.history[-1]
+    save_checkpoint(job.out / BEST_WEIGHTS_FILE, {
+        "epoch": entry["epoch"], "global_step": entry["global_step"], "dev_loss": entry["dev"]["loss"],
+        "model": {k: v.detach().cpu() for k, v in state.model.state_dict().items()}})
+
+
+def select_final_weights(job: Job, state: State) -> dict[str, Any]:
+    """Load the weights the recipe keeps into the model; train.json's ``final_weights`` block says which."""
+    rule = job.resolved.recipe.final_weights
+    last = state.history[-1] if state.history else None
+    chosen = best_entry(state.history) if rule == "best_dev_loss" else last
+    block: dict[str, Any] = {"rule": rule, "last_epoch": last and last["epoch"],
+                             "last_dev_loss": last and last["dev"]["loss"]}
+    if chosen is not None and chosen is not last:
+        path = job.out / BEST_WEIGHTS_FILE
+        saved = load_checkpoint(path, "pass --restart to train again") if path.exists() else None
+        if saved is None or saved["global_step"] != chosen["global_step"]:
+            reason = f"{path} missing or not from step {chosen['global_step']}; kept the last weights"
+            log(f"warning: final_weights {rule}: {reason}")
+            block["unavailable"] = reason
+            chosen = last
+        else:
+            _load_weights(state.model, saved["model"], path, "best weights")
+    if chosen is not None:
+        block.update(epoch=chosen["epoch"], global_step=chosen["global_step"], dev_loss=chosen["dev"]["loss"])
+    return block
+
+
 def finish(job: Job, state: State, record: RunRecord) -> int:
-    """Close the session and write the finished run's outputs (encoder.json last)."""
+    """Close the session, pick the final weights and write the finished run's outputs (encoder.json last)."""
     state.session.update(ended=time.time(), end_step=state.global_step)
     state.timings["total_steps"] = state.global_step
     record.status = "completed"
+    record.blocks["final_weights"] = selection = select_final_weights(job, state)
     write_outputs(job, job.out, state.model, record)
-    log(f"{job.out}: completed ({state.global_step} steps, {state.timings['train_seconds']:.0f} s training)")
+    kept = "" if selection.get("epoch") in (None, selection["last_epoch"]) else (
+        f"; model.pt holds epoch {selection['epoch']}'s weights (dev loss {selection['dev_loss']:.4f})")
+    log(f"{job.out}: completed ({state.global_step} steps, {state.timings['train_seconds']:.0f} s training){kept}")
     return 0
 
 
