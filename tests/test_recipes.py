@@ -157,3 +157,16 @@ def test_decoder_child_order_node_id_is_refused_for_entangled_structures():
     cfg = ModelConfig(model="selfstrae", structure="entangled", functions="linear", k=4, u=2, vocab_size=12)
     with pytest.raises(ValueError, match="node_id reproduces the Self-StrAE reference decoder"):
         StraeModel(cfg, recipes.load("selfstrae"))
+
+
+def test_final_weights_follow_the_reference_scripts_and_old_records_still_load():
+    # both reference scripts save the model only when the dev loss improves; strae <= 0.1 kept the last epoch
+    assert {name: recipes.load(name).final_weights for name in recipes.names()} == {
+        "banyan": "best_dev_loss", "banyan_paper": "best_dev_loss", "selfstrae": "best_dev_loss",
+        "selfstrae_paper": "best_dev_loss", "strae_0_1": "last"}
+    # a run recorded before the key existed (its model.pt / train.json recipe block lacks it) kept its last weights
+    record = recipes.resolve("banyan").record()
+    del record["values"]["final_weights"]
+    assert recipes.from_record(record).final_weights == "last"
+    with pytest.raises(ValueError, match="final_weights"):
+        recipes.resolve("banyan", [("final_weights", "best", "test")])

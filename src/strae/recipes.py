@@ -204,9 +204,14 @@ def resolve(name: str, overrides: list[tuple[str, Any, str]] | None = None,
     return ResolvedRecipe(base=base, recipe=recipe, overrides=applied)
 
 
+# Keys added after runs were already recorded, with the value those runs had: such a run's model.pt and train.json
+# lack the key, and it kept its last weights (best-dev-loss selection came with the key).
+ADDED_KEYS = {"final_weights": "last"}
+
+
 def from_record(record: dict[str, Any]) -> Recipe:
     """The Recipe a run trained with, from its train.json / model.pt ``recipe`` block."""
-    return _build(record["name"], record.get("description", ""), record["values"])
+    return _build(record["name"], record.get("description", ""), {**ADDED_KEYS, **record["values"]})
 
 
 def legacy(config_dict: dict[str, Any]) -> Recipe:
