@@ -60,7 +60,8 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     summary = (record / "summary.md").read_text()
     assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no |" in summary
     text = readme.read_text()
-    assert "old" not in text and "| [banyan/table1](" in text and "| 3 | 2 |" in text and text.endswith("## Layout\n")
+    assert "old" not in text and "| [banyan/table1](" in text and text.endswith("## Layout\n")
+    assert "| 3 | 2 | 1.67 | 4 | 1 | 1 |" in text and "1 run, commit" in text  # seeds per cell: the papers use 4
     # records are immutable; a second one becomes the newest and the README follows it
     with pytest.raises(SystemExit, match="exists"):
         rec.main(["--name", "h100-test", "--results", str(results), "--out", str(out), "--readme", str(readme)])

@@ -58,8 +58,17 @@ def cell_summary(csv_path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
     counts = {"cells": int(len(cells)), "reproduced": int(len(ok)), "with_paper_value": int(len(comparable)),
               "within": int(comparable["within"].sum()), "not_run": int((cells["status"] == "not run").sum()),
               "failed_seeds": int(cells["n_failed"].fillna(0).sum()),
-              "mean_abs_delta": float(comparable["delta"].abs().mean()) if len(comparable) else math.nan}
+              "mean_abs_delta": float(comparable["delta"].abs().mean()) if len(comparable) else math.nan,
+              # seeds behind the reproduced cells (the papers average four): "4", or "1-4" when cells differ
+              "seeds": _seed_range(comparable["n_seeds"])}
     return counts, comparable
+
+
+def _seed_range(n_seeds: pd.Series) -> str | None:
+    values = sorted({int(n) for n in n_seeds.dropna()})
+    if not values:
+        return None
+    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
 
 def _fmt(value: float) -> str:
@@ -71,16 +80,18 @@ def headline(record: Path, relative_to: Path) -> str:
     manifest = json.loads((record / MANIFEST).read_text())
     where = Path(os.path.relpath(record, relative_to)).as_posix()
     lines = [f"From [`{where}`]({where}/summary.md) ({manifest['created'][:10]}, "
-             f"{', '.join(manifest['devices']) or 'device not recorded'}, {manifest['n_runs']} runs, "
+             f"{', '.join(manifest['devices']) or 'device not recorded'}, {manifest['n_runs']} "
+             f"run{'s' if manifest['n_runs'] != 1 else ''}, "
              f"commit {manifest['git_sha'][:10] if manifest.get('git_sha') else 'unknown'}). A cell is *within* when "
              f"|Δ| ≤ max(paper std, {TOLERANCE_FLOOR:.1f}).", "",
-             "| table | cells with a paper value | within | mean |Δ| | not run | failed seeds |",
-             "|---|---|---|---|---|---|"]
+             "| table | cells with a paper value | within | mean |Δ| | seeds per cell | not run | failed seeds |",
+             "|---|---|---|---|---|---|---|"]
     for entry in manifest["tables"]:
         c = entry["counts"]
         mean_delta = "—" if c["mean_abs_delta"] is None else f"{c['mean_abs_delta']:.2f}"
         lines.append(f"| [{entry['name']}]({where}/{entry['md'] or entry['csv']}) | "
-                     f"{c['with_paper_value']} | {c['within']} | {mean_delta} | {c['not_run']} | {c['failed_seeds']} |")
+                     f"{c['with_paper_value']} | {c['within']} | {mean_delta} | {c.get('seeds') or '—'} | {c['not_run']} | "
+                     f"{c['failed_seeds']} |")
     return "\n".join(lines)
 
 
