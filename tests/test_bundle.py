@@ -317,3 +317,11 @@ def test_campaign_imports_are_carried_or_on_the_box():
                if not {bundle._canonical(d) for d in distributions.get(top, [top])} & allowed}
     assert "nltk" in third_party and "sentencex" in third_party  # the scan sees function-level imports
     assert not unknown, f"imported on the campaign path but neither carried nor on the box: {unknown}"
+
+
+def test_simcse_dev_set_travels_when_simcse_trains_there():
+    # SimCSE's checkpoint selection reads STS-B dev during training: the offline box needs it beside the eval files
+    spec = {"enabled": True, "languages": ["en"], "setting": "s", "init": "roberta"}
+    assert bundle.training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["en"]) == ["eval/stsb/stsb_dev"]
+    assert bundle.training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["es"]) == []
+    assert bundle.training_dev_sets({"baselines": {"roberta_simcse": {**spec, "enabled": False}}}, ["en"]) == []

@@ -403,3 +403,72 @@ def test_throughput_benchmark_prints_one_line_for_both_layouts(repo_root):
     assert len(lines) == 1 and "none:" in lines[0] and "sentences:" in lines[0], result.stdout
     ratios = [float(x) for x in re.findall(r"ids/token (\S+)", lines[0])]
     assert len(ratios) == 2 and ratios[1] < ratios[0]  # packing wastes fewer ids than padding to the longest
+
+
+def test_dev_selection_keeps_the_best_scored_weights_and_survives_a_resume(tmp_path):
+    # SimCSE's script (--load_best_model_at_end): scored every N steps, a completed run ends on the best weights
+    from baselines.roberta.train import DevSelection, run_steps
+    from strae.runs import BEST_WEIGHTS_FILE, CHECKPOINT_FILE, RunRecord
+
+    special = tiny_model()[0].special
+    ids, _ = collate(patterned_sentences(4), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(0))
+    scripted = {1: 10.0, 2: 30.0, 3: 30.0, 4: None}  # step 3 ties step 2 (the earlier wins); 4 is undefined
+
+    def run(run_dir, max_minutes):
+        _, model = tiny_model()
+
+        def forward_backward(step):
+            loss = mlm_loss(model, pack(inputs, labels, special, 64))
+            loss.backward()
+            return loss.detach(), {}
+
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(4, 0))
+        record = RunRecord()
+        dev = DevSelection(every=1, metric="scripted", score=lambda m: scripted[len(record.history)])
+        status = run_steps(run_dir=run_dir, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
+                           total_steps=4, forward_backward=forward_backward, clip_grad_norm=1.0, checkpoint_every=1,
+                           log_every=1, max_minutes=max_minutes, description="test", dev=dev)
+        return status, model, record
+
+    status, model, record = run(tmp_path / "straight", None)
+    assert status == "completed"
+    selection = record.blocks["final_weights"]
+    assert [e["score"] for e in selection["evaluations"]] == [10.0, 30.0, 30.0, None]
+    assert (selection["step"], selection["score"], selection["last_step"]) == (2, 30.0, 4)
+    best = torch.load(tmp_path / "straight" / BEST_WEIGHTS_FILE, weights_only=False)
+    last = torch.load(tmp_path / "straight" / CHECKPOINT_FILE, weights_only=False)["model"]
+    assert best["step"] == 2 and all(torch.equal(v, best["model"][k]) for k, v in model.state_dict().items())
+    assert not all(torch.equal(v, last[k]) for k, v in model.state_dict().items())
+
+    # stopped after its first step (zero time budget), then resumed: the same scores, the same weights kept
+    assert run(tmp_path / "resumed", 0)[0] == "stopped"
+    status, resumed, record = run(tmp_path / "resumed", None)
+    assert status == "completed" and record.blocks["final_weights"]["evaluations"] == selection["evaluations"]
+    assert all(torch.allclose(v, model.state_dict()[k], atol=1e-6) for k, v in resumed.state_dict().items())
+
+
+def test_simcse_scores_stsb_dev_like_its_script(tiny_run, tmp_path):
+    dev_file = tmp_path / "dev.csv"
+    dev_file.write_text("sent1,sent2,score\nthe cat sat on the mat,a cat sat on a mat,4.5\n"
+                        "two dogs ran,the red mat,0.5\nbig blue cat,the big cat,3.0\nnine dogs,many dogs,2.5\n")
+    out = tmp_path / "simcse"
+    _cli("train-simcse", "--init", str(tiny_run / "straight"), "--seed", "0", "--out", str(out), "--steps", "4",
+         "--batch-size", "8", "--precision", "fp32", "--threads", "1", "--dev-every", "2", "--dev-file", str(dev_file))
+    record = json.loads((out / "train.json").read_text())
+    selection = record["final_weights"]
+    assert (selection["rule"], selection["metric"], selection["pooler"], selection["pairs"]) == (
+        "best_dev", "stsb_dev_spearman", "cls_before_pooler", 4)
+    assert [e["step"] for e in selection["evaluations"]] == [2, 4] and selection["last_step"] == 4
+    scores = [e["score"] for e in selection["evaluations"]]
+    assert all(s is None or -100 <= s <= 100 for s in scores)
+    assert record["config"]["best_checkpoint_selection"]["every_steps"] == 2
+    assert record["config"]["recipe_overrides"] == ["batch_size", "dev_every"]
+    # a malformed dev file is a clear error naming it
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\nx,y\n")
+    result = subprocess.run([sys.executable, "-m", "strae.cli", "train-simcse", "--init", str(tiny_run / "straight"),
+                             "--seed", "0", "--out", str(tmp_path / "bad"), "--steps", "4", "--batch-size", "8",
+                             "--dev-every", "2", "--dev-file", str(bad)], capture_output=True, text=True)
+    assert result.returncode != 0 and "bad.csv: expected a CSV header with sent1,sent2,score" in result.stderr

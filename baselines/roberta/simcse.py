@@ -16,21 +16,27 @@ Evaluation pooling (``eval_pooler`` in train.json, the encoder's default; ``--en
 ``mean`` (the Banyan paper: "we generate sentence embeddings through mean pooling"), ``cls_before_pooler`` (what
 SimCSE's README prescribes for unsupervised models: the <s> state without the MLP) or ``cls`` (with the trained MLP).
 
-Not reproduced: the example script also evaluates STS-B dev every 125 steps and keeps the best checkpoint
-(``--load_best_model_at_end``); strae keeps the last step's weights.
+Which weights the run keeps, as SimCSE's script (``--evaluation_strategy steps --eval_steps 125
+--metric_for_best_model stsb_spearman --load_best_model_at_end``): every 125 steps the model is scored on STS-B dev
+(Spearman of the cosines, SentEval's ``STSBenchmark`` dev split, <s> state before the MLP: its ``sent_emb`` pooling for
+``mlp_only_train``) and a completed run ends with the best-scoring weights (``--dev-every 0``: the last step's;
+recipe ``mean_b64`` keeps the last). train.json's ``final_weights`` block lists every score and the step kept.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from baselines.roberta.train import (
+    DevSelection,
     TrainingData,
     adamw,
     adamw_record,
@@ -48,10 +54,11 @@ from strae.runtime import seed_everything
 
 RECIPES: dict[str, dict[str, object]] = {
     "official": {"batch_size": 512, "lr": 1e-5, "max_length": 32, "temperature": 0.05, "train_pooler": "cls",
-                 "eval_pooler": "mean"},
+                 "eval_pooler": "mean", "dev_every": 125, "dev_pooler": "cls_before_pooler"},
     "mean_b64": {"batch_size": 64, "lr": 1e-5, "max_length": 32, "temperature": 0.05, "train_pooler": "mean",
-                 "eval_pooler": "mean"},
+                 "eval_pooler": "mean", "dev_every": 0, "dev_pooler": "cls_before_pooler"},
 }
+DEV_SET = "eval/stsb/stsb_dev"  # config/registry.yaml: STS-B dev (sent1,sent2,score), SentEval's sts-dev.csv
 TRAIN_POOLERS = ("cls", "cls_before_pooler", "mean")
 
 
@@ -85,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     shape, model, mlp, modules = build_model(args, recipe, device)
     optimizer, scheduler = build_optimizer(modules, recipe, steps, device)
     config = run_config(args, recipe, overridden, init, data, shape, steps, sentences_per_epoch, device, precision)
+    dev = stsb_dev_selection(args, recipe, data.tokenizer, shape.special, device, autocast, steps)
+    config["best_checkpoint_selection"] = None if dev is None else {
+        key: value for key, value in dev.describe().items() if key not in ("evaluations", "step", "score")}
     record = start_record(args, argv, data.tokenizer_path, language=init.language, model="roberta_simcse",
                           setting=args.setting, seed=args.seed, config=config, device=device, precision=precision)
     forward_backward = simcse_step(args, recipe, data.corpus, sentences_per_epoch, shape.special, (model, mlp),
@@ -94,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         forward_backward=forward_backward, description=f"simcse {init.language} seed{args.seed}",
         signature={"shape": shape.to_dict(), "init_model_sha256": config["init_model_sha256"],
                    **{key: recipe[key] for key in sorted(recipe)}},
-        weights=lambda: final_weights(shape, model, mlp),
+        weights=lambda: final_weights(shape, model, mlp), dev=dev,
         encoder_fields={"model": "roberta_simcse", "objective": "simcse_unsup"})
 
 
@@ -115,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="cls: <s> + MLP used only in training (SimCSE --mlp_only_train); cls_before_pooler; mean")
     parser.add_argument("--eval-pooler", choices=POOLERS, default=None,
                         help="the encoder's default sentence pooling for this run (recipe: mean, as Banyan §6)")
+    parser.add_argument("--dev-every", type=int, default=None,
+                        help="score STS-B dev every N steps and keep the best weights (recipe official: 125, as "
+                             "SimCSE's script); 0 keeps the last step's weights")
+    parser.add_argument("--dev-pooler", choices=POOLERS, default=None,
+                        help="sentence pooling for the dev score (recipe: cls_before_pooler, SimCSE's sent_emb)")
+    parser.add_argument("--dev-file", type=Path, default=None,
+                        help=f"dev pairs CSV (sent1,sent2,score); default: registry {DEV_SET} (resources -> mirror)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--sentences", type=int, default=1_000_000,
                         help="sentences per epoch (SimCSE: 10^6 Wikipedia sentences); capped by the corpus size")
@@ -134,8 +151,11 @@ def resolve_recipe(args: argparse.Namespace) -> tuple[dict[str, object], list[st
         if value is not None and value != recipe[key]:
             recipe[key] = value
             overridden.append(key)
-    if recipe["eval_pooler"] == "cls" and recipe["train_pooler"] != "cls":
-        raise SystemExit("--eval-pooler cls needs the MLP that only --train-pooler cls trains")
+    for flag in ("eval_pooler", "dev_pooler"):
+        if recipe[flag] == "cls" and recipe["train_pooler"] != "cls":
+            raise SystemExit(f"--{flag.replace('_', '-')} cls needs the MLP that only --train-pooler cls trains")
+    if recipe["dev_every"] < 0:
+        raise SystemExit(f"--dev-every {recipe['dev_every']}: expected 0 (keep the last weights) or a step count")
     return recipe, overridden
 
 
@@ -217,11 +237,68 @@ def run_config(args: argparse.Namespace, recipe: dict[str, object], overridden: 
         "train_pooler": recipe["train_pooler"], "mlp_only_train": recipe["train_pooler"] == "cls",
         "eval_pooler": recipe["eval_pooler"], "attention": args.attention,
         "optimizer": adamw_record(0.0, device), "clip_grad_norm": args.clip_grad_norm, "precision": precision,
-        "best_checkpoint_selection": None,  # SimCSE's script keeps the best STS-B-dev checkpoint; strae the last
         # the word encoder reads word contexts from this corpus (by default the pre-training corpus)
         "data_dir": data.data_dir, "corpus_file": data.corpus_file,
         "corpus": corpus_provenance(data.data_dir, data.corpus_file, "train", len(data.corpus)),
     }
+
+
+def read_pairs(path: Path) -> tuple[list[str], list[str], np.ndarray]:
+    """(first sentences, second sentences, gold scores) of a ``sent1,sent2,score`` CSV."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        if reader.fieldnames is None or not {"sent1", "sent2", "score"} <= set(reader.fieldnames):
+            raise SystemExit(f"{path}: expected a CSV header with sent1,sent2,score; got {reader.fieldnames}")
+        rows = list(reader)
+    try:
+        gold = np.array([float(row["score"]) for row in rows])
+    except ValueError as error:
+        raise SystemExit(f"{path}: a score is not a number ({error})") from error
+    if len(rows) < 2:
+        raise SystemExit(f"{path}: fewer than two sentence pairs")
+    return [row["sent1"] for row in rows], [row["sent2"] for row in rows], gold
+
+
+def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], tokenizer, special,
+                       device: torch.device, autocast: Callable[[], Any], steps: int,
+                       batch_size: int = 128) -> DevSelection | None:
+    """SimCSE's checkpoint selection: Spearman (x100) between the cosines of the pairs' sentence vectors and the
+    gold scores. None when switched off or when the run is shorter than one scoring interval."""
+    from baselines.roberta.data import collate
+    from baselines.roberta.model import encode, pool, segments_from_attention
+    from strae.evaluate.metrics import rowwise_cosine, spearman_x100
+
+    every = int(recipe["dev_every"])
+    if every == 0 or steps < every:
+        return None
+    path = args.dev_file
+    if path is None:
+        from strae.data.fetch import fetch
+
+        path = fetch(DEV_SET)
+    first, second, gold = read_pairs(path)
+    # the evaluation's own text -> ids (BPEmb normalisation in encode_batch); SentEval's batcher does not truncate
+    rows = [np.asarray(ids, dtype=np.int64) for ids in tokenizer.encode_batch(first + second)]
+    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
+    pooler = str(recipe["dev_pooler"])
+
+    def score(modules: torch.nn.Module) -> float:
+        vectors = torch.empty(len(rows), modules["model"].config.hidden_size)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            ids, attention = collate([rows[i] for i in chunk], special, 512)
+            ids, attention = ids.to(device), attention.to(device)
+            with autocast():
+                hidden = encode(modules["model"].roberta, ids, segments_from_attention(attention))
+                vectors[chunk] = pool(hidden, attention, pooler, modules["mlp"] if "mlp" in modules else None
+                                      ).float().cpu()
+        # the harness's own STS scoring (exact ties for identical vectors); None when undefined (constant cosines)
+        vectors = vectors.numpy()
+        return spearman_x100(rowwise_cosine(vectors[:len(first)], vectors[len(first):]), gold)[0]
+
+    return DevSelection(every=every, metric="stsb_dev_spearman", score=score,
+                        settings={"pooler": pooler, "file": str(path), "sha256": sha256_file(path),
+                                  "pairs": len(first)})
 
 
 def simcse_step(args: argparse.Namespace, recipe: dict[str, object], corpus, sentences_per_epoch: int, special,

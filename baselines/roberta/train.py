@@ -32,6 +32,7 @@ from strae import paths
 from strae.data.batching import batch_at_step
 from strae.io import provenance, read_json, sha256_file
 from strae.runs import (
+    BEST_WEIGHTS_FILE,
     CHECKPOINT_FILE,
     RunRecord,
     TrainingFailed,
@@ -98,17 +99,24 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
               scheduler: torch.optim.lr_scheduler.LRScheduler, total_steps: int,
               forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]], clip_grad_norm: float,
               checkpoint_every: int, log_every: int, max_minutes: float | None, description: str,
-              signature: dict[str, Any] | None = None) -> str:
+              signature: dict[str, Any] | None = None, dev: DevSelection | None = None) -> str:
     """Run optimiser steps ``[start, total_steps)``, resuming from ``run_dir/checkpoint.pt`` when present (refused,
     naming what differs, when written with another ``signature``: the settings that define the optimisation).
     ``forward_backward(step)`` computes the step's loss, calls ``backward`` itself (once per micro-batch under
     gradient accumulation) and returns (detached loss, metrics); this loop zeroes, clips and steps around it.
+
+    ``dev``: every ``dev.every`` steps the model is scored on a dev set and its weights kept in ``best.pt`` when the
+    score beats every earlier one; a completed run ends with those weights (the Transformers Trainer's
+    ``--load_best_model_at_end``, which SimCSE's script uses). The scores are in the checkpoint, so a resumed run
+    selects exactly as an uninterrupted one.
 
     Returns "completed" or "stopped" (time budget hit; checkpoint saved, rerun the same command to resume).
     Raises :class:`strae.runs.TrainingFailed` on a non-finite loss. ``record`` (train.json) is updated in place.
     """
     loop = StepLoop(run_dir, record, model, optimizer, scheduler, total_steps, signature)
     loop.resume()
+    if dev is not None:
+        record.blocks["final_weights"] = loop.selection = loop.selection or dev.describe()
     clock, window = SessionClock(loop.elapsed_before, max_minutes), LossWindow()
     model.train()
     with tqdm(total=total_steps, initial=loop.step, desc=description, dynamic_ncols=True, mininterval=5) as bar:
@@ -119,12 +127,32 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
             bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
             if loop.step % log_every == 0 or loop.step == total_steps:
                 record.history.append(window.entry(loop.step, scheduler.get_last_lr()[0], metrics))
+            if dev is not None and loop.step % dev.every == 0:
+                loop.score_on_dev(dev)
             if loop.step % checkpoint_every == 0 and loop.step < total_steps:
                 loop.save(clock.elapsed())
             if clock.over_budget() and loop.step < total_steps:
                 break
     loop.finish(clock.elapsed())
-    return "completed" if loop.step >= total_steps else "stopped"
+    if loop.step < total_steps:
+        return "stopped"
+    if dev is not None:
+        loop.load_best()
+    return "completed"
+
+
+@dataclass
+class DevSelection:
+    """Which weights a step-counted run keeps: ``score(model)`` (higher is better) every ``every`` steps."""
+
+    every: int
+    metric: str
+    score: Callable[[torch.nn.Module], float | None]
+    settings: dict[str, Any] = field(default_factory=dict)  # recorded beside the scores (pooler, file, ...)
+
+    def describe(self) -> dict[str, Any]:
+        return {"rule": "best_dev", "metric": self.metric, "every_steps": self.every, **self.settings,
+                "evaluations": [], "step": None, "score": None}
 
 
 class SessionClock:
@@ -155,6 +183,7 @@ class StepLoop:
     signature: dict[str, Any] | None
     step: int = 0
     elapsed_before: float = 0.0  # training seconds of earlier sessions of a resumed run
+    selection: dict[str, Any] = field(default_factory=dict)  # DevSelection's scores so far and the best step
 
     @property
     def checkpoint_path(self) -> Path:
@@ -173,6 +202,7 @@ class StepLoop:
         restore_rng_states(state["rng"])
         self.step, self.elapsed_before = state["step"], state["elapsed_s"]
         self.record.history = state["history"]
+        self.selection = state.get("selection") or {}
         self.record.timings["resumed_from_step"] = self.step
         print(f"resuming {self.run_dir} at step {self.step}/{self.total_steps}", file=sys.stderr)
 
@@ -212,10 +242,40 @@ class StepLoop:
         save_checkpoint(self.checkpoint_path, dict(
             model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(), rng=capture_rng_states(), step=self.step,
-            total_steps=self.total_steps, elapsed_s=elapsed, history=self.record.history, signature=self.signature))
+            total_steps=self.total_steps, elapsed_s=elapsed, history=self.record.history, signature=self.signature,
+            selection=self.selection))
         # train.json after the checkpoint: it never reports steps a resumed run would not find
         self.record.timings.update(steps_done=self.step, train_seconds=round(elapsed, 1))
         self.record.to_disk(self.run_dir)
+
+    def score_on_dev(self, dev: DevSelection) -> None:
+        """Score the current weights (eval mode, the training RNG streams untouched); best.pt when they are the
+        best so far (strictly: the earlier step wins a tie, as the Trainer's ``np.greater``)."""
+        device = next(self.model.parameters()).device
+        self.model.eval()
+        with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+            score = dev.score(self.model)  # None: undefined (e.g. constant cosines), never the best
+        self.model.train()
+        self.selection["evaluations"].append({"step": self.step, "score": score})
+        best = self.selection["score"]
+        if score is not None and (best is None or score > best):
+            save_checkpoint(self.run_dir / BEST_WEIGHTS_FILE, {"step": self.step, "score": score,
+                                                               "model": self.model.state_dict()})
+            self.selection.update(step=self.step, score=score)
+        print(f"step {self.step}: {dev.metric} {score} (best {self.selection['score']} at step "
+              f"{self.selection['step']})", file=sys.stderr)
+
+    def load_best(self) -> None:
+        """End on the best-scoring weights (the last ones when nothing was scored: fewer steps than dev.every)."""
+        best, path = self.selection.get("step"), self.run_dir / BEST_WEIGHTS_FILE
+        self.selection["last_step"] = self.step
+        if best is None or best == self.step:
+            return
+        saved = load_checkpoint(path) if path.exists() else None
+        if saved is None or saved["step"] != best:
+            raise SystemExit(f"{path}: missing or not the weights of step {best} (the best dev score); rerun with a "
+                             "new --out")
+        self.model.load_state_dict(saved["model"])
 
     def finish(self, elapsed: float) -> None:
         """The session's last checkpoint (a stopped run resumes from it) and its speed."""

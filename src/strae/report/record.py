@@ -90,8 +90,8 @@ def headline(record: Path, relative_to: Path) -> str:
         c = entry["counts"]
         mean_delta = "—" if c["mean_abs_delta"] is None else f"{c['mean_abs_delta']:.2f}"
         lines.append(f"| [{entry['name']}]({where}/{entry['md'] or entry['csv']}) | "
-                     f"{c['with_paper_value']} | {c['within']} | {mean_delta} | {c.get('seeds') or '—'} | {c['not_run']} | "
-                     f"{c['failed_seeds']} |")
+                     f"{c['with_paper_value']} | {c['within']} | {mean_delta} | {c.get('seeds') or '—'} | "
+                     f"{c['not_run']} | {c['failed_seeds']} |")
     return "\n".join(lines)
 
 
