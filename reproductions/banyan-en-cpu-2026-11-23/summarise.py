@@ -36,7 +36,8 @@ def main(out: str) -> None:
         tasks = document["tasks"]
         run_dir = out / f"epoch{epoch}"  # watch.sh's export (results/) or its train.json copied into the record
         train = json.loads((run_dir / "train.json").read_text()) if (run_dir / "train.json").exists() else {}
-        step = (train.get("snapshot") or {}).get("global_step")
+        # an epoch's export has a snapshot block; the finished run (epoch 15) is the run directory's own train.json
+        step = (train.get("snapshot") or {}).get("global_step") or (train.get("history") or [{}])[-1].get("global_step")
         dev = (train.get("history") or [{}])[-1].get("dev", {}).get("loss")
         sts = mean([tasks.get(t, {}).get("score") for t in STS])
         lex = mean([tasks.get(t, {}).get("score") for t in LEX])

@@ -19,7 +19,7 @@ done_epochs=0
 while [ -f "$OUT/epoch$((done_epochs + 1)).paper.json" ]; do done_epochs=$((done_epochs + 1)); done
 while true; do
   current=$(grep -o 'epoch [0-9]*/15' "$LOG" | tail -1 | sed 's/epoch \([0-9]*\)\/15/\1/' || echo 1)
-  finished=$([ -f "$RUN/train.json" ] && grep -q '"status": "ok"' "$RUN/train.json" && echo 1 || echo 0)
+  finished=$([ -f "$RUN/train.json" ] && grep -q '"status": "completed"' "$RUN/train.json" && echo 1 || echo 0)
   if [ "$finished" = 1 ]; then target=15; else target=$((current - 1)); fi
   while [ "$done_epochs" -lt "$target" ]; do
     e=$((done_epochs + 1)); snap="$OUT/checkpoints/epoch$e"; dest="$OUT/epoch$e"
