@@ -25,7 +25,6 @@ recipe ``mean_b64`` keeps the last). train.json's ``final_weights`` block lists 
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -243,22 +242,6 @@ def run_config(args: argparse.Namespace, recipe: dict[str, object], overridden: 
     }
 
 
-def read_pairs(path: Path) -> tuple[list[str], list[str], np.ndarray]:
-    """(first sentences, second sentences, gold scores) of a ``sent1,sent2,score`` CSV."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.DictReader(handle)
-        if reader.fieldnames is None or not {"sent1", "sent2", "score"} <= set(reader.fieldnames):
-            raise SystemExit(f"{path}: expected a CSV header with sent1,sent2,score; got {reader.fieldnames}")
-        rows = list(reader)
-    try:
-        gold = np.array([float(row["score"]) for row in rows])
-    except ValueError as error:
-        raise SystemExit(f"{path}: a score is not a number ({error})") from error
-    if len(rows) < 2:
-        raise SystemExit(f"{path}: fewer than two sentence pairs")
-    return [row["sent1"] for row in rows], [row["sent2"] for row in rows], gold
-
-
 def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], tokenizer, special,
                        device: torch.device, autocast: Callable[[], Any], steps: int,
                        batch_size: int = 128) -> DevSelection | None:
@@ -267,6 +250,7 @@ def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], toke
     from baselines.roberta.data import collate
     from baselines.roberta.model import encode, pool, segments_from_attention
     from strae.evaluate.metrics import rowwise_cosine, spearman_x100
+    from strae.evaluate.tasks import read_pairs
 
     every = int(recipe["dev_every"])
     if every == 0 or steps < every:
@@ -276,7 +260,8 @@ def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], toke
         from strae.data.fetch import fetch
 
         path = fetch(DEV_SET)
-    first, second, gold = read_pairs(path)
+    pairs = read_pairs(path, "sentence")  # the evaluation's own reader: errors name the file, line and format
+    first, second, gold = pairs.left, pairs.right, pairs.gold
     # the evaluation's own text -> ids (BPEmb normalisation in encode_batch); SentEval's batcher does not truncate
     rows = [np.asarray(ids, dtype=np.int64) for ids in tokenizer.encode_batch(first + second)]
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
