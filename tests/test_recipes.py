@@ -170,3 +170,15 @@ def test_final_weights_follow_the_reference_scripts_and_old_records_still_load()
     assert recipes.from_record(record).final_weights == "last"
     with pytest.raises(ValueError, match="final_weights"):
         recipes.resolve("banyan", [("final_weights", "best", "test")])
+
+
+def test_dev_loss_average_follows_the_reference_scripts_and_old_records_still_load():
+    # both reference scripts average the dev batches' losses (every batch the same); strae <= 0.1 weighted sentences
+    assert {name: recipes.load(name).dev_loss_average for name in recipes.names()} == {
+        "banyan": "batches", "banyan_paper": "batches", "selfstrae": "batches", "selfstrae_paper": "batches",
+        "strae_0_1": "sentences"}
+    record = recipes.resolve("banyan").record()
+    del record["values"]["dev_loss_average"]
+    assert recipes.from_record(record).dev_loss_average == "sentences"
+    with pytest.raises(ValueError, match="dev_loss_average"):
+        recipes.resolve("banyan", [("dev_loss_average", "tokens", "test")])

@@ -326,6 +326,23 @@ def test_final_weights_are_the_lowest_dev_loss_epoch(tiny, tmp_path, monkeypatch
     assert all(torch.equal(final_state(resumed)[name], epoch2[name]) for name in epoch2)
 
 
+def test_dev_loss_averages_the_batches_as_both_references(monkeypatch):
+    # B:src/train.py:36-44 and S:src/train.py:65-73 divide the summed batch losses by len(dataloader): the last,
+    # shorter batch counts as much as a full one. strae <= 0.1 (recipe strae_0_1) weighted by sentences.
+    class Model(torch.nn.Module):
+        def loss(self, ids, lengths):
+            return ids.float().mean(), {"sum": ids.float().sum()}
+
+    monkeypatch.setattr(trainer, "collate", lambda dev, indices, pad_id: (
+        torch.tensor([dev[i] for i in indices]), torch.ones(len(indices), dtype=torch.long)))
+    dev, model = [1.0, 3.0, 5.0, 7.0, 20.0], Model()  # batches of 2: means 2, 6, 20
+    by_batch = trainer._evaluate_dev(model, dev, 2, 0, torch.device("cpu"), None, "batches")
+    by_sentence = trainer._evaluate_dev(model, dev, 2, 0, torch.device("cpu"), None, "sentences")
+    assert by_batch == pytest.approx({"loss": (2 + 6 + 20) / 3, "sum": (4 + 12 + 20) / 3})
+    assert by_sentence == pytest.approx({"loss": (2 * 2 + 6 * 2 + 20) / 5, "sum": (4 * 2 + 12 * 2 + 20) / 5})
+    assert model.training  # back in training mode
+
+
 def test_best_weights_missing_keeps_the_last_and_says_so(tiny, tmp_path, monkeypatch):
     # a checkpoint written while keeping the last weights resumes under best_dev_loss (the choice never changes the
     # trajectory, so it is not part of the checkpoint's fingerprint), but epoch 1's weights were never saved

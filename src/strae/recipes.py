@@ -2,7 +2,7 @@
 
 A recipe is what a paper's *code* did to train a model (learning rates, temperature, clipping, dropouts, init
 ranges, dembedding bias, loss precision, tree-induction dropout, decoder child order, epochs, batch size, which
-epoch's weights the run keeps). The
+epoch's weights the run keeps, how its dev loss is averaged). The
 architecture (structure, functions, objective, k, u) is ``ModelConfig``'s business. ``strae train`` and the
 workflow both resolve a run's recipe here; a CLI flag or a config ``overrides:`` entry changes one value and
 ``ResolvedRecipe.record()`` writes both the values and what was overridden into the run's ``train.json``.
@@ -26,6 +26,7 @@ LOSS_PRECISIONS = ("fp32", "bf16")
 DECODER_CHILD_ORDERS = ("position", "node_id")
 OPTIMIZERS = ("adam",)
 FINAL_WEIGHTS = ("best_dev_loss", "last")
+DEV_LOSS_AVERAGES = ("batches", "sentences")
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Recipe:
     decoder_child_order: str
     optimizer: str
     final_weights: str
+    dev_loss_average: str
 
     # ------------------------------------------------------------------------------------------- validation
     def __post_init__(self) -> None:
@@ -69,7 +71,8 @@ class Recipe:
         if len(self.gate_init) != 2 or not self.gate_init[0] <= self.gate_init[1]:
             raise ValueError(f"{where}: gate_init must be [low, high] with low <= high, got {list(self.gate_init)!r}")
         for key, allowed in (("loss_precision", LOSS_PRECISIONS), ("decoder_child_order", DECODER_CHILD_ORDERS),
-                             ("optimizer", OPTIMIZERS), ("final_weights", FINAL_WEIGHTS)):
+                             ("optimizer", OPTIMIZERS), ("final_weights", FINAL_WEIGHTS),
+                             ("dev_loss_average", DEV_LOSS_AVERAGES)):
             if getattr(self, key) not in allowed:
                 raise ValueError(f"{where}: {key} {getattr(self, key)!r} is not one of {', '.join(allowed)}")
         for key in ("dembedding_bias", "induction_dropout"):
@@ -205,8 +208,9 @@ def resolve(name: str, overrides: list[tuple[str, Any, str]] | None = None,
 
 
 # Keys added after runs were already recorded, with the value those runs had: such a run's model.pt and train.json
-# lack the key, and it kept its last weights (best-dev-loss selection came with the key).
-ADDED_KEYS = {"final_weights": "last"}
+# lack the key; it kept its last weights (best-dev-loss selection came with the key) and its dev loss was the
+# sentence-weighted mean.
+ADDED_KEYS = {"final_weights": "last", "dev_loss_average": "sentences"}
 
 
 def from_record(record: dict[str, Any]) -> Recipe:

@@ -263,9 +263,10 @@ def _model_config(args: argparse.Namespace, vocab_size: int):
 def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
                 recipe: recipes.Recipe | None = None) -> dict[str, Any]:
     """What must not change between a checkpoint and its resumption (epochs / max-steps may grow)."""
-    # epochs may grow; final_weights only picks which epoch's weights are kept, never changes the trajectory
+    # epochs may grow; final_weights (which epoch's weights are kept) and dev_loss_average (how the dev loss that
+    # picks them is averaged) never change the trajectory
     recipe_values = {} if recipe is None else {k: v for k, v in recipe.values().items()
-                                               if k not in ("epochs", "final_weights")}
+                                               if k not in ("epochs", "final_weights", "dev_loss_average")}
     return {
         "model_config": without_empty_fields(config_dict),
         "recipe": recipe_values,
@@ -327,20 +328,26 @@ def _diff_keys(a: dict, b: dict) -> list[str]:
 
 
 # ----------------------------------------------------------------------------------------- evaluation
-def _evaluate_dev(model, dev, batch_size: int, pad_id: int, device, max_sentences: int | None) -> dict[str, float]:
-    """Mean dev loss (and metrics) weighted by sentences; eval mode, no grad, training RNG untouched."""
+def _evaluate_dev(model, dev, batch_size: int, pad_id: int, device, max_sentences: int | None,
+                  average: str = "batches") -> dict[str, float]:
+    """Mean dev loss (and metrics); eval mode, no grad, training RNG untouched. ``average`` (recipe
+    ``dev_loss_average``): "batches" = mean of the batches' means, as both references (the last, shorter batch
+    counts as much as a full one); "sentences" = weighted by each batch's sentences."""
     n = len(dev) if max_sentences is None else min(len(dev), max_sentences)
     totals: dict[str, float] = {}
+    weights = 0
     with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
         model.eval()
         for indices in batch_indices(np.arange(n), batch_size):
             ids, lengths = collate(dev, indices, pad_id)
             loss, metrics = model.loss(ids.to(device), lengths.to(device))
             values = {"loss": float(loss.detach()), **{k: float(v) for k, v in metrics.items()}}
+            weight = 1 if average == "batches" else len(indices)
             for key, value in values.items():
-                totals[key] = totals.get(key, 0.0) + value * len(indices)
+                totals[key] = totals.get(key, 0.0) + value * weight
+            weights += weight
         model.train()
-    return {key: value / n for key, value in totals.items()}
+    return {key: value / weights for key, value in totals.items()}
 
 
 def collapse_statistics(embeddings: torch.Tensor) -> dict[str, float]:
@@ -712,7 +719,8 @@ def evaluate_dev(job: Job, state: State) -> tuple[dict[str, float], dict[str, fl
     """(dev loss and metrics, collapse statistics); a non-finite dev loss or a collapse fails the run."""
     args, batch_size, pad_id = job.args, job.settings.batch_size, job.train_corpus.pad_id
     started = time.perf_counter()
-    dev = _evaluate_dev(state.model, job.dev_corpus, batch_size, pad_id, job.device, args.dev_max_sentences)
+    dev = _evaluate_dev(state.model, job.dev_corpus, batch_size, pad_id, job.device, args.dev_max_sentences,
+                        job.resolved.recipe.dev_loss_average)
     if not all(math.isfinite(v) for v in dev.values()):
         raise TrainingFailed(f"non-finite dev loss after epoch {state.epoch + 1}: {dev}")
     collapse = _collapse_check(state.model, job.dev_corpus, batch_size, pad_id, job.device,
