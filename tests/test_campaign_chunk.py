@@ -1,8 +1,9 @@
 """tools/campaign_chunk.sh and strae.report.progress: a target run in time-boxed chunks, each cut off by its time
 limit, leaves snapshot evaluations of the unfinished runs and one archive; the next chunk resumes from the checkpoint.
 
-The end-to-end test trains the e2e overlay's synthetic Banyan run (.test/config.yaml) for many short epochs, so the
-first chunk's limit falls mid-training whatever the machine's speed, and the second chunk finishes it.
+The end-to-end test trains the e2e overlay's synthetic Banyan run (.test/config.yaml) for many short epochs; the first
+chunk's limit is made to run out as soon as the run has written a checkpoint (whatever the machine's speed or load),
+and the second chunk finishes it.
 """
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +26,7 @@ from test_workflow import REPO, copy_workdir, snakemake
 
 RUN = plan.Run("synth", "banyan", "ce_diagonal_entangled_k128_u2", 0)
 TARGET = RUN.eval_json("paper")
-EPOCHS = 50  # ~44 steps each on the synthetic corpus: far more than one 20 s window trains on a fast CPU
+EPOCHS = 50  # ~44 steps each on the synthetic corpus: the first checkpoint comes long before the last epoch
 OVERLAY = f"""
 scale:
   recipe_overrides: {{epochs: {EPOCHS}}}
@@ -85,15 +88,44 @@ def test_archive_brings_records_and_log_tails_never_weights(tmp_path, monkeypatc
     assert len(tail) == progress.LOG_TAIL_LINES and tail[-2:] == ["bar 1", "bar 2"] and tail[0] == "line 32"
 
 
-def chunk(workdir: Path, chunk_s: int) -> subprocess.CompletedProcess:
+def chunk_env(chunk_s: int) -> dict[str, str]:
     # this checkout's sources first: the copied work tree has none, and an installed strae may be another checkout
-    env = dict(os.environ, CHUNK_S=str(chunk_s), SNAPSHOT_S="40", KILL_S="10", WRAPUP_S="15", SNAPSHOT_JOBS="2",
-               PROFILE="profiles/local", PYTHON=sys.executable,
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-               PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]))
-    return subprocess.run(["bash", "tools/campaign_chunk.sh", TARGET, "--configfile", ".test/config.yaml",
-                           ".test/chunk.yaml"], cwd=workdir, env=env, capture_output=True, text=True,
+    return dict(os.environ, CHUNK_S=str(chunk_s), SNAPSHOT_S="40", KILL_S="10", WRAPUP_S="15", SNAPSHOT_JOBS="2",
+                PROFILE="profiles/local", PYTHON=sys.executable,
+                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                PYTHONPATH=os.pathsep.join([str(REPO / "src"), str(REPO), os.environ.get("PYTHONPATH", "")]))
+
+
+CHUNK_COMMAND = ["bash", "tools/campaign_chunk.sh", TARGET, "--configfile", ".test/config.yaml", ".test/chunk.yaml"]
+
+
+def chunk(workdir: Path, chunk_s: int) -> subprocess.CompletedProcess:
+    return subprocess.run(CHUNK_COMMAND, cwd=workdir, env=chunk_env(chunk_s), capture_output=True, text=True,
                           timeout=chunk_s + 30)
+
+
+def chunk_cut_off_once(workdir: Path, ready: Path, wait_s: int = 480) -> subprocess.CompletedProcess:
+    """A chunk whose time limit runs out as soon as ``ready`` exists, however slow the machine: a fixed short limit
+    failed on a loaded machine (Snakemake had not started training before it ran out). The script's own limit is
+    GNU `timeout`'s timer, which fires as SIGALRM; the test sends that signal itself, so the chunk takes exactly the
+    path of a limit reached (timeout stops snakemake's process group, exit 124)."""
+    process = subprocess.Popen(CHUNK_COMMAND, cwd=workdir, env=chunk_env(wait_s + 120), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + wait_s
+        while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert ready.exists() and process.poll() is None, f"{ready} never appeared while the chunk ran"
+        # the chunk's first step (snakemake under timeout) is the only timeout process in its session now
+        timers = subprocess.run(["pgrep", "-s", str(process.pid), "-x", "timeout"], capture_output=True, text=True)
+        assert len(timers.stdout.split()) == 1, timers.stdout
+        os.kill(int(timers.stdout), signal.SIGALRM)
+        stdout, stderr = process.communicate(timeout=wait_s)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    return subprocess.CompletedProcess(CHUNK_COMMAND, process.returncode, stdout, stderr)
 
 
 def archived(workdir: Path) -> dict[str, bytes]:
@@ -107,15 +139,15 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     (workdir / "tools").mkdir()
     shutil.copy2(REPO / "tools/campaign_chunk.sh", workdir / "tools")
     (workdir / ".test/chunk.yaml").write_text(OVERLAY)
-    # the data first, so the first chunk's 20 s of snakemake are training
+    # the data first, so the first chunk is cut off in training
     data = [str(paths.tokenized_file(RUN.language, "train", "json")), str(paths.tokenizer_model(RUN.language))]
     prepared = snakemake(workdir, "--cores", "2", *data, "--configfile", ".test/config.yaml", ".test/chunk.yaml",
                          timeout=300)
     assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]
 
-    first = chunk(workdir, 60)  # snakemake stopped after 20 s, the tail snapshots the run
-    assert first.returncode == 75, first.stdout + first.stderr
     run_dir = workdir / RUN.run_dir
+    first = chunk_cut_off_once(workdir, run_dir / "checkpoint.pt")  # cut off mid-training; the tail snapshots it
+    assert first.returncode == 75, first.stdout + first.stderr
     assert not (run_dir / "encoder.json").exists() and (run_dir / "checkpoint.pt").exists()
     latest = progress.latest_snapshot(workdir / "results", RUN)
     assert latest is not None, first.stdout
@@ -131,7 +163,7 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert json.loads(files[relative]) == json.loads(scores.read_text())
     assert "campaign.txt" in files and any(name.startswith("logs/train/") for name in files)
 
-    second = chunk(workdir, 300)
+    second = chunk(workdir, 900)  # returns when done; the budget only has to outlast a loaded machine
     assert second.returncode == 0, second.stdout + second.stderr
     record = json.loads((run_dir / "train.json").read_text())
     assert record["status"] == "completed" and len(record["history"]) == EPOCHS
@@ -147,5 +179,5 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert {TARGET, f"{RUN.run_dir}/train.json", relative} <= set(files)
     assert files["campaign.txt"].decode().count("# chunk ") == 4  # start and end line of each chunk
 
-    again = chunk(workdir, 120)  # idempotent: nothing to train, nothing to snapshot, the same archive contents
+    again = chunk(workdir, 300)  # idempotent: nothing to train, nothing to snapshot, the same archive contents
     assert again.returncode == 0 and "[snapshot] no unfinished run" in again.stdout, again.stdout + again.stderr
