@@ -38,7 +38,8 @@ def exported(run_dir, tmp_path_factory):
 def test_folder_is_self_contained(exported, run_dir):
     names = {p.name for p in exported.iterdir()}
     assert {"model.pt", "tokenizer.model", "modules.json", "config_sentence_transformers.json", "strae_st.py",
-            "strae_export.json", "strae_models_model.py", "strae_models_trees.py"} <= names
+            "strae_export.json", "strae_models_model.py", "strae_models_trees.py",
+            "strae_models_induce_kernel.py"} <= names  # the Triton induction too, for CUDA
     for path in exported.glob("*.py"):
         text = path.read_text(encoding="utf-8")
         assert "from strae" not in text and "import strae" not in text, f"{path.name} still imports strae"
@@ -53,13 +54,14 @@ def test_sentence_transformers_loads_without_strae_and_matches_strae(exported, r
     script.write_text(
         "import sys, json, numpy as np\n"
         "sys.modules['strae'] = None  # any import of strae now raises ImportError\n"
+        "sys.modules['triton'] = None  # the export loads without triton (only its CUDA induction uses it)\n"
         "from sentence_transformers import SentenceTransformer\n"
         f"model = SentenceTransformer({str(exported)!r}, trust_remote_code=True, device='cpu')\n"
         f"texts = json.loads({json.dumps(json.dumps(SENTENCES))})\n"
         "vectors = model.encode(texts, batch_size=3, convert_to_numpy=True, show_progress_bar=False)\n"
         f"np.save({str(tmp_path / 'st.npy')!r}, vectors)\n"
         "print(model.get_sentence_embedding_dimension())\n"
-        "del sys.modules['strae']\n"
+        "del sys.modules['strae'], sys.modules['triton']\n"
         "from strae.export import MTEBEncoder\n"
         f"np.save({str(tmp_path / 'mteb.npy')!r}, MTEBEncoder({str(exported)!r}).encode(texts[:4]))\n")
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"))
@@ -76,6 +78,32 @@ def test_sentence_transformers_loads_without_strae_and_matches_strae(exported, r
     np.testing.assert_allclose(via_st[keep], via_strae[keep], rtol=0, atol=1e-6)
     # the MTEB wrapper over the exported folder (sentence-transformers inside) gives the same vectors
     np.testing.assert_allclose(np.load(tmp_path / "mteb.npy"), via_strae[:4], rtol=0, atol=1e-6)
+
+
+def test_exported_engine_runs_the_triton_induction(exported, run_dir, tmp_path):
+    """The export carries the fused Triton induction (on CUDA `auto` picks it): forced here on Triton's CPU
+    interpreter, in a fresh interpreter without strae, it gives strae's vectors."""
+    pytest.importorskip("triton")
+    script = tmp_path / "kernel.py"
+    script.write_text(
+        "import sys, json, numpy as np, torch\n"
+        "sys.modules['strae'] = None\n"
+        "from sentence_transformers import SentenceTransformer\n"
+        f"st = SentenceTransformer({str(exported)!r}, trust_remote_code=True, device='cpu')\n"
+        "engine = st[0].model\n"
+        "engine.induction_kernel, engine._kernel_choices = 'triton', {}\n"
+        f"texts = json.loads({json.dumps(json.dumps(SENTENCES))})\n"
+        f"np.save({str(tmp_path / 'kernel.npy')!r}, st.encode(texts, batch_size=4, convert_to_numpy=True))\n"
+        "print(engine.kernel_choice(torch.device('cpu')).used)\n")
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_MODULES_CACHE=str(tmp_path / "modules"),
+               TRITON_INTERPRET="1")
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env,
+                            cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "triton"
+    via_kernel, via_strae = np.load(tmp_path / "kernel.npy"), load_encoder(str(run_dir)).encode_sentences(SENTENCES)
+    keep = [i for i, s in enumerate(SENTENCES) if s]
+    np.testing.assert_allclose(via_kernel[keep], via_strae[keep], rtol=0, atol=1e-5)
 
 
 def test_mteb_wrapper_protocol(run_dir):

@@ -6,7 +6,8 @@
   SentencePiece model), ``strae_export.json`` (the config, the source run, sha256 of every file);
 - ``strae_st.py``: a small sentence-transformers module (tokenise with BPEmb preprocessing -> the model's root
   upward embedding), plus a copy of the engine source it needs (``strae_models_*.py`` ...), imported relatively, so
-  the folder needs torch, numpy and sentencepiece but not strae;
+  the folder needs torch, numpy and sentencepiece but not strae (the copy includes the Triton induction, used on
+  CUDA when triton is installed, as in strae);
 - ``modules.json`` / ``config_sentence_transformers.json``: what ``SentenceTransformer(OUT, trust_remote_code=True)``
   reads. It encodes exactly as ``strae evaluate`` does (same tokeniser, same engine, same weights; a text with no
   pieces gets a NaN row, as in strae).

@@ -12,7 +12,6 @@ is how the tests check it, and it is a correctness path, not a speed path.
 """
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -143,9 +142,9 @@ def induce_fused(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: 
     slots = _pow2(max(packed.lengths) + 1)
     if operands is None or leaf_embeddings.dtype != torch.float32 or slots > MAX_SLOTS:
         return induce_torch(leaf_embeddings, packed, functions.compose, dropout)
-    # By name, not `from ... import`: `strae export` copies the engine's import closure, which must not need triton
-    # (an exported model on CUDA then fails the first-use check and keeps the torch loop).
-    induce_kernel = importlib.import_module("strae.models.induce_kernel").induce_kernel
+    # Imported here, not at the top: importing it imports triton, which CPU runs never need. `strae export` copies
+    # it with the rest of the engine (this line becomes a relative import), so an exported model uses it on CUDA too.
+    from strae.models.induce_kernel import induce_kernel
 
     linear, w_left, w_right, bias = operands
     device, batch = leaf_embeddings.device, len(packed.lengths)

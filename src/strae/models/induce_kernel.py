@@ -16,8 +16,14 @@ the kernel compiles with the Triton that ships with older torch releases too. Em
 """
 from __future__ import annotations
 
-import triton
-import triton.language as tl
+# In a try block only for `strae export`: sentence-transformers loads an exported folder with transformers' remote
+# code loader, which demands every package a copied file imports at its top level *outside* try blocks; this module
+# is imported only when the Triton induction was chosen (triton present), so an export loads without triton too.
+try:
+    import triton
+    import triton.language as tl
+except ImportError:
+    raise
 
 
 @triton.jit
