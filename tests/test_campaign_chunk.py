@@ -153,7 +153,9 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert latest is not None, first.stdout
     step, scores = latest
     assert step > 0 and json.loads(scores.read_text())["tasks"], first.stdout
-    snapshot_record = json.loads((scores.with_suffix("").with_suffix("") / "train.json").read_text())
+    snapshot = scores.with_suffix("").with_suffix("")
+    snapshot_record = json.loads((snapshot / "train.json").read_text())
+    assert not (snapshot / "model.pt").exists() and (snapshot / "encoder.json").exists()  # evaluated: weights gone
     assert snapshot_record["status"] == "running" and snapshot_record["snapshot"]["global_step"] == step
     line = rf"seed0  running  epoch \d+/{EPOCHS}(?: \(\+\d+ batches\))? step {step}  STS avg [\d.]+ .*" \
            rf"snapshot step {step}"

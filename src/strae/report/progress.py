@@ -7,7 +7,9 @@ chunk's tail these commands turn that into results a reader can take away:
         every unfinished run (checkpoint.pt, no encoder.json, not failed): its checkpoint exported with the run's own
         `strae train` flags (strae.plan.train_flags, as the workflow builds them) to
         results/snapshots/<lang>/<model>/<setting>/seed<N>/step<STEP>, evaluated (the paper variant's task list) to
-        ...step<STEP>.paper.json; a step already evaluated is skipped, so calling it again costs nothing
+        ...step<STEP>.paper.json; a step already evaluated is skipped, so calling it again costs nothing. Once
+        evaluated, the snapshot's model.pt is deleted (a campaign leaves one per run per chunk; its scores, train.json
+        and encoder.json stay): --keep-weights keeps it
     python -m strae.report.progress summary
         one line per run directory: status, epoch/step of the planned epochs, latest sentence-task average
     python -m strae.report.progress archive OUT.tar.xz [--extra FILE]...
@@ -35,7 +37,7 @@ import yaml
 
 from strae import paths, plan, recipes
 from strae.io import atomic_path, read_json
-from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, TRAIN_JSON, RunRecord
+from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, MODEL_FILE, TRAIN_JSON, RunRecord
 
 VARIANT = "paper"  # the variant the campaign's targets evaluate (results/eval/.../seed<N>.paper.json)
 SNAPSHOTS = "snapshots"
@@ -141,7 +143,7 @@ def run_logged(command: list[str], log: Path, deadline: float, env: dict[str, st
 
 # ------------------------------------------------------------------------------------------- snapshot
 def snapshot_run(config: dict[str, Any], config_path: Path, run: plan.Run, path: Path, results: Path,
-                 logs: Path, deadline: float) -> str:
+                 logs: Path, deadline: float, keep_weights: bool = False) -> str:
     """Export and evaluate one unfinished run's checkpoint; one line saying what happened."""
     step = checkpoint_progress(path / CHECKPOINT_FILE)["global_step"]
     dest = snapshot_dir(results, run, step)
@@ -162,10 +164,13 @@ def snapshot_run(config: dict[str, Any], config_path: Path, run: plan.Run, path:
                         log.with_name(f"{dest.name}.{VARIANT}.log"), deadline, env)
     if failed:
         return f"{label(run)} step {step}: evaluation FAILED, {failed}"
+    if not keep_weights:  # the step's scores are what the snapshot is for; the run's own checkpoint moves on
+        (dest / MODEL_FILE).unlink(missing_ok=True)
     return f"{label(run)} step {step}: evaluated -> {snapshot_scores(dest)}"
 
 
-def snapshot_all(results: Path, logs: Path, config_path: Path, deadline_s: float, jobs: int) -> list[str]:
+def snapshot_all(results: Path, logs: Path, config_path: Path, deadline_s: float, jobs: int,
+                 keep_weights: bool = False) -> list[str]:
     """Snapshot every unfinished run (``jobs`` at once) before ``deadline_s`` seconds from now."""
     deadline = time.monotonic() + deadline_s
     todo = [(run, path) for run, path in run_dirs(results) if unfinished(path)]
@@ -180,7 +185,7 @@ def snapshot_all(results: Path, logs: Path, config_path: Path, deadline_s: float
         if run.model not in config["models"]:
             return f"{label(run)}: not a model of config `models:`, no snapshot"
         try:
-            return snapshot_run(config, config_path, run, path, results, logs, deadline)
+            return snapshot_run(config, config_path, run, path, results, logs, deadline, keep_weights)
         except Exception as error:  # one run's broken file must not cost the others their snapshot
             return f"{label(run)}: snapshot FAILED, {type(error).__name__}: {error}"
 
@@ -300,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     snap = sub.add_parser("snapshot", help="export and evaluate every unfinished run's checkpoint")
     snap.add_argument("--deadline-s", type=float, required=True, help="seconds from now every job must end by")
     snap.add_argument("--jobs", type=int, default=4, help="runs exported and evaluated at once")
+    snap.add_argument("--keep-weights", action="store_true",
+                      help="keep each evaluated snapshot's model.pt (default: deleted once its scores are written)")
     sub.add_parser("summary", help="one line per run directory")
     arch = sub.add_parser("archive", help="write the chunk's results as one .tar.xz")
     arch.add_argument("out", type=Path)
@@ -311,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     config_path = args.config or paths.effective_config(args.results)
     if args.command == "snapshot":
-        lines = snapshot_all(args.results, args.logs, config_path, args.deadline_s, args.jobs)
+        lines = snapshot_all(args.results, args.logs, config_path, args.deadline_s, args.jobs, args.keep_weights)
     elif args.command == "summary":
         lines = summary(args.results, config_path)
     else:
