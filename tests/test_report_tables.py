@@ -295,3 +295,52 @@ def test_best_seed_of_a_language_row_ignores_the_other_languages_columns(tmp_pat
     assert cells.loc[("X", "X task"), "best_seed"] == 0 and cells.loc[("X", "X task"), "mean"] == 30.0
     assert cells.loc[("Y", "Y task"), "best_seed"] == 1 and cells.loc[("Y", "Y task"), "mean"] == 90.0
     assert cells.loc[("X", "Y task"), "status"] == "n/a"
+
+
+def _param_counts(path, counts):
+    from strae.io import write_json
+    from strae.report.measure import PARAM_COUNTS
+
+    write_json(path, {"schema_version": 1, "measurement": PARAM_COUNTS, "kind": PARAM_COUNTS, "status": "ok",
+                      "counts": [{"model": m, "setting": s, "non_embedding_parameters": n} for m, s, n in counts]})
+    return path
+
+
+def test_report_tables_renders_each_table_its_scores_reach_as_the_table_command_does(repo_root, tmp_path):
+    """`strae report tables` (a record after runs made outside a table target): exactly the tables with a measured
+    cell, each at its results/ path and identical to `strae report table`'s; a table of parameter counts is kept,
+    a scores table whose only measured cells are counts is not."""
+    config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
+    tables = report.load_tables(repo_root / "config/tables.yaml")
+    task_names = {task for table in tables["tables"].values() for column in table["columns"].values()
+                  for task in report._column_tasks(column)}
+    full = _synthetic_scores(config, lambda language, variant: sorted(task_names))
+    one_run = full[(full["language"] == "en") & (full["model"] == "banyan")
+                   & (full["setting"] == "ce_diagonal_entangled_k128_u2")]
+    assert len(one_run)
+    one_run.to_csv(tmp_path / "scores.csv", index=False)
+    counts = _param_counts(tmp_path / "param_counts.json", [("banyan", "ce_diagonal_entangled_k128_u2", 14),
+                                                            ("selfstrae", "ceco_linear_sentential_k8_u32", 9)])
+    common = ["--tables", str(repo_root / "config/tables.yaml"), "--scores", str(tmp_path / "scores.csv"),
+              "--paper-dir", str(repo_root / "paper_tables"), "--param-counts", str(counts)]
+    results = tmp_path / "results"
+    assert report.main(["tables", *common, "--results", str(results)]) == 0
+    written = sorted(str(p.relative_to(results)) for p in results.rglob("*.md"))
+    # the tables reading the run (Banyan 1-4, 9: k128 u2) and the counts-only Table 6; not SemEval Table 2, whose
+    # measured cell would only be a parameter count beside its scores
+    assert written == [f"banyan/table{n}.md" for n in (1, 2, 3, 4, 6, 9)]
+    single = tmp_path / "single"
+    assert report.main(["table", "--table", "banyan_table3", *common, "--out-csv", str(single / "t.csv"),
+                        "--out-md", str(single / "t.md")]) == 0
+    assert (single / "t.csv").read_text() == (results / "banyan/table3.csv").read_text()
+    assert (single / "t.md").read_text() == (results / "banyan/table3.md").read_text()
+
+
+def test_report_tables_with_nothing_measured_is_a_clear_error(tmp_path, repo_root):
+    from strae.evaluate import aggregate
+
+    assert aggregate.main(["--out", str(tmp_path / "scores.csv")]) == 0  # header only: no evaluation yet
+    with pytest.raises(SystemExit, match="no table of .* has a measured cell"):
+        report.main(["tables", "--tables", str(repo_root / "config/tables.yaml"), "--scores",
+                     str(tmp_path / "scores.csv"), "--results", str(tmp_path / "results")])
+    assert not (tmp_path / "results").exists()

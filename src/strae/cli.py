@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("strae.train", "train Self-StrAE / Banyan (any structure x functions x objective x k/u)"),
     "evaluate": ("strae.evaluate.harness", "zero-shot evaluation of an encoder; writes versioned JSON"),
     "aggregate": ("strae.evaluate.aggregate", "flatten evaluation JSONs into a tidy scores.csv"),
-    "report": ("strae.report.tables", "build a paper table (csv + md) from scores.csv"),
+    "report": ("strae.report.tables", "build paper tables (csv + md) from scores.csv: one, or every one it reaches"),
     "measure": ("strae.report.measure", "measure what tables/figures read: parameter counts, node counts, geometry"),
     "figure": ("strae.report.figures", "build a paper figure (png + pdf)"),
     "record": ("strae.report.record", "freeze results/ into a committed reproduction record; README results block"),

@@ -1,6 +1,8 @@
 """The papers' tables, rebuilt from results/scores.csv: reproduced mean ± std over seeds next to the paper's value.
 
-`strae report table --table selfstrae_table2 ...` writes a tidy CSV (one row per table cell) and a Markdown view.
+`strae report table --table selfstrae_table2 ...` writes a tidy CSV (one row per table cell) and a Markdown view;
+`strae report tables` writes every table that has a measured cell in the scores given, each to its results/ path
+(what `strae record` collects after runs made outside a table target: a chunked campaign, a partial grid).
 Which run and task fills each cell is declared in config/tables.yaml; the paper's numbers come from
 paper_tables/*.csv. Nothing is ever filled in that was not measured: a cell without runs reads "not run", a cell
 whose seeds all diverged reads "failed", and failed seeds are counted, never averaged.
@@ -25,6 +27,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from strae import paths
 from strae.evaluate.result import table_setting
 from strae.io import atomic_open, atomic_path
 from strae.plan import cell_selector, other_half  # the workflow's per-table targets resolve cells with it too
@@ -385,37 +388,92 @@ def _write_csv(frame: pd.DataFrame, path: str | Path) -> None:
         frame.to_csv(tmp, index=False)
 
 
+# a cell's status when the scores hold something for it: measured seeds, or seeds that failed
+EVIDENCE_STATUSES = ("ok", "failed", "missing")
+
+
+def has_results(cells: pd.DataFrame) -> bool:
+    """Whether a rendered table shows anything measured: a cell read from scores (ok, failed or missing seeds), or,
+    for a table of parameter counts only, a counted cell (a count alone does not make a scores table worth keeping)."""
+    evidence = cells["status"].isin(EVIDENCE_STATUSES)
+    counts = cells["tasks"] == PARAM_COUNT
+    if (evidence & ~counts).any():
+        return True
+    own = ~cells["status"].isin(("external", "n/a", "unavailable"))  # cells this repository could fill
+    return bool(counts[own].all() and evidence.any())
+
+
+def render(key: str, tables: dict[str, Any], config: dict[str, Any] | None, scores: pd.DataFrame,
+           paper_dir: str | Path, param_counts: dict[tuple[str, str], int]) -> tuple[pd.DataFrame, str]:
+    """Table ``key``'s cells and its Markdown (title, cells, training notes)."""
+    tables = with_language_entries(tables, key, config)
+    cells = build_table(key, tables, scores, paper_dir, param_counts)
+    markdown = to_markdown(cells, tables["tables"][key].get("title", key))
+    notes = training_notes(cells, scores)
+    if notes:
+        markdown += "\n" + "\n\n".join(notes) + "\n"
+    return cells, markdown
+
+
+def write_table(cells: pd.DataFrame, markdown: str, out_csv: str | Path, out_md: str | Path) -> None:
+    Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
+    _write_csv(cells, out_csv)
+    with atomic_open(out_md, "w", encoding="utf-8") as handle:
+        handle.write(markdown)
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tables", default="config/tables.yaml")
+    parser.add_argument("--scores", default="results/scores.csv")
+    parser.add_argument("--param-counts", default=None, help="results/measure/param_counts.json (strae measure)")
+    parser.add_argument("--paper-dir", default="paper_tables")
+    parser.add_argument("--config", default=None, help="config whose language blocks may add columns "
+                        "(languages.<lang>.tables.<table>: TASK); default: none")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strae report", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     table = sub.add_parser("table", help="one paper table (csv + md)")
     table.add_argument("--table", required=True, help="a key of `tables:` in the tables file, e.g. selfstrae_table2")
-    table.add_argument("--tables", default="config/tables.yaml")
-    table.add_argument("--scores", default="results/scores.csv")
-    table.add_argument("--param-counts", default=None, help="results/measure/param_counts.json (strae measure)")
-    table.add_argument("--paper-dir", default="paper_tables")
+    _common_arguments(table)
     table.add_argument("--out-csv", required=True)
     table.add_argument("--out-md", required=True)
-    table.add_argument("--config", default=None, help="config whose language blocks may add columns "
-                       "(languages.<lang>.tables.<table>: TASK); default: none")
+    every = sub.add_parser("tables", help="every table with a measured cell, from the scores that exist, to its "
+                           "results/ path (for `strae record` after runs made outside a table target)")
+    _common_arguments(every)
+    every.add_argument("--results", default="results", help="where the tables go: results/[<paper>/]table<N>.{csv,md}")
     args = parser.parse_args(argv)
 
     if not Path(args.scores).exists():
         raise SystemExit(f"{args.scores}: scores file not found; run `snakemake results/scores.csv` first")
-    tables = with_language_entries(load_tables(args.tables), args.table,
-                                   load_yaml(args.config) if args.config else None)
+    tables = load_tables(args.tables)
+    config = load_yaml(args.config) if args.config else None
     scores = load_scores(args.scores)
-    cells = build_table(args.table, tables, scores, args.paper_dir, measure.load_param_counts(args.param_counts))
-    _write_csv(cells, args.out_csv)
-    markdown = to_markdown(cells, tables["tables"][args.table].get("title", args.table))
-    notes = training_notes(cells, scores)
-    if notes:
-        markdown += "\n" + "\n\n".join(notes) + "\n"
-    with atomic_open(args.out_md, "w", encoding="utf-8") as handle:
-        handle.write(markdown)
-    print(markdown)
-    return 0
+    param_counts = measure.load_param_counts(args.param_counts)
+    if args.command == "table":
+        cells, markdown = render(args.table, tables, config, scores, args.paper_dir, param_counts)
+        write_table(cells, markdown, args.out_csv, args.out_md)
+        print(markdown)
+        return 0
+    return _render_existing(args, tables, config, scores, param_counts)
 
+
+def _render_existing(args: argparse.Namespace, tables: dict[str, Any], config: dict[str, Any] | None,
+                     scores: pd.DataFrame, param_counts: dict[tuple[str, str], int]) -> int:
+    """`strae report tables`: each table of the tables file whose cells the scores (or parameter counts) reach."""
+    written = []
+    for key in tables.get("tables", {}):
+        cells, markdown = render(key, tables, config, scores, args.paper_dir, param_counts)
+        if not has_results(cells):
+            continue
+        out_csv, out_md = (paths.table_file(key, ext, args.results) for ext in ("csv", "md"))
+        write_table(cells, markdown, out_csv, out_md)
+        written.append(f"{out_md} ({int((cells['status'] == 'ok').sum())} of {len(cells)} cells measured)")
+    if not written:
+        raise SystemExit(f"{args.scores}: no table of {args.tables} has a measured cell in these scores")
+    print("\n".join(f"wrote {line}" for line in written))
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())
