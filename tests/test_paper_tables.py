@@ -32,7 +32,7 @@ EXPECTED_SHAPES = {
     "banyan_table3.csv": ((), 5, 9, 45),
     "banyan_table4.csv": ((), 3, 4, 12),
     "banyan_table5.csv": ((), 4, 4, 16),
-    "banyan_table6.csv": ((), 1, 4, 4),
+    "banyan_table6.csv": (("tolerance",), 1, 4, 4),  # ≈10M / ≈85M: matched within their printed precision
     "banyan_table7.csv": ((), 1, 9, 9),
     "banyan_table8.csv": ((), 1, 4, 4),
     "banyan_table9.csv": ((), 7, 2, 14),
@@ -108,7 +108,10 @@ def test_table_parses_with_expected_shape(name: str):
         if r["std"]:
             assert float(r["std"]) >= 0, f"{where}: negative std"
         for column in extra:
-            assert r[column], f"{where}: empty {column!r}"
+            if column == "tolerance":  # only approximate values carry one: a plain non-negative number
+                assert r[column] == "" or (NUMBER.match(r[column]) and float(r[column]) >= 0), f"{where}: tolerance"
+            else:
+                assert r[column], f"{where}: empty {column!r}"
     assert len({tuple(r[c] for c in ("half", "row") if c in r) for r in rows}) == n_rows, f"{name}: printed rows"
     assert len({r["column"] for r in rows}) == n_columns, f"{name}: printed value columns"
     assert len(rows) == n_cells, f"{name}: cells"

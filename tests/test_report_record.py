@@ -40,6 +40,15 @@ def results(tmp_path):
         dict(table="banyan_table1", row="Self-StrAE", column="STS-12", status="not run", n_seeds=0, n_failed=0,
              paper_mean=31.98, paper_std=0.58),
     ]).to_csv(root / "banyan/table1.csv", index=False)
+    _cells([
+        # printed "≈10M": within its printed precision (±500000), far outside ±1.0
+        dict(table="banyan_table6", row="RoBERTa (M)", column="Params", status="ok", mean=10400000.0, n_seeds=0,
+             n_failed=0, paper_mean=10000000.0, paper_tolerance=500000.0, tasks="(parameter count)"),
+        dict(table="banyan_table6", row="Banyan", column="Params", status="ok", mean=14.0, n_seeds=0, n_failed=0,
+             paper_mean=14.0, tasks="(parameter count)"),
+        dict(table="banyan_table6", row="Self-StrAE", column="Params", status="ok", mean=1074.0, n_seeds=0,
+             n_failed=0, paper_mean=1072.0, tasks="(parameter count)"),
+    ]).to_csv(root / "banyan/table6.csv", index=False)
     (root / "banyan/table1.md").write_text("| table |\n")
     return root
 
@@ -56,6 +65,8 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     manifest = json.loads((record / "manifest.json").read_text())
     counts = manifest["tables"][0]["counts"]
     assert (counts["with_paper_value"], counts["within"], counts["not_run"], counts["failed_seeds"]) == (3, 2, 1, 1)
+    counts = manifest["tables"][1]["counts"]  # Table 6: the ≈10M cell within its precision; 1074 vs 1072 is not
+    assert manifest["tables"][1]["name"] == "banyan/table6" and (counts["with_paper_value"], counts["within"]) == (3, 2)
     assert manifest["devices"] == ["cuda (H100)"] and manifest["n_runs"] == 1
     summary = (record / "summary.md").read_text()
     assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no |" in summary

@@ -344,3 +344,15 @@ def test_report_tables_with_nothing_measured_is_a_clear_error(tmp_path, repo_roo
         report.main(["tables", "--tables", str(repo_root / "config/tables.yaml"), "--scores",
                      str(tmp_path / "scores.csv"), "--results", str(tmp_path / "results")])
     assert not (tmp_path / "results").exists()
+
+
+def test_an_approximate_paper_value_is_marked_and_carries_its_precision(repo_root):
+    """Banyan Table 6 prints RoBERTa (M) as ≈10M: the cell carries paper_tolerance (the printed precision, which
+    `strae record` matches within) and the Markdown marks the paper value approximate; exact counts carry none."""
+    tables = report.load_tables(repo_root / "config/tables.yaml")
+    counts = {("banyan", "ce_diagonal_entangled_k128_u2"): 14, ("roberta", "medium_mlm"): 10521088}
+    cells = report.build_table("banyan_table6", tables, pd.DataFrame(columns=["language", "model", "setting"]),
+                               repo_root / "paper_tables", counts).set_index("row")
+    assert cells.loc["RoBERTa (M)", "paper_tolerance"] == 500000 and math.isnan(cells.loc["Banyan", "paper_tolerance"])
+    markdown = report.to_markdown(cells.reset_index(), "t")
+    assert "10521088 · paper ≈10000000 · Δ +521088.00" in markdown and "14 · paper 14 · Δ +0.00" in markdown

@@ -36,7 +36,7 @@ from strae.report import measure
 CELL_COLUMNS = [
     "table", "half", "row", "column", "language", "model", "setting", "variant", "tasks", "aggregate",
     "status", "mean", "std", "n_seeds", "n_failed", "seeds", "best_seed", "paper_mean", "paper_std", "delta",
-    "paper_note", "note", "metric", "beside_metric", "beside_mean", "beside_std",
+    "paper_note", "note", "metric", "beside_metric", "beside_mean", "beside_std", "paper_tolerance",
 ]
 SPEARMAN = "spearman"
 # named metric (config/tables.yaml `metric:` / `beside:`) -> scores.csv column (strae.evaluate.aggregate)
@@ -90,7 +90,8 @@ def _legacy_eval_setting(scores: pd.DataFrame) -> Any:
 
 
 def load_paper_table(path: Path | None) -> dict[tuple[str, str, str], dict[str, Any]]:
-    """(half, row, column) -> {mean, std, note}; half is "" when the paper table has no halves."""
+    """(half, row, column) -> {mean, std, note, tolerance}; half is "" when the paper table has no halves;
+    tolerance (optional column) is the printed precision of an approximate value (``≈10M``: 500000), else NaN."""
     if path is None or not path.exists():
         return {}
     paper = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -104,6 +105,7 @@ def load_paper_table(path: Path | None) -> dict[tuple[str, str, str], dict[str, 
             "mean": _to_float(record["mean"]),
             "std": _to_float(record["std"]),
             "note": record.get("note", ""),
+            "tolerance": _to_float(record.get("tolerance", "")),
         }
     return cells
 
@@ -206,6 +208,7 @@ def build_table(
                 record.update(
                     table=name, half=half_label, row=row["label"], column=column_label, aggregate=aggregate,
                     paper_mean=paper_mean, paper_std=paper_cell.get("std", math.nan),
+                    paper_tolerance=paper_cell.get("tolerance", math.nan),
                     paper_note=paper_cell.get("note", "") if paper_cell else
                     (NOT_IN_PAPER if column.get("new_language") else
                      "paper table not transcribed" if not paper else "no paper value"),
@@ -327,6 +330,8 @@ def format_cell(cell: pd.Series) -> str:
     paper_mean = cell["paper_mean"]
     whole = not math.isnan(paper_mean) and (cell["tasks"] == PARAM_COUNT or paper_mean >= 1000)
     paper = _fmt(paper_mean, 0 if whole else 2)
+    if paper and not math.isnan(cell.get("paper_tolerance", math.nan)):
+        paper = f"≈{paper}"  # printed as an approximation: matched within its printed precision (strae record)
     if paper and not math.isnan(cell["paper_std"]):
         paper += f" ± {_fmt(cell['paper_std'], 3 if cell['paper_std'] < 0.01 else 2)}"
     missing = "paper —" if cell.get("paper_note") == NOT_IN_PAPER else "paper n/a"
