@@ -89,3 +89,70 @@ def test_missing_scores_or_markers_are_clear_errors(tmp_path, results):
     readme.write_text("# no markers\n")
     with pytest.raises(SystemExit, match="no generated-results block"):
         rec.main(["--name", "y", "--results", str(results), "--out", str(tmp_path / "out"), "--readme", str(readme)])
+
+
+def _score_rows(language, seed, score, sha):
+    from strae.evaluate.aggregate import COLUMNS
+    base = {c: "" for c in COLUMNS}
+    return [{**base, "schema_version": 3, "language": language, "model": "banyan",
+             "setting": "ce_diagonal_entangled_k128_u2", "seed": seed, "status": "completed", "variant": "paper",
+             "task": task, "level": "sentence", "score": score + i, "git_sha": sha} for i, task in enumerate(["a", "b"])]
+
+
+def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
+    """results/ is gone (another machine); the earlier record's evaluations and train.json carry into the next one,
+    a re-measured evaluation replacing the carried one, and the record refuses to drop carried evaluations."""
+    from strae.evaluate import aggregate as agg
+    out = tmp_path / "reproductions"
+    old_results = tmp_path / "old_results"
+    old_run = old_results / "runs/af/banyan/ce_diagonal_entangled_k128_u2/seed0"
+    old_run.mkdir(parents=True)
+    (old_run / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "cpu:2cores"}}))
+    # the earlier record also has en seed0 (re-measured below: the new train.json and rows win)
+    en_old = old_results / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0"
+    en_old.mkdir(parents=True)
+    (en_old / "train.json").write_text(json.dumps({"status": "running", "provenance": {"device": "cpu:2cores"}}))
+    agg.write_scores_csv(_score_rows("af", 0, 60.0, "old") + _score_rows("en", 0, 10.0, "old"),
+                         old_results / "scores.csv")
+    rec.main(["--name", "cpu-old", "--results", str(old_results), "--out", str(out), "--no-readme"])
+    old = out / "cpu-old"
+
+    # the new machine measured en seed0 only; its scores.csv does not (yet) carry the old record's rows
+    agg.write_scores_csv(_score_rows("en", 0, 50.0, "new"), results / "scores.csv")
+    with pytest.raises(SystemExit, match="lacks 1 evaluation"):
+        rec.main(["--name", "gpu-new", "--results", str(results), "--out", str(out), "--no-readme",
+                  "--carry", str(old)])
+    with pytest.raises(SystemExit, match="not a record"):
+        rec.main(["--name", "gpu-new", "--results", str(results), "--out", str(out), "--carry", str(tmp_path)])
+    assert not (out / "gpu-new").exists()
+
+    # strae aggregate --carry: the measured rows first, then the old record's for evaluations not measured here
+    new_json_rows = _score_rows("en", 0, 50.0, "new")
+    merged = agg.with_carried(new_json_rows, [old / "scores.csv"])
+    assert [(r["language"], r["git_sha"]) for r in merged] == [("en", "new")] * 2 + [("af", "old")] * 2
+    agg.write_scores_csv(merged, results / "scores.csv")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{rec.README_BEGIN}\n{rec.README_END}\n")
+    rec.main(["--name", "gpu-new", "--results", str(results), "--out", str(out), "--readme", str(readme),
+              "--carry", str(old)])
+    new = out / "gpu-new"
+    assert (new / "runs/af/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json").exists()
+    en = json.loads((new / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json").read_text())
+    assert en["status"] == "completed"  # results/ wins over the carried record
+    manifest = json.loads((new / "manifest.json").read_text())
+    assert manifest["n_runs"] == 2 and manifest["devices"] == ["cpu:2cores", "cuda (H100)"]
+    assert [c["name"] for c in manifest["carried"]] == ["cpu-old"]
+    assert "runs carried from `cpu-old`" in readme.read_text()
+    scores = pd.read_csv(new / "scores.csv")
+    assert sorted(scores.groupby("language")["git_sha"].first().items()) == [("af", "old"), ("en", "new")]
+
+
+def test_carrying_a_file_that_is_not_a_scores_csv_names_it(tmp_path):
+    from strae.evaluate import aggregate as agg
+    bad = tmp_path / "table1.csv"
+    bad.write_text("table,row,column,mean\nx,y,z,1\n")
+    with pytest.raises(SystemExit, match="table1.csv: not a strae scores.csv"):
+        agg.main(["--out", str(tmp_path / "scores.csv"), "--carry", str(bad)])
+    with pytest.raises(SystemExit, match="no such scores.csv"):
+        agg.main(["--out", str(tmp_path / "scores.csv"), "--carry", str(tmp_path / "missing.csv")])
+    assert not (tmp_path / "scores.csv").exists()

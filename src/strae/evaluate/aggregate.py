@@ -10,6 +10,15 @@ A failed run contributes one row per task it would have been evaluated on (``pla
 label (e.g. ``stopword_rm``; empty for a run's plain evaluation), which the reports select on.
 Every JSON is read through ``strae.evaluate.result.EvalResult`` (older schema versions migrated there).
 Columns: docs/CONTRACTS.md "Evaluation".
+
+``--carry reproductions/<record>/scores.csv`` (repeatable) continues a campaign begun elsewhere (another machine, an
+earlier session whose results/ is gone; records hold no evaluation JSONs, only their rows): the record's rows join
+the output for every evaluation — (language, model, setting, seed, variant, eval_label) — that no given JSON (nor an
+earlier ``--carry``) supplies, unchanged, so their provenance columns (git_sha, device, source_json) still say where
+they were measured. A re-measured evaluation replaces the carried one whole.
+
+    strae aggregate --out results/scores.csv --carry reproductions/cpu-2core-en-af-hi-2026-11-23/scores.csv \\
+        results/eval/*/*/*/seed*.json
 """
 from __future__ import annotations
 
@@ -34,6 +43,40 @@ COLUMNS = [
     # the evaluation setting's label (schema 3; EvalResult.evaluation): e.g. stopword_rm, empty for plain
     "eval_label",
 ]
+
+
+# one evaluation (one strae evaluate JSON): what a carried row is matched on
+EVALUATION_KEY = ("language", "model", "setting", "seed", "variant", "eval_label")
+
+
+def evaluation_key(row: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(str(row.get(column, "")) for column in EVALUATION_KEY)
+
+
+def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """The rows of an earlier scores.csv whose evaluation is not in ``measured`` (older files lack later columns:
+    blank; a column this version does not know is an error, naming the file)."""
+    path = Path(path)
+    if not path.exists():
+        raise SystemExit(f"{path}: no such scores.csv to carry (a record's, e.g. reproductions/<record>/scores.csv)")
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        unknown = [column for column in header if column not in COLUMNS]
+        missing = [column for column in EVALUATION_KEY[:5] if column not in header]
+        if unknown or missing:
+            raise SystemExit(f"{path}: not a strae scores.csv (unknown columns {unknown}, missing {missing}); "
+                             f"columns: docs/CONTRACTS.md \"Evaluation\"")
+        return [{column: row.get(column) or "" for column in COLUMNS}
+                for row in reader if evaluation_key(row) not in measured]
+
+
+def with_carried(rows: list[dict[str, Any]], carry: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """``rows`` plus each carried file's rows for evaluations not yet present (earlier sources win)."""
+    rows = list(rows)
+    for path in carry:
+        rows.extend(carried_rows(path, {evaluation_key(row) for row in rows}))
+    return rows
 
 
 def _blank(value: Any) -> Any:
@@ -105,10 +148,15 @@ def main(argv: list[str] | None = None) -> int:
     # none is allowed: a table whose runs are all disabled (config/quick.yaml) gets a header-only CSV, its cells
     # "not run"
     parser.add_argument("json", nargs="*", help="evaluation JSON files (strae evaluate --out)")
+    parser.add_argument("--carry", action="append", default=[], metavar="SCORES_CSV",
+                        help="an earlier record's scores.csv: its rows for evaluations no JSON here supplies "
+                             "(repeatable; earlier wins)")
     args = parser.parse_args(argv)
-    rows = aggregate(args.json)
+    measured = aggregate(args.json)
+    rows = with_carried(measured, args.carry)
     write_scores_csv(rows, args.out)
-    print(f"wrote {args.out}: {len(rows)} rows from {len(args.json)} files")
+    carried = f" and {len(rows) - len(measured)} carried from {', '.join(args.carry)}" if args.carry else ""
+    print(f"wrote {args.out}: {len(measured)} rows from {len(args.json)} files{carried}")
     return 0
 
 

@@ -14,10 +14,16 @@ the paper prints only approximately (Banyan Table 6: "≈10M" parameters) is mat
 
     strae record --name h100-2026-11-24                 # results/ -> reproductions/h100-2026-11-24/, README updated
     strae record --readme-only                           # regenerate the README block from the newest record
+
+A campaign spread over machines or sessions (results/ does not survive a machine) grows record by record:
+``strae aggregate --carry OLD/scores.csv ...`` puts an earlier record's evaluations beside the new ones, the tables
+are rendered from both (``strae report tables``), and ``strae record --carry OLD`` takes OLD's ``train.json`` files
+for the runs results/ does not have, so the new record is complete on its own; its manifest names what it carries.
 """
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import math
 import os
@@ -29,6 +35,7 @@ from typing import Any
 
 import pandas as pd
 
+from strae.evaluate.aggregate import evaluation_key
 from strae.io import atomic_open, git_sha, write_json
 from strae.runs import RunRecord
 
@@ -84,10 +91,13 @@ def headline(record: Path, relative_to: Path) -> str:
     """The README block: one line per paper table of the record (links relative to the README's folder)."""
     manifest = json.loads((record / MANIFEST).read_text())
     where = Path(os.path.relpath(record, relative_to)).as_posix()
+    carried = [entry["name"] for entry in manifest.get("carried", [])]
+    carried_text = f"; runs carried from {', '.join(f'`{name}`' for name in carried)}" if carried else ""
     lines = [f"From [`{where}`]({where}/summary.md) ({manifest['created'][:10]}, "
              f"{', '.join(manifest['devices']) or 'device not recorded'}, {manifest['n_runs']} "
              f"run{'s' if manifest['n_runs'] != 1 else ''}, "
-             f"commit {manifest['git_sha'][:10] if manifest.get('git_sha') else 'unknown'}). A cell is *within* when "
+             f"commit {manifest['git_sha'][:10] if manifest.get('git_sha') else 'unknown'}{carried_text}). "
+             "A cell is *within* when "
              f"|Δ| ≤ max(paper std, {TOLERANCE_FLOOR:.1f}) (an approximate paper value, \"≈10M\": its printed "
              "precision).", "",
              "| table | cells with a paper value | within | mean |Δ| | seeds per cell | not run | failed seeds |",
@@ -124,10 +134,34 @@ def write_summary(record: Path, tables: list[tuple[str, dict[str, Any], pd.DataF
         handle.write("\n".join(out))
 
 
-def build_record(results: Path, out_root: Path, name: str) -> Path:
-    """Copy results/ into out_root/name (tables, figures, scores.csv, every run's train.json) + summary + manifest."""
+def _check_carried(results: Path, carried: Path) -> None:
+    """The carried record's evaluations must be in results/scores.csv (put there by `strae aggregate --carry`),
+    or the new record's tables and scores would silently drop them."""
+    if not (carried / MANIFEST).exists():
+        raise SystemExit(f"{carried}: not a record (no {MANIFEST}); --carry takes a reproductions/<record>/ folder")
+    with open(carried / "scores.csv", encoding="utf-8", newline="") as handle:
+        wanted = {evaluation_key(row) for row in csv.DictReader(handle)}
+    with open(results / "scores.csv", encoding="utf-8", newline="") as handle:
+        present = {evaluation_key(row) for row in csv.DictReader(handle)}
+    absent = sorted(wanted - present)
+    if absent:
+        raise SystemExit(f"{results}/scores.csv lacks {len(absent)} evaluation(s) of {carried} (first: "
+                         f"{'/'.join(absent[0])}); run `strae aggregate --out {results}/scores.csv --carry "
+                         f"{carried}/scores.csv <JSON...>` and render the tables again first")
+
+
+def _train_jsons(root: Path) -> list[Path]:
+    return sorted((root / "runs").rglob("train.json")) if (root / "runs").exists() else []
+
+
+def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | None = None) -> Path:
+    """Copy results/ into out_root/name (tables, figures, scores.csv, every run's train.json) + summary + manifest;
+    ``carry``: earlier records whose runs' train.json join where results/ has none for the run."""
     if not (results / "scores.csv").exists():
         raise SystemExit(f"{results}/scores.csv: missing; run `snakemake results/scores.csv` (and the tables) first")
+    carry = list(carry or [])
+    for carried in carry:
+        _check_carried(results, carried)
     record = out_root / name
     if record.exists():
         raise SystemExit(f"{record}: exists; records are immutable — choose another --name")
@@ -136,14 +170,18 @@ def build_record(results: Path, out_root: Path, name: str) -> Path:
     staging.mkdir(parents=True)
     shutil.copy2(results / "scores.csv", staging / "scores.csv")
     runs, devices = 0, set()
-    for train_json in sorted((results / "runs").rglob("train.json")) if (results / "runs").exists() else []:
-        relative = train_json.relative_to(results)
-        (staging / relative).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(train_json, staging / relative)
-        runs += 1
-        device = RunRecord.from_disk(train_json.parent).provenance.get("device")
-        if device:
-            devices.add(str(device))
+    # results/ first, then each carried record in order: a run present in an earlier source keeps that train.json
+    for root in (results, *carry):
+        for train_json in _train_jsons(root):
+            relative = train_json.relative_to(root)
+            if (staging / relative).exists():
+                continue
+            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(train_json, staging / relative)
+            runs += 1
+            device = RunRecord.from_disk(train_json.parent).provenance.get("device")
+            if device:
+                devices.add(str(device))
     tables = []
     for csv_path in _table_files(results):
         relative = csv_path.relative_to(results)
@@ -163,6 +201,7 @@ def build_record(results: Path, out_root: Path, name: str) -> Path:
         # microseconds: two records made in one second still order by creation
         "name": name, "created": datetime.now(UTC).isoformat(), "git_sha": git_sha(),
         "devices": sorted(devices), "n_runs": runs,
+        "carried": [_carried_entry(carried) for carried in carry],
         "tables": [{"name": label, "csv": relative.as_posix(),
                     "md": relative.with_suffix(".md").as_posix() if has_md else None,
                     "counts": {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in counts.items()}}
@@ -173,6 +212,12 @@ def build_record(results: Path, out_root: Path, name: str) -> Path:
     write_json(staging / MANIFEST, manifest)
     staging.rename(record)
     return record
+
+
+def _carried_entry(carried: Path) -> dict[str, Any]:
+    manifest = json.loads((carried / MANIFEST).read_text())
+    return {"name": manifest.get("name", carried.name), "created": manifest.get("created"),
+            "git_sha": manifest.get("git_sha")}
 
 
 def newest_record(out_root: Path) -> Path | None:
@@ -201,11 +246,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", type=Path, default=Path("README.md"), help="README whose results block to update")
     parser.add_argument("--readme-only", action="store_true", help="only regenerate the README from the newest record")
     parser.add_argument("--no-readme", action="store_true", help="do not touch the README")
+    parser.add_argument("--carry", action="append", type=Path, default=[], metavar="RECORD",
+                        help="an earlier record (reproductions/<name>/) whose runs' train.json join the new record "
+                             "where results/ has none; its evaluations must be in results/scores.csv (strae "
+                             "aggregate --carry). Repeatable")
     args = parser.parse_args(argv)
     if not args.readme_only:
         if not args.name:
             parser.error("--name is required (or pass --readme-only)")
-        record = build_record(args.results, args.out, args.name)
+        record = build_record(args.results, args.out, args.name, args.carry)
         print(f"wrote {record}")
     if not args.no_readme:
         record = newest_record(args.out)
