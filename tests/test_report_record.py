@@ -156,3 +156,16 @@ def test_carrying_a_file_that_is_not_a_scores_csv_names_it(tmp_path):
     with pytest.raises(SystemExit, match="no such scores.csv"):
         agg.main(["--out", str(tmp_path / "scores.csv"), "--carry", str(tmp_path / "missing.csv")])
     assert not (tmp_path / "scores.csv").exists()
+
+
+def test_every_committed_record_can_be_carried():
+    """Each committed record's scores.csv reads as a carried scores.csv (older records lack later columns)."""
+    from pathlib import Path
+
+    from strae.evaluate import aggregate as agg
+    root = Path(__file__).resolve().parents[1] / "reproductions"
+    files = sorted(root.glob("*/scores.csv"))
+    assert files
+    for path in files:
+        rows = agg.carried_rows(path, set())
+        assert rows and all(row["language"] and row["model"] for row in rows), path
