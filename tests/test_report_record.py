@@ -96,7 +96,8 @@ def _score_rows(language, seed, score, sha):
     base = {c: "" for c in COLUMNS}
     return [{**base, "schema_version": 3, "language": language, "model": "banyan",
              "setting": "ce_diagonal_entangled_k128_u2", "seed": seed, "status": "completed", "variant": "paper",
-             "task": task, "level": "sentence", "score": score + i, "git_sha": sha} for i, task in enumerate(["a", "b"])]
+             "task": task, "level": "sentence", "score": score + i, "git_sha": sha}
+            for i, task in enumerate(["a", "b"])]
 
 
 def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
