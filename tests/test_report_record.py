@@ -67,12 +67,14 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     assert (counts["with_paper_value"], counts["within"], counts["not_run"], counts["failed_seeds"]) == (3, 2, 1, 1)
     counts = manifest["tables"][1]["counts"]  # Table 6: the ≈10M cell within its precision; 1074 vs 1072 is not
     assert manifest["tables"][1]["name"] == "banyan/table6" and (counts["with_paper_value"], counts["within"]) == (3, 2)
+    assert counts["mean_abs_delta"] is None and counts["seeds"] is None  # parameter counts are not scores
     assert manifest["devices"] == ["cuda (H100)"] and manifest["n_runs"] == 1
     summary = (record / "summary.md").read_text()
     assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no |" in summary
     text = readme.read_text()
     assert "old" not in text and "| [banyan/table1](" in text and text.endswith("## Layout\n")
     assert "| 3 | 2 | 1.67 | 4 | 1 | 1 |" in text and "1 run, commit" in text  # seeds per cell: the papers use 4
+    assert "| 3 | 2 | — | — | 0 | 0 |" in text  # Table 6: no mean |Δ| across parameter counts
     # records are immutable; a second one becomes the newest and the README follows it
     with pytest.raises(SystemExit, match="exists"):
         rec.main(["--name", "h100-test", "--results", str(results), "--out", str(out), "--readme", str(readme)])

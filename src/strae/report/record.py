@@ -67,12 +67,15 @@ def cell_summary(csv_path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
     comparable["tolerance"] = [tolerance(std, precision) for std, precision
                                in zip(comparable["paper_std"], comparable["paper_tolerance"])]
     comparable["within"] = comparable["delta"].abs() <= comparable["tolerance"]
+    # mean |Δ| and the seed range speak of scores (points, averaged over seeds); cells measured without training
+    # (Banyan Table 6's parameter counts: n_seeds 0) are counted as within or not, but their Δ is in other units
+    scored = comparable[comparable["n_seeds"].fillna(0) > 0]
     counts = {"cells": int(len(cells)), "reproduced": int(len(ok)), "with_paper_value": int(len(comparable)),
               "within": int(comparable["within"].sum()), "not_run": int((cells["status"] == "not run").sum()),
               "failed_seeds": int(cells["n_failed"].fillna(0).sum()),
-              "mean_abs_delta": float(comparable["delta"].abs().mean()) if len(comparable) else math.nan,
+              "mean_abs_delta": float(scored["delta"].abs().mean()) if len(scored) else math.nan,
               # seeds behind the reproduced cells (the papers average four): "4", or "1-4" when cells differ
-              "seeds": _seed_range(comparable["n_seeds"])}
+              "seeds": _seed_range(scored["n_seeds"])}
     return counts, comparable
 
 
@@ -99,12 +102,14 @@ def headline(record: Path, relative_to: Path) -> str:
              f"commit {manifest['git_sha'][:10] if manifest.get('git_sha') else 'unknown'}{carried_text}). "
              "A cell is *within* when "
              f"|Δ| ≤ max(paper std, {TOLERANCE_FLOOR:.1f}) (an approximate paper value, \"≈10M\": its printed "
-             "precision).", "",
+             "precision); mean |Δ| is in score points, over the cells with trained seeds (— for a table of "
+             "parameter counts).", "",
              "| table | cells with a paper value | within | mean |Δ| | seeds per cell | not run | failed seeds |",
              "|---|---|---|---|---|---|---|"]
     for entry in manifest["tables"]:
         c = entry["counts"]
-        mean_delta = "—" if c["mean_abs_delta"] is None else f"{c['mean_abs_delta']:.2f}"
+        mean_delta = ("—" if c["mean_abs_delta"] is None or math.isnan(c["mean_abs_delta"])
+                      else f"{c['mean_abs_delta']:.2f}")
         lines.append(f"| [{entry['name']}]({where}/{entry['md'] or entry['csv']}) | "
                      f"{c['with_paper_value']} | {c['within']} | {mean_delta} | {c.get('seeds') or '—'} | "
                      f"{c['not_run']} | {c['failed_seeds']} |")
