@@ -155,6 +155,18 @@ def _check_carried(results: Path, carried: Path) -> None:
                          f"{carried}/scores.csv <JSON...>` and render the tables again first")
 
 
+def _check_tables_fresh(results: Path) -> None:
+    """Every rendered table must be newer than scores.csv (the rule Snakemake itself applies): a table rendered from
+    an earlier scores.csv would put old numbers beside new scores in the record."""
+    scores_mtime = (results / "scores.csv").stat().st_mtime_ns
+    stale = [p for p in _table_files(results) if p.stat().st_mtime_ns < scores_mtime]
+    if stale:
+        names = ", ".join(str(p) for p in stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
+        raise SystemExit(f"{names}: older than {results}/scores.csv (rendered from earlier scores); render again "
+                         "(`snakemake <the table targets>` or `strae report tables`) or delete the stale table, "
+                         "then record")
+
+
 def _train_jsons(root: Path) -> list[Path]:
     return sorted((root / "runs").rglob("train.json")) if (root / "runs").exists() else []
 
@@ -167,6 +179,7 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
     carry = list(carry or [])
     for carried in carry:
         _check_carried(results, carried)
+    _check_tables_fresh(results)
     record = out_root / name
     if record.exists():
         raise SystemExit(f"{record}: exists; records are immutable — choose another --name")
