@@ -18,8 +18,15 @@ def _cells(rows):
     return frame
 
 
+def _hand_made(results):
+    """These tests' tables are hand-made cells, not renderings of their scores.csv: record them unchecked (a tables
+    file with no table keys; test_record_refuses_tables_older_than_the_scores checks real renderings)."""
+    return ["--tables", str(results.parent / "no_tables.yaml")]
+
+
 @pytest.fixture()
 def results(tmp_path):
+    (tmp_path / "no_tables.yaml").write_text("tables: {}\n")
     root = tmp_path / "results"
     (root / "banyan").mkdir(parents=True)
     (root / "scores.csv").write_text("run,task,score\n")
@@ -57,7 +64,8 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n## Results\n{rec.README_BEGIN}\nold\n{rec.README_END}\n\n## Layout\n")
     out = tmp_path / "reproductions"
-    assert rec.main(["--name", "h100-test", "--results", str(results), "--out", str(out), "--readme", str(readme)]) == 0
+    assert rec.main(["--name", "h100-test", "--results", str(results), *_hand_made(results),
+                     "--out", str(out), "--readme", str(readme)]) == 0
     record = out / "h100-test"
     assert (record / "scores.csv").exists() and (record / "banyan/table1.csv").exists()
     assert (record / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json").exists()
@@ -77,8 +85,10 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     assert "| 3 | 2 | — | — | 0 | 0 |" in text  # Table 6: no mean |Δ| across parameter counts
     # records are immutable; a second one becomes the newest and the README follows it
     with pytest.raises(SystemExit, match="exists"):
-        rec.main(["--name", "h100-test", "--results", str(results), "--out", str(out), "--readme", str(readme)])
-    rec.main(["--name", "h100-later", "--results", str(results), "--out", str(out), "--no-readme"])
+        rec.main(["--name", "h100-test", "--results", str(results), *_hand_made(results),
+                  "--out", str(out), "--readme", str(readme)])
+    rec.main(["--name", "h100-later", "--results", str(results), *_hand_made(results),
+              "--out", str(out), "--no-readme"])
     assert rec.newest_record(out).name == "h100-later"
     rec.main(["--readme-only", "--out", str(out), "--readme", str(readme)])
     assert "[`reproductions/h100-later`](reproductions/h100-later/summary.md)" in readme.read_text()
@@ -90,7 +100,8 @@ def test_missing_scores_or_markers_are_clear_errors(tmp_path, results):
     readme = tmp_path / "README.md"
     readme.write_text("# no markers\n")
     with pytest.raises(SystemExit, match="no generated-results block"):
-        rec.main(["--name", "y", "--results", str(results), "--out", str(tmp_path / "out"), "--readme", str(readme)])
+        rec.main(["--name", "y", "--results", str(results), *_hand_made(results),
+                  "--out", str(tmp_path / "out"), "--readme", str(readme)])
 
 
 def _score_rows(language, seed, score, sha):
@@ -123,10 +134,12 @@ def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
     # the new machine measured en seed0 only; its scores.csv does not (yet) carry the old record's rows
     agg.write_scores_csv(_score_rows("en", 0, 50.0, "new"), results / "scores.csv")
     with pytest.raises(SystemExit, match="lacks 1 evaluation"):
-        rec.main(["--name", "gpu-new", "--results", str(results), "--out", str(out), "--no-readme",
+        rec.main(["--name", "gpu-new", "--results", str(results), *_hand_made(results),
+                  "--out", str(out), "--no-readme",
                   "--carry", str(old)])
     with pytest.raises(SystemExit, match="not a record"):
-        rec.main(["--name", "gpu-new", "--results", str(results), "--out", str(out), "--carry", str(tmp_path)])
+        rec.main(["--name", "gpu-new", "--results", str(results), *_hand_made(results),
+                  "--out", str(out), "--carry", str(tmp_path)])
     assert not (out / "gpu-new").exists()
 
     # strae aggregate --carry: the measured rows first, then the old record's for evaluations not measured here
@@ -134,16 +147,10 @@ def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
     merged = agg.with_carried(new_json_rows, [old / "scores.csv"])
     assert [(r["language"], r["git_sha"]) for r in merged] == [("en", "new")] * 2 + [("af", "old")] * 2
     agg.write_scores_csv(merged, results / "scores.csv")
-    # the tables were rendered before these scores: recording them would mix old tables with new scores
-    with pytest.raises(SystemExit, match="older than .*scores.csv"):
-        rec.main(["--name", "gpu-new", "--results", str(results), "--out", str(out), "--no-readme",
-                  "--carry", str(old)])
-    assert not (out / "gpu-new").exists()
-    for table in results.rglob("table*.csv"):  # rendered again (strae report tables)
-        table.write_bytes(table.read_bytes())
     readme = tmp_path / "README.md"
     readme.write_text(f"{rec.README_BEGIN}\n{rec.README_END}\n")
-    rec.main(["--name", "gpu-new", "--results", str(results), "--out", str(out), "--readme", str(readme),
+    rec.main(["--name", "gpu-new", "--results", str(results), *_hand_made(results),
+              "--out", str(out), "--readme", str(readme),
               "--carry", str(old)])
     new = out / "gpu-new"
     assert (new / "runs/af/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json").exists()
@@ -179,3 +186,32 @@ def test_every_committed_record_can_be_carried():
     for path in files:
         rows = agg.carried_rows(path, set())
         assert rows and all(row["language"] and row["model"] for row in rows), path
+
+
+def test_record_refuses_tables_older_than_the_scores(tmp_path):
+    """A committed record's real scores: tables rendered from them record; after scores.csv changes (a carried
+    evaluation, a finished seed) the old tables are refused, naming the cell, until rendered again."""
+    from pathlib import Path
+
+    from strae.report import tables as report
+    repo = Path(__file__).resolve().parents[1]
+    source = repo / "reproductions/cpu-2core-en-glove-2026-11-24"
+    results = tmp_path / "results"
+    results.mkdir()
+    scores = pd.read_csv(source / "scores.csv", dtype=str, keep_default_na=False)
+    scores.to_csv(results / "scores.csv", index=False)
+    render = ["tables", "--scores", str(results / "scores.csv"), "--results", str(results),
+              "--tables", str(repo / "config/tables.yaml"), "--paper-dir", str(repo / "paper_tables")]
+    assert report.main(render) == 0
+    common = ["--results", str(results), "--out", str(tmp_path / "out"), "--no-readme",
+              "--tables", str(repo / "config/tables.yaml"), "--paper-dir", str(repo / "paper_tables")]
+    assert rec.main(["--name", "as-rendered", *common]) == 0
+
+    glove = (scores["model"] == "glove") & (scores["task"] == "sts12") & (scores["seed"] == "0")
+    scores.loc[glove, "score"] = "99.0"  # a re-measured evaluation
+    scores.to_csv(results / "scores.csv", index=False)
+    with pytest.raises(SystemExit, match=r"table3.csv: not what .* renders now — row 'GloVe' column 'STS-12'"):
+        rec.main(["--name", "stale", *common])
+    assert not (tmp_path / "out/stale").exists()
+    assert report.main(render) == 0
+    assert rec.main(["--name", "rendered-again", *common]) == 0

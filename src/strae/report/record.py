@@ -155,31 +155,87 @@ def _check_carried(results: Path, carried: Path) -> None:
                          f"{carried}/scores.csv <JSON...>` and render the tables again first")
 
 
-def _check_tables_fresh(results: Path) -> None:
-    """Every rendered table must be newer than scores.csv (the rule Snakemake itself applies): a table rendered from
-    an earlier scores.csv would put old numbers beside new scores in the record."""
-    scores_mtime = (results / "scores.csv").stat().st_mtime_ns
-    stale = [p for p in _table_files(results) if p.stat().st_mtime_ns < scores_mtime]
-    if stale:
-        names = ", ".join(str(p) for p in stale[:3]) + (f" and {len(stale) - 3} more" if len(stale) > 3 else "")
-        raise SystemExit(f"{names}: older than {results}/scores.csv (rendered from earlier scores); render again "
-                         "(`snakemake <the table targets>` or `strae report tables`) or delete the stale table, "
-                         "then record")
+# a rendered cell's identity and what it must agree on with a fresh rendering from results/scores.csv
+_CELL_KEY = ["table", "half", "row", "column", "language"]
+_CELL_CHECKED = ["status", "mean", "n_seeds"]
+
+
+def _first_difference(recorded: pd.DataFrame, fresh: pd.DataFrame) -> str | None:
+    """The first cell where a rendered table and a fresh rendering disagree (status, mean, n seeds), in words."""
+    def text(value: Any) -> str:  # a key value as text, the same whether read from CSV or rendered in memory
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return ""
+        return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame.copy()
+        for column in _CELL_KEY:
+            frame[column] = [text(v) for v in frame[column]] if column in frame else ""
+        for column in ("mean", "n_seeds"):
+            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        return frame[_CELL_KEY + _CELL_CHECKED].set_index(_CELL_KEY)
+    old, new = keyed(recorded), keyed(fresh)
+    for key in new.index.union(old.index):
+        where = f"row {key[2]!r} column {key[3]!r}" + (f" ({key[4]})" if key[4] else "")
+        if key not in old.index or key not in new.index:
+            return f"{where}: {'absent' if key not in old.index else 'present'} in the file, not in a fresh rendering"
+        a, b = old.loc[key], new.loc[key]
+        if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):  # duplicate keys: compare as whole
+            a, b = a.iloc[0], b.iloc[0]
+        same_mean = (math.isnan(a["mean"]) and math.isnan(b["mean"])) or abs(a["mean"] - b["mean"]) <= 1e-6
+        same_seeds = (math.isnan(a["n_seeds"]) and math.isnan(b["n_seeds"])) or a["n_seeds"] == b["n_seeds"]
+        if a["status"] != b["status"] or not same_mean or not same_seeds:
+            return (f"{where} reads {a['status']} {a['mean']:.4g} ({a['n_seeds']:g} seeds), scores.csv gives "
+                    f"{b['status']} {b['mean']:.4g} ({b['n_seeds']:g} seeds)")
+    return None
+
+
+def _check_tables_current(results: Path, tables_file: Path, paper_dir: Path) -> None:
+    """Each rendered table of a config/tables.yaml key must be what results/scores.csv renders now: a table made
+    from earlier scores (rendered before `strae aggregate --carry`, or before more seeds finished) would put old
+    numbers beside the new scores in the record. Files of no known table key are copied unchecked."""
+    from strae import paths
+    from strae.report import measure
+    from strae.report import tables as report
+    if not any(_table_files(results)):
+        return
+    if not tables_file.exists():
+        raise SystemExit(f"{tables_file}: the tables file (--tables) is needed to check the rendered tables")
+    tables = report.load_tables(tables_file)
+    config_path = paths.effective_config(results)
+    config = report.load_yaml(config_path) if config_path.exists() else None
+    param_counts = measure.load_param_counts(paths.measurement_json(measure.PARAM_COUNTS, results))
+    scores = None
+    for key in tables.get("tables", {}):
+        rendered = paths.table_file(key, "csv", results)
+        if not rendered.exists():
+            continue
+        if scores is None:
+            scores = report.load_scores(results / "scores.csv")
+        fresh, _ = report.render(key, tables, config, scores, paper_dir, param_counts)
+        difference = _first_difference(pd.read_csv(rendered), fresh)
+        if difference:
+            raise SystemExit(f"{rendered}: not what {results}/scores.csv renders now — {difference}; render the "
+                             f"tables again (`snakemake <the table targets>` or `strae report tables --config "
+                             f"{config_path} --param-counts {paths.measurement_json(measure.PARAM_COUNTS, results)}`)"
+                             " or delete the stale table, then record")
 
 
 def _train_jsons(root: Path) -> list[Path]:
     return sorted((root / "runs").rglob("train.json")) if (root / "runs").exists() else []
 
 
-def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | None = None) -> Path:
+def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | None = None,
+                 tables_file: Path = Path("config/tables.yaml"), paper_dir: Path = Path("paper_tables")) -> Path:
     """Copy results/ into out_root/name (tables, figures, scores.csv, every run's train.json) + summary + manifest;
-    ``carry``: earlier records whose runs' train.json join where results/ has none for the run."""
+    ``carry``: earlier records whose runs' train.json join where results/ has none for the run; ``tables_file`` and
+    ``paper_dir`` re-render the tables to check them against scores.csv."""
     if not (results / "scores.csv").exists():
         raise SystemExit(f"{results}/scores.csv: missing; run `snakemake results/scores.csv` (and the tables) first")
     carry = list(carry or [])
     for carried in carry:
         _check_carried(results, carried)
-    _check_tables_fresh(results)
+    _check_tables_current(results, tables_file, paper_dir)
     record = out_root / name
     if record.exists():
         raise SystemExit(f"{record}: exists; records are immutable — choose another --name")
@@ -262,6 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("--out", type=Path, default=Path("reproductions"))
     parser.add_argument("--readme", type=Path, default=Path("README.md"), help="README whose results block to update")
+    parser.add_argument("--tables", type=Path, default=Path("config/tables.yaml"),
+                        help="the tables file the rendered tables came from (checked against scores.csv)")
+    parser.add_argument("--paper-dir", type=Path, default=Path("paper_tables"))
     parser.add_argument("--readme-only", action="store_true", help="only regenerate the README from the newest record")
     parser.add_argument("--no-readme", action="store_true", help="do not touch the README")
     parser.add_argument("--carry", action="append", type=Path, default=[], metavar="RECORD",
@@ -272,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.readme_only:
         if not args.name:
             parser.error("--name is required (or pass --readme-only)")
-        record = build_record(args.results, args.out, args.name, args.carry)
+        record = build_record(args.results, args.out, args.name, args.carry, args.tables, args.paper_dir)
         print(f"wrote {record}")
     if not args.no_readme:
         record = newest_record(args.out)
