@@ -210,6 +210,17 @@ def test_stopword_removal_uses_the_language_list():
         stopword_set("xx-not-a-language")
 
 
+def test_sklearn_stopword_list_is_words_only():
+    """stopword_list=sklearn (config's stopword_rm): scikit-learn's English list, words only — GloVe here has vectors
+    for punctuation tokens, which the paper's row evidently kept (reproductions/glove-en-cpu-2026-11-24)."""
+    stop = stopword_set("en", "sklearn")
+    assert len(stop) == 318 and {"the", "and", "of", "however"} <= stop
+    assert all(any(c.isalpha() for c in word) for word in stop) and "." not in stop
+    assert stop != stopword_set("en", "iso")
+    with pytest.raises(SystemExit, match="stopword_list=nltk"):
+        stopword_set("en", "nltk")
+
+
 def test_load_run_rejects_unknown_options(toy_run):
     out, _ = toy_run
     with pytest.raises(SystemExit, match="not a GloVe option"):
@@ -217,6 +228,10 @@ def test_load_run_rejects_unknown_options(toy_run):
     with pytest.raises(SystemExit, match="stopwords=drop"):
         load_run(out, stopwords="drop")
     assert load_run(out, stopwords="remove").describe()["stopwords"] == "remove"
+    with pytest.raises(SystemExit, match="stopword_list=snowball"):
+        load_run(out, stopwords="remove", stopword_list="snowball")
+    described = load_run(out, stopwords="remove", stopword_list="sklearn").describe()
+    assert described["stopword_list"] == "sklearn:ENGLISH_STOP_WORDS" and described["n_stopwords"] == 318
 
 
 @pytest.mark.mirror
@@ -228,7 +243,8 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
     monkeypatch.setenv("STRAE_DATA_MIRROR", str(mirror))
     monkeypatch.chdir(repo_root)
     docs = {}
-    for label, options in (("plain", ["--device", "cpu"]), ("stopword_rm", ["--encoder-option", "stopwords=remove"])):
+    for label, options in (("plain", ["--device", "cpu"]), ("stopword_rm", ["--encoder-option", "stopwords=remove",
+                                                                         "--encoder-option", "stopword_list=sklearn"])):
         out = tmp_path / f"{label}.json"
         assert harness.main(["--model", str(out_dir), "--lang", "en", "--variant", "paper", "--out", str(out),
                              "--tasks", "sts12,simlex", "--resources-dir", str(tmp_path / "resources"),
@@ -238,7 +254,8 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
     assert plain["run"]["model"] == "glove" and plain["run"]["status"] == "completed"
     assert removed["run"]["setting"] == plain["run"]["setting"] + "@stopword_rm"
     # the evaluation setting is recorded with the config's name for it (baselines.glove.eval_options)
-    assert removed["evaluation"] == {"label": "stopword_rm", "options": {"stopwords": "remove"}}
+    assert removed["evaluation"] == {"label": "stopword_rm",
+                                     "options": {"stopwords": "remove", "stopword_list": "sklearn"}}
     assert plain["evaluation"] == {"label": None, "options": {}}  # --device is not part of the setting
     assert removed["encoder"]["stopwords"] == "remove" and plain["encoder"]["stopwords"] == "keep"
     # the toy vocabulary knows "the", "and", "in", ...: most STS sentences get a vector until stop-words go

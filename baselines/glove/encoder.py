@@ -3,8 +3,11 @@
 Sentence = mean of its word vectors; word = its vector (``words`` runs) or the mean of its pieces'
 vectors (``subword`` runs). Tokens without a vector are skipped; an input with no known token at all
 gets a NaN row (the harness counts and drops it). ``stopwords=remove`` drops stop-words before
-averaging (Reimers & Gurevych 2019's "GloVe + stop-word removal" baseline), using the ``stopwordsiso``
-list of the run's language (``stopwords_language`` in encoder.json, overridable as an option).
+averaging (Reimers & Gurevych 2019's "GloVe + stop-word removal" baseline). ``stopword_list`` picks the list:
+``iso`` (default) the ``stopwordsiso`` list of the run's language (``stopwords_language`` in encoder.json, overridable
+as an option); ``sklearn`` scikit-learn's English list (318 words), the word part of the list sentence-transformers
+(Reimers & Gurevych's library) removes for averaged word embeddings — the one config/config.yaml's ``stopword_rm``
+evaluation uses, as it matches Banyan Table 3's row more closely (reproductions/glove-en-cpu-2026-11-24).
 """
 from __future__ import annotations
 
@@ -20,10 +23,21 @@ from strae.io import read_json, sha256_file
 from strae.runs import RunRecord
 
 STOPWORD_MODES = ("keep", "remove")
+STOPWORD_LISTS = ("iso", "sklearn")
 
 
-def stopword_set(language: str) -> frozenset[str]:
-    """The maintained per-language stop-word list (stopwords-iso), lowercased."""
+def stopword_set(language: str, source: str = "iso") -> frozenset[str]:
+    """A stop-word list, lowercased: ``iso`` the maintained per-language list (stopwords-iso) of ``language``;
+    ``sklearn`` scikit-learn's English list. sentence-transformers' list is this one plus 34 contraction fragments and
+    punctuation; its whitespace tokenizer never embeds punctuation, whereas GloVe here has vectors for the
+    punctuation tokens its word tokenizer splits off, so punctuation stays (removing it too moves every STS set far
+    above the paper's row: README of reproductions/glove-en-cpu-2026-11-24)."""
+    if source not in STOPWORD_LISTS:
+        raise SystemExit(f"--encoder-option stopword_list={source}: expected one of {STOPWORD_LISTS}")
+    if source == "sklearn":
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+        return frozenset(word.lower() for word in ENGLISH_STOP_WORDS)
     import stopwordsiso
 
     if not stopwordsiso.has_lang(language):
@@ -40,11 +54,13 @@ class GloveEncoder(Encoder):
         tokenizer=None,  # strae Tokenizer (subword runs)
         stopwords: frozenset[str] | None = None,
         info: dict[str, Any] | None = None,
+        stopword_list: str = "iso",
     ):
         self.vectors = vectors
         self.tokenization = tokenization
         self.tokenizer = tokenizer
         self.stopwords = stopwords
+        self.stopword_list = stopword_list
         self.info = dict(info or {})
         base = self.info.get("encoder_id", "glove")
         self.encoder_id = base + ("@stopword_rm" if stopwords is not None else "")
@@ -97,11 +113,18 @@ class GloveEncoder(Encoder):
             "encoder_id": self.encoder_id, "kind": "glove", "tokenization": self.tokenization,
             "vocab_size": len(self.vectors.key_to_index), "dim": self.dim,
             "stopwords": "remove" if self.stopwords is not None else "keep",
-            "stopword_list": f"stopwordsiso:{self.info.get('stopwords_language')}" if self.stopwords else None,
+            "stopword_list": self._stopword_list_name(),
             "n_stopwords": len(self.stopwords) if self.stopwords is not None else 0,
             "device": "cpu (numpy)",
             **{k: v for k, v in self.info.items() if k not in {"encoder_id"}},
         }
+
+    def _stopword_list_name(self) -> str | None:
+        if self.stopwords is None:
+            return None
+        if self.stopword_list == "sklearn":
+            return "sklearn:ENGLISH_STOP_WORDS"
+        return f"stopwordsiso:{self.info.get('stopwords_language')}"
 
     def run_info(self) -> dict[str, Any]:
         # the labels come from encoder.json (the same as train.json's), the status from train.json
@@ -112,7 +135,7 @@ class GloveEncoder(Encoder):
 
 
 def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,
-             device: str = "cpu", **unknown: Any) -> GloveEncoder:
+             stopword_list: str = "iso", device: str = "cpu", **unknown: Any) -> GloveEncoder:
     """Loader of kind ``glove`` (``strae.encode.ENCODERS``).
 
     ``device`` is accepted so that ``strae evaluate --device`` (and the workflow, which passes the scale's device)
@@ -122,9 +145,11 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
     run_dir = Path(run_dir)
     if unknown:
         raise SystemExit(f"--encoder-option {', '.join(unknown)}: not a GloVe option "
-                         f"(known: stopwords=keep|remove, stopwords_language=CODE)")
+                         f"(known: stopwords=keep|remove, stopword_list=iso|sklearn, stopwords_language=CODE)")
     if stopwords not in STOPWORD_MODES:
         raise SystemExit(f"--encoder-option stopwords={stopwords}: expected one of {STOPWORD_MODES}")
+    if stopword_list not in STOPWORD_LISTS:
+        raise SystemExit(f"--encoder-option stopword_list={stopword_list}: expected one of {STOPWORD_LISTS}")
     manifest = read_json(run_dir / "encoder.json")
     vectors_path = run_dir / manifest.get("vectors", "vectors.bin")
     if not vectors_path.exists():
@@ -144,5 +169,5 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
         "corpus": manifest.get("corpus_label"), "stopwords_language": language,
         "train": {"status": train.status if train else None, "failure_reason": train.failure_reason if train else None},
     }
-    stop = stopword_set(language) if stopwords == "remove" else None
-    return GloveEncoder(vectors, manifest.get("tokenization", "words"), tokenizer, stop, info)
+    stop = stopword_set(language, stopword_list) if stopwords == "remove" else None
+    return GloveEncoder(vectors, manifest.get("tokenization", "words"), tokenizer, stop, info, stopword_list)
