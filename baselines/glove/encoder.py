@@ -30,7 +30,7 @@ def stopword_set(language: str, source: str = "iso") -> frozenset[str]:
     """A stop-word list, lowercased: ``iso`` the maintained per-language list (stopwords-iso) of ``language``;
     ``sklearn`` scikit-learn's English list. sentence-transformers' list is this one plus 34 contraction fragments and
     punctuation; its whitespace tokenizer never embeds punctuation, whereas GloVe here has vectors for the
-    punctuation tokens its word tokenizer splits off, so punctuation stays (removing it too moves every STS set far
+    punctuation tokens its word tokenizer splits off, so punctuation stays (removing it too moves most STS sets far
     above the paper's row: README of reproductions/glove-en-cpu-2026-11-24)."""
     if source not in STOPWORD_LISTS:
         raise SystemExit(f"--encoder-option stopword_list={source}: expected one of {STOPWORD_LISTS}")
