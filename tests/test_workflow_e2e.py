@@ -30,7 +30,7 @@ def test_the_language_lives_in_one_block_only():
 
 
 @pytest.mark.slow
-def test_synthetic_language_runs_to_a_table_row(tmp_path):
+def test_synthetic_language_runs_to_a_table_row(tmp_path, monkeypatch):
     workdir = copy_workdir(tmp_path)
     result = snakemake(workdir, "--cores", "2", "results/scores.csv", "results/table2.md",
                        "results/banyan/table5.md", "--configfile", ".test/config.yaml", timeout=600)
@@ -65,6 +65,13 @@ def test_synthetic_language_runs_to_a_table_row(tmp_path):
     cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
                      [c.strip() for c in banyan.strip("|").split("|")]))
     assert "Synthetic" in cells and "paper —" in cells["Synthetic"] and "n=1" in cells["Synthetic"]
+
+    # the workflow's tables (rendered from per-table scores) are what scores.csv renders: `strae record` takes them
+    from strae.report import record
+    monkeypatch.chdir(workdir)
+    assert record.main(["--name", "e2e", "--no-readme"]) == 0
+    manifest = yaml.safe_load((workdir / "reproductions/e2e/manifest.json").read_text(encoding="utf-8"))
+    assert {"table2", "banyan/table5"} <= {entry["name"] for entry in manifest["tables"]}
 
     # `snakemake --report` after the run: the report opens with the workflow description and contains the table
     report = snakemake(workdir, "--report", "report.html", "results/scores.csv", "results/table2.md",

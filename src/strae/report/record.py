@@ -190,7 +190,7 @@ def _first_difference(recorded: pd.DataFrame, fresh: pd.DataFrame) -> str | None
     return None
 
 
-def _check_tables_current(results: Path, tables_file: Path, paper_dir: Path) -> None:
+def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Path | None) -> None:
     """Each rendered table of a config/tables.yaml key must be what results/scores.csv renders now: a table made
     from earlier scores (rendered before `strae aggregate --carry`, or before more seeds finished) would put old
     numbers beside the new scores in the record. Files of no known table key are copied unchecked."""
@@ -199,11 +199,15 @@ def _check_tables_current(results: Path, tables_file: Path, paper_dir: Path) -> 
     from strae.report import tables as report
     if not any(_table_files(results)):
         return
+    config_path = paths.effective_config(results)
+    config = report.load_yaml(config_path) if config_path.exists() else None
+    # the workflow's own report settings, unless given: the tables were rendered with them
+    settings = (config or {}).get("report") or {}
+    tables_file = Path(tables_file or settings.get("tables") or "config/tables.yaml")
+    paper_dir = Path(paper_dir or settings.get("paper_tables_dir") or "paper_tables")
     if not tables_file.exists():
         raise SystemExit(f"{tables_file}: the tables file (--tables) is needed to check the rendered tables")
     tables = report.load_tables(tables_file)
-    config_path = paths.effective_config(results)
-    config = report.load_yaml(config_path) if config_path.exists() else None
     param_counts = measure.load_param_counts(paths.measurement_json(measure.PARAM_COUNTS, results))
     scores = None
     for key in tables.get("tables", {}):
@@ -226,10 +230,11 @@ def _train_jsons(root: Path) -> list[Path]:
 
 
 def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | None = None,
-                 tables_file: Path = Path("config/tables.yaml"), paper_dir: Path = Path("paper_tables")) -> Path:
+                 tables_file: Path | None = None, paper_dir: Path | None = None) -> Path:
     """Copy results/ into out_root/name (tables, figures, scores.csv, every run's train.json) + summary + manifest;
     ``carry``: earlier records whose runs' train.json join where results/ has none for the run; ``tables_file`` and
-    ``paper_dir`` re-render the tables to check them against scores.csv."""
+    ``paper_dir`` (default: the effective config's ``report`` block) re-render the tables to check them against
+    scores.csv."""
     if not (results / "scores.csv").exists():
         raise SystemExit(f"{results}/scores.csv: missing; run `snakemake results/scores.csv` (and the tables) first")
     carry = list(carry or [])
@@ -318,9 +323,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", type=Path, default=Path("results"))
     parser.add_argument("--out", type=Path, default=Path("reproductions"))
     parser.add_argument("--readme", type=Path, default=Path("README.md"), help="README whose results block to update")
-    parser.add_argument("--tables", type=Path, default=Path("config/tables.yaml"),
-                        help="the tables file the rendered tables came from (checked against scores.csv)")
-    parser.add_argument("--paper-dir", type=Path, default=Path("paper_tables"))
+    parser.add_argument("--tables", type=Path, default=None,
+                        help="the tables file the rendered tables came from (checked against scores.csv); default: "
+                             "report.tables of RESULTS/config.effective.yaml, else config/tables.yaml")
+    parser.add_argument("--paper-dir", type=Path, default=None,
+                        help="default: report.paper_tables_dir of RESULTS/config.effective.yaml, else paper_tables")
     parser.add_argument("--readme-only", action="store_true", help="only regenerate the README from the newest record")
     parser.add_argument("--no-readme", action="store_true", help="do not touch the README")
     parser.add_argument("--carry", action="append", type=Path, default=[], metavar="RECORD",
