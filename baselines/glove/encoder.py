@@ -123,7 +123,9 @@ class GloveEncoder(Encoder):
         if self.stopwords is None:
             return None
         if self.stopword_list == "sklearn":
-            return "sklearn:ENGLISH_STOP_WORDS"
+            import sklearn
+
+            return f"sklearn {sklearn.__version__}"
         return f"stopwordsiso:{self.info.get('stopwords_language')}"
 
     def run_info(self) -> dict[str, Any]:
