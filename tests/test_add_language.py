@@ -17,6 +17,7 @@ from strae.data import tokenizer as tokenizer_module
 from strae.data.fetch import ChecksumError
 from strae.data.pretokenize import pretokenize
 from strae.data.segment import iter_sentences
+from strae.data.tokenized import tokenize_corpus
 from strae.evaluate import harness
 from strae.evaluate.tasks import FORMATS, read_pairs
 from strae.io import sha256_file
@@ -247,6 +248,11 @@ def test_bpemb_by_language_offline_falls_back_to_sentencepiece(tmp_path, monkeyp
     assert (record["kind"], record["requested_kind"], record["bpemb_language"]) == ("sentencepiece", "bpemb", "xx")
     assert "no network" in record["fallback_reason"] and record["requested_vocab_size"] == 300
     assert json.loads((tmp_path / "xx.json").read_text())["fallback_reason"] == record["fallback_reason"]
+    # the tokenised corpus, and so every run's train.json `data` block, says which tokenizer it was and why
+    meta = tokenize_corpus(tmp_path / "resources" / "corpora" / "xx", tmp_path / "xx.model", tmp_path / "tokenized",
+                           splits=("train",))["train"]
+    assert (meta["tokenizer_kind"], meta["tokenizer_requested_kind"]) == ("sentencepiece", "bpemb")
+    assert meta["tokenizer_fallback_reason"] == record["fallback_reason"]
     config = _bpemb_config(tmp_path / "strict", sentences, fallback="none")
     with pytest.raises(SystemExit, match="BPEmb model tokenizers/xx.wiki.bpe.vs300.model"):
         tokenizer_module.build_tokenizer("xx", config, out=tmp_path / "strict.model")

@@ -95,3 +95,21 @@ def test_sentencepiece_kind_writes_model_and_record(tmp_path):
     assert out.exists() and record["vocab_size"] == 500 and record["requested_vocab_size"] == 500
     saved = json.loads(out.with_suffix(".json").read_text())
     assert saved["corpus_sha256"] and saved["sha256"] and saved["pad_id"] == 500
+
+
+def test_paper_languages_use_the_references_bpemb_tokenizers(repo_root):
+    """Both references tokenise every language with BPEmb vs25000 (B:scripts/get_tok.py: BPEmb(lang, vs=25000));
+    the config asks for exactly that (offline, without the model, `strae tokenizer` trains SentencePiece instead
+    and records why: test_add_language)."""
+    config = yaml.safe_load((repo_root / "config" / "config.yaml").read_text(encoding="utf-8"))
+    paper_languages = [lang for lang, block in config["languages"].items() if block.get("paper_source")]
+    assert len(paper_languages) >= 5
+    for lang in paper_languages:
+        spec = config["languages"][lang]["tokenizer"]
+        assert spec["kind"] == "bpemb", lang
+        if "registry" in spec:
+            assert spec["registry"] == f"tokenizers/{lang}.wiki.bpe.vs25000", lang
+        else:
+            assert (spec["language"], spec["vocab_size"], spec.get("fallback", "sentencepiece")) == \
+                (lang, 25000, "sentencepiece"), lang
+

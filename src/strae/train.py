@@ -45,6 +45,7 @@ import torch
 
 from strae import paths, recipes
 from strae.data.batching import batch_indices, collate, epoch_order
+from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
 from strae.io import provenance, read_json, sha256_file
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.runs import (
@@ -408,7 +409,9 @@ def data_block(job: Job) -> dict[str, Any]:
     return {"dir": job.settings.data_dir, "train_sentences": len(job.train_corpus),
             "train_tokens": int(job.train_corpus.n_tokens), "dev_sentences": len(job.dev_corpus),
             "tokenizer_sha256": job.tokenizer_sha, "pretokenize": meta.get("pretokenize", "none"),
-            "corpus_source": meta.get("corpus_source"), "text_sha256": meta.get("text_sha256")}
+            "corpus_source": meta.get("corpus_source"), "text_sha256": meta.get("text_sha256"),
+            # bpemb | sentencepiece, and why a BPEmb model was replaced (offline); absent for older corpora
+            **{key: meta[key] for key in TOKENIZER_ORIGIN_KEYS if key in meta}}
 
 
 def write_outputs(job: Job, dest: Path, model: torch.nn.Module, record: RunRecord) -> None:

@@ -115,9 +115,24 @@ def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_le
         "input_sentences": n_in, "dropped": {"too_short": too_short, "too_long": too_long},
         "text_file": str(text_file), "text_sha256": sha256_file(text_file),
         "tokenizer": str(tokenizer.model_file), "tokenizer_sha256": tokenizer.sha256(),
-        "pretokenize": tokenizer.pretokenize,
+        "pretokenize": tokenizer.pretokenize, **tokenizer_origin(Path(tokenizer.model_file)),
     }
     return meta
+
+
+TOKENIZER_ORIGIN_KEYS = ("tokenizer_kind", "tokenizer_requested_kind", "tokenizer_fallback_reason")
+
+
+def tokenizer_origin(model_file: Path) -> dict[str, str]:
+    """Which kind of tokenizer ``model_file`` is (bpemb or sentencepiece) and, when a BPEmb model could not be had
+    and SentencePiece was trained instead, that and why: read from the record `strae tokenizer` writes beside it.
+    Empty for a model without one (passed by path)."""
+    record_file = model_file.with_suffix(".json")
+    if not record_file.exists():
+        return {}
+    record = read_json(record_file)
+    values = (record.get("kind"), record.get("requested_kind"), record.get("fallback_reason"))
+    return {key: value for key, value in zip(TOKENIZER_ORIGIN_KEYS, values) if value}
 
 
 def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir: str | Path,
