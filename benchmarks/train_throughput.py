@@ -35,7 +35,7 @@ from strae import recipes
 from strae.data.batching import pad_batch
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
-from strae.runtime import bf16_autocast_supported, describe_device, resolve_device
+from strae.runtime import bf16_autocast_supported, configure_float32_matmul, describe_device, resolve_device
 
 
 def synthetic_batches(batch_size: int, vocab_size: int, rng: np.random.Generator):
@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
+    float32_matmul = configure_float32_matmul()  # as `strae train`: fp32 products in full fp32 (no TF32)
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     real = not args.synthetic and (args.data_dir / "train.json").exists()
@@ -275,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
-          f"induction_kernel={kernel.used} "
+          f"induction_kernel={kernel.used} float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
           f"s/step={elapsed / args.steps:.3f} timed_s={elapsed:.3f} cpu_s/step={cpu_per_step:.3f} "

@@ -128,7 +128,13 @@ def test_interrupted_run_resumes_to_identical_weights(tiny, tmp_path, model, epo
 
 def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
     out = tmp_path / "run"
-    assert trainer.train(train_args(tiny, out, "--objective", "contrastive")) == 0
+    # a process that allows TF32 (as some CUDA containers do for every process) trains in full fp32 all the same
+    torch.set_float32_matmul_precision("high")
+    try:
+        assert trainer.train(train_args(tiny, out, "--objective", "contrastive")) == 0
+        assert torch.get_float32_matmul_precision() == "highest"
+    finally:
+        torch.set_float32_matmul_precision("highest")
     for name in ("checkpoint.pt", "model.pt", "tokenizer.model", "train.json", "encoder.json"):
         assert (out / name).exists(), name
     # encoder.json is the completion mark: written after everything else
@@ -151,6 +157,7 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
         assert 0 <= entry["collapse"]["mean_pairwise_cosine"] <= 0.999 and entry["collapse"]["relative_spread"] > 0
     assert record["timings"]["train_seconds"] > 0 and record["provenance"]["torch"] == torch.__version__
     assert record["provenance"]["determinism"] == {"deterministic": True, "device_type": "cpu"}
+    assert record["provenance"]["float32_matmul"] == {"found": "high", "used": "highest"}
     # the induction engine: auto on CPU is the torch loop (the Triton kernel is for CUDA)
     assert {k: record["provenance"]["induction_kernel"][k] for k in ("requested", "used")} == {
         "requested": "auto", "used": "torch"}

@@ -55,6 +55,16 @@ def configure_determinism(device: torch.device, enabled: bool = True) -> dict[st
     return record
 
 
+def configure_float32_matmul() -> dict[str, str]:
+    """fp32 matrix products in full fp32 (no TF32), as in both references (torch 2.1, whose default this is), so a
+    recipe's ``loss_precision: fp32`` means fp32 everywhere. Some CUDA containers turn TF32 on for every process
+    (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``), which would change every fp32 product silently; the record says what
+    was found and what is used (train.json / evaluation JSON ``provenance.float32_matmul``)."""
+    found = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    return {"found": found, "used": torch.get_float32_matmul_precision()}
+
+
 def bf16_autocast_supported(device: torch.device) -> bool:
     """bf16 autocast pays off on CUDA and on CPUs with AMX/AVX512-BF16; elsewhere keep fp32."""
     if device.type == "cuda":

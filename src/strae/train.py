@@ -67,6 +67,7 @@ from strae.runs import (
 from strae.runtime import (
     capture_rng_states,
     configure_determinism,
+    configure_float32_matmul,
     describe_device,
     resolve_device,
     restore_rng_states,
@@ -491,6 +492,7 @@ class State:
     engine_sha: str
     determinism: dict[str, Any]
     induction_kernel: dict[str, Any]  # KernelChoice.record(): requested, used, reason (not in the fingerprint)
+    float32_matmul: dict[str, str] = field(default_factory=dict)  # runtime.configure_float32_matmul's record
     epoch: int = 0  # the position of the next batch: its epoch ...
     batch_in_epoch: int = 0  # ... and its index in that epoch's order
     global_step: int = 0
@@ -538,6 +540,7 @@ def build_state(job: Job) -> State:
     _, StraeModel = _import_model_classes()
     engine_sha = engine_source_sha256()
     determinism = configure_determinism(job.device, not job.args.nondeterministic)
+    float32_matmul = configure_float32_matmul()
     seed_everything(job.settings.seed)
     model = StraeModel(job.config, job.resolved.recipe, induction_kernel=job.args.induction_kernel).to(job.device)
     try:  # which induction engine runs (auto: the fused kernel on CUDA when it passes its first-use check)
@@ -545,7 +548,7 @@ def build_state(job: Job) -> State:
     except ValueError as error:
         raise SystemExit(f"strae train: {error}") from error
     optimizer = torch.optim.Adam(model.parameters(), lr=job.settings.lr)
-    return State(model, optimizer, engine_sha, determinism, induction_kernel)
+    return State(model, optimizer, engine_sha, determinism, induction_kernel, float32_matmul=float32_matmul)
 
 
 def resume(job: Job, state: State) -> None:
@@ -602,7 +605,8 @@ def start_session(job: Job, state: State) -> RunRecord:
         "non_embedding": int(state.model.non_embedding_parameter_count()),
     })
     record.provenance = provenance(device=describe_device(job.device), torch_threads=torch.get_num_threads(),
-                                   determinism=state.determinism, induction_kernel=state.induction_kernel)
+                                   determinism=state.determinism, induction_kernel=state.induction_kernel,
+                                   float32_matmul=state.float32_matmul)
     record.to_disk(job.out)
     return record
 

@@ -29,6 +29,7 @@ from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, Task
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
 from strae.io import provenance, read_json, sha256_file
 from strae.runs import ENCODER_MANIFEST, RunRecord
+from strae.runtime import configure_float32_matmul
 
 DEFAULT_CONFIG = "config/config.yaml"
 DEFAULT_TASKS_FILE = "config/tasks.yaml"
@@ -233,6 +234,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     given_options = variant_encoder_options(spec, variant, encoder_options)
     extra_prov["encoder_options"] = given_options
     encoder = load_encoder(spec, **given_options)
+    extra_prov["float32_matmul"] = configure_float32_matmul()  # scores from fp32 products, as the references'
     described = encoder.describe()
     results: dict[str, TaskResult] = {}
     bar = tqdm(tasks, desc=f"evaluate {language}/{variant}", unit="task", disable=not progress)
