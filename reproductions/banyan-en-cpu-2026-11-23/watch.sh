@@ -6,13 +6,15 @@
 # directory (`strae train --export-checkpoint`: train.json says status "running" + a snapshot block with the step) and
 # evaluates it zero-shot (paper variant). Runs until the run's train.json says it finished. Epochs already evaluated
 # ($OUT/epochN.paper.json present, e.g. before a resume in a later session) are skipped.
-#   bash reproductions/banyan-en-cpu-2026-11-23/watch.sh
+#   bash reproductions/banyan-en-cpu-2026-11-23/watch.sh            (seed 0)
+#   SEED=1 bash reproductions/banyan-en-cpu-2026-11-23/watch.sh     (seed 1: results/banyan-en-cpu-seed1/)
 set -euo pipefail
-RUN=${RUN:-results/runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0}
-LOG=${LOG:-logs/train/en/banyan/ce_diagonal_entangled_k128_u2/seed0.log}
-OUT=${OUT:-results/banyan-en-cpu}
+SEED=${SEED:-0}
+RUN=${RUN:-results/runs/en/banyan/ce_diagonal_entangled_k128_u2/seed$SEED}
+LOG=${LOG:-logs/train/en/banyan/ce_diagonal_entangled_k128_u2/seed$SEED.log}
+OUT=${OUT:-results/banyan-en-cpu$([ "$SEED" = 0 ] || echo "-seed$SEED")}
 flags=(--model banyan --recipe banyan --structure entangled --functions diagonal --objective ce --k 128 --u 2
-       --lang en --seed 0 --setting ce_diagonal_entangled_k128_u2 --data-dir resources/tokenized/en
+       --lang en --seed "$SEED" --setting ce_diagonal_entangled_k128_u2 --data-dir resources/tokenized/en
        --tokenizer resources/tokenizers/en.model)
 mkdir -p "$OUT"
 done_epochs=0
