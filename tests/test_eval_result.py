@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from strae.evaluate import aggregate, harness
-from strae.evaluate.result import EVAL_SCHEMA_VERSION, EvalResult, EvalSetting, table_setting
+from strae.evaluate.result import EVAL_SCHEMA_VERSION, EvalResult, EvalSetting, run_setting, table_setting
 from strae.report import tables
 from test_evaluate_harness import run_synthetic, synthetic  # noqa: F401 - fixture
 
@@ -55,8 +55,12 @@ def test_schema_2_round_trip_keeps_every_field(in_fixture):
         original = json.loads(Path(name).read_text())
         written = EvalResult.from_disk(name).to_dict()
         assert written.pop("schema_version") == EVAL_SCHEMA_VERSION and original.pop("schema_version") == 2
-        assert written.pop("evaluation")["label"] == EvalResult.from_disk(name).evaluation.label
-        assert written == original, name  # nothing lost or changed (key order aside)
+        label = EvalResult.from_disk(name).evaluation.label
+        assert written.pop("evaluation")["label"] == label
+        # the one change: a labelled evaluation's run setting no longer repeats its label (result.run_setting)
+        assert written["run"]["setting"] == run_setting(original["run"]["setting"], label) == "words_w10_d256"
+        original["run"]["setting"] = written["run"]["setting"]
+        assert written == original, name  # nothing else lost or changed (key order aside)
         again = EvalResult.from_dict(EvalResult.from_disk(name).to_dict())
         assert again.tasks == EvalResult.from_disk(name).tasks and again.run == original["run"]
 
@@ -68,10 +72,11 @@ def test_schema_2_files_aggregate_to_the_rows_the_old_aggregator_wrote(in_fixtur
     key = lambda row: (row["source_json"], row["task"], row["subset"])  # noqa: E731
     assert sorted(map(key, old)) == sorted(map(key, new))
     new_by_key = {key(row): row for row in new}
-    for row in old:
-        assert {column: new_by_key[key(row)][column] for column in row} == row
+    for row in old:  # the same rows, but a labelled evaluation's setting is the run's own (result.run_setting)
+        expected = {**row, "setting": row["setting"].removesuffix("@stopword_rm")}
+        assert {column: new_by_key[key(row)][column] for column in row} == expected
     assert {(r["setting"], r["eval_label"]) for r in new} == {("words_w10_d256", ""),
-                                                             ("words_w10_d256@stopword_rm", "stopword_rm")}
+                                                             ("words_w10_d256", "stopword_rm")}
 
 
 def test_tables_are_identical_from_old_scores_new_scores_and_labels_without_directories(in_fixture, tmp_path):
@@ -119,6 +124,32 @@ def test_table_setting_adds_the_label_once():
     assert table_setting("words_w10_d256", None) == "words_w10_d256"
     assert table_setting("words_w10_d256", "stopword_rm") == "words_w10_d256@stopword_rm"
     assert table_setting("words_w10_d256@stopword_rm", "stopword_rm") == "words_w10_d256@stopword_rm"
+
+
+def test_run_setting_drops_only_the_evaluations_own_label():
+    assert run_setting("words_w10_d256@stopword_rm", "stopword_rm") == "words_w10_d256"
+    assert run_setting("words_w10_d256", "stopword_rm") == "words_w10_d256"
+    assert run_setting("ctl@tree", None) == "ctl@tree"  # a run whose setting names a view keeps it
+    assert run_setting("words_w10_d256@stopword_rm", "stopword_rm_iso") == "words_w10_d256@stopword_rm"
+    assert run_setting(None, "stopword_rm") is None
+
+
+def test_a_remeasured_labelled_evaluation_replaces_the_carried_one(in_fixture, tmp_path):
+    """An old record's scores.csv named the label in the run's setting; carried beside the same evaluation measured
+    now (the run's own setting + label), the carried rows give way instead of doubling the seed."""
+    old_rows = _csv_rows(FIXTURE / "scores.csv")
+    old_rows = [{**row, "eval_label": "stopword_rm" if row["setting"].endswith("@stopword_rm") else ""}
+                for row in old_rows]
+    carried = tmp_path / "carried.csv"
+    with open(carried, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(old_rows[0]))
+        writer.writeheader()
+        writer.writerows(old_rows)
+    measured = aggregate.aggregate([name for name in OLD_JSONS if "@stopword_rm/" in name])
+    merged = aggregate.with_carried(measured, [carried])
+    labelled = [row for row in merged if row["eval_label"] == "stopword_rm"]
+    assert {row["setting"] for row in merged} == {"words_w10_d256"}
+    assert sorted(row["source_json"] for row in labelled) == sorted(row["source_json"] for row in measured)
 
 
 def test_label_is_the_configs_name_for_the_options(synthetic, tmp_path):  # noqa: F811

@@ -205,7 +205,7 @@ def test_stopword_removal_uses_the_language_list():
     np.testing.assert_allclose(removed.encode_sentences(["the cat sat"])[0], [1, 2])
     assert not np.allclose(plain.encode_sentences(["the cat sat"])[0], [1, 2])
     assert np.isnan(removed.encode_sentences(["the and of"])).all()  # nothing left -> no vector
-    assert removed.run_info()["setting"] == "words_w10_d2@stopword_rm"
+    assert removed.run_info()["setting"] == plain.run_info()["setting"] == "words_w10_d2"  # the run's own label
     with pytest.raises(SystemExit, match="stopwords_language"):
         stopword_set("xx-not-a-language")
 
@@ -252,7 +252,8 @@ def test_encoder_round_trips_through_the_harness(toy_run, mirror, monkeypatch, t
         docs[label] = json.loads(out.read_text())
     plain, removed = docs["plain"], docs["stopword_rm"]
     assert plain["run"]["model"] == "glove" and plain["run"]["status"] == "completed"
-    assert removed["run"]["setting"] == plain["run"]["setting"] + "@stopword_rm"
+    # one run, two evaluations: the run's setting, and the evaluation's label that makes the table row SETTING@LABEL
+    assert removed["run"]["setting"] == plain["run"]["setting"] == "words_w5_d16"
     # the evaluation setting is recorded with the config's name for it (baselines.glove.eval_options)
     assert removed["evaluation"] == {"label": "stopword_rm",
                                      "options": {"stopwords": "remove", "stopword_list": "sklearn"}}

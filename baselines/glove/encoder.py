@@ -132,8 +132,9 @@ class GloveEncoder(Encoder):
         # the labels come from encoder.json (the same as train.json's), the status from train.json
         labels = {key: self.info.get(key) for key in ("language", "setting", "seed")}
         record = RunRecord.from_dict({"run": {**labels, "model": "glove"}, **self.info.get("train", {})})
-        # stop-word removal is a distinct row: config/tables.yaml "SETTING@OPTION"
-        return record.run_info(setting_suffix="stopword_rm" if self.stopwords is not None else None)
+        # the run's own labels: stop-word removal is the evaluation's setting (its label, e.g. the config's
+        # `stopword_rm`, makes the table row SETTING@LABEL), not part of the run's
+        return record.run_info()
 
 
 def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from strae.evaluate.metrics import SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN
-from strae.evaluate.result import EvalResult
+from strae.evaluate.result import EvalResult, run_setting
 from strae.io import atomic_open
 
 EXTRA_METRICS = [SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN]
@@ -67,8 +67,10 @@ def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[
         if unknown or missing:
             raise SystemExit(f"{path}: not a strae scores.csv (unknown columns {unknown}, missing {missing}); "
                              f"columns: docs/CONTRACTS.md \"Evaluation\"")
-        return [{column: row.get(column) or "" for column in COLUMNS}
-                for row in reader if evaluation_key(row) not in measured]
+        rows = [{column: row.get(column) or "" for column in COLUMNS} for row in reader]
+    for row in rows:  # older records: a labelled evaluation's setting may name its label (result.run_setting)
+        row["setting"] = run_setting(row["setting"], row["eval_label"]) or ""
+    return [row for row in rows if evaluation_key(row) not in measured]
 
 
 def with_carried(rows: list[dict[str, Any]], carry: Iterable[str | Path]) -> list[dict[str, Any]]:

@@ -38,11 +38,21 @@ def options_label(options: dict[str, Any]) -> str | None:
 def table_setting(setting: str | None, label: str | None) -> str | None:
     """What report selectors (config/tables.yaml ``setting``) match: ``SETTING`` or ``SETTING@LABEL``.
 
-    An encoder's ``run_info()`` may already name the option in its setting (GloVe's ``SETTING@stopword_rm``, from
-    before labels were recorded); the label is not repeated then."""
+    scores.csv rows of older records may already carry the label in their setting (see ``run_setting``); the label
+    is not repeated then."""
     if not label or setting is None or setting.endswith(f"@{label}"):
         return setting
     return f"{setting}@{label}"
+
+
+def run_setting(setting: str | None, label: str | None) -> str | None:
+    """The run's own setting: ``setting`` without a trailing ``@LABEL`` of the evaluation's label. Evaluations of
+    GloVe with stop-word removal written before 2026-11-25 named the option in the run's setting too
+    (``SETTING@stopword_rm``); readers normalise them, so a run's plain and labelled evaluations share one setting
+    and a re-measured evaluation replaces a carried one."""
+    if label and setting is not None and setting.endswith(f"@{label}"):
+        return setting[: -len(label) - 1]
+    return setting
 
 
 @dataclass(frozen=True)
@@ -152,13 +162,17 @@ class EvalResult:
             raise SystemExit(f"{source or 'evaluation JSON'}: schema_version {version!r} is not one of "
                              f"{list(READABLE_SCHEMA_VERSIONS)}; re-run `strae evaluate`")
         evaluation = document.get("evaluation")
+        setting = EvalSetting.from_dict(evaluation) if evaluation is not None else EvalSetting.legacy(source)
+        run = dict(document.get("run") or {})
+        if "setting" in run:
+            run["setting"] = run_setting(run["setting"], setting.label)
         return cls(
             variant=document.get("variant"), language=document.get("language"),
-            run=dict(document.get("run") or {}), encoder=dict(document.get("encoder") or {}),
+            run=run, encoder=dict(document.get("encoder") or {}),
             tasks={name: TaskResult.from_dict(record) for name, record in (document.get("tasks") or {}).items()},
             planned_tasks=list(document.get("planned_tasks") or []),
             provenance=dict(document.get("provenance") or {}),
-            evaluation=EvalSetting.from_dict(evaluation) if evaluation is not None else EvalSetting.legacy(source),
+            evaluation=setting,
             metrics=document.get("metrics"), suite=document.get("suite"), schema_version=version,
         )
 
