@@ -171,3 +171,12 @@ def test_label_is_the_configs_name_for_the_options(synthetic, tmp_path):  # noqa
     assert harness.default_out_path("random-token", "xx", "paper", {"dim": 8, "device": "cpu"}).name == \
         "random-token@dim-8.paper.json"
 
+
+
+def test_a_record_carrying_an_older_record_sees_its_labelled_evaluations(tmp_path):
+    """strae record's carry check compares evaluation keys of the carried record's raw scores.csv with the new one's:
+    the old spelling of a labelled evaluation's setting is the same evaluation."""
+    old = {"language": "en", "model": "glove", "setting": "words_w10_d256@stopword_rm", "seed": "0",
+           "variant": "paper", "eval_label": "stopword_rm"}
+    assert aggregate.evaluation_key(old) == aggregate.evaluation_key({**old, "setting": "words_w10_d256"})
+    assert aggregate.evaluation_key(old) != aggregate.evaluation_key({**old, "eval_label": ""})

@@ -50,7 +50,10 @@ EVALUATION_KEY = ("language", "model", "setting", "seed", "variant", "eval_label
 
 
 def evaluation_key(row: dict[str, Any]) -> tuple[str, ...]:
-    return tuple(str(row.get(column, "")) for column in EVALUATION_KEY)
+    """(rows of older records may name the evaluation's label in the setting: the same evaluation, result.run_setting)"""
+    label = str(row.get("eval_label") or "")
+    return tuple(str(run_setting(row.get("setting") or "", label) if column == "setting" else row.get(column, ""))
+                 for column in EVALUATION_KEY)
 
 
 def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[str, Any]]:
