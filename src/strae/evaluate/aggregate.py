@@ -50,7 +50,7 @@ EVALUATION_KEY = ("language", "model", "setting", "seed", "variant", "eval_label
 
 
 def evaluation_key(row: dict[str, Any]) -> tuple[str, ...]:
-    """(rows of older records may name the evaluation's label in the setting: the same evaluation, result.run_setting)"""
+    """Rows of older records may name the evaluation's label in the setting: the same evaluation (run_setting)."""
     label = str(row.get("eval_label") or "")
     return tuple(str(run_setting(row.get("setting") or "", label) if column == "setting" else row.get(column, ""))
                  for column in EVALUATION_KEY)
