@@ -151,10 +151,12 @@ def _box_from(here: Path, tmp_path: Path) -> Path:
 
 
 def _run_unpack(box: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    # no wheels in this bundle: the fresh venv sees this interpreter's packages (yaml, jsonschema) via PYTHONPATH
-    site = os.pathsep.join(p for p in sys.path if p.endswith("site-packages"))
-    env = dict(os.environ, PYTHON=sys.executable, STRAE_OFFLINE_VENV=str(tmp_path / "venv"), PYTHONPATH=site)
+    # No wheels in this bundle: the fresh venv must see this interpreter's packages (yaml, jsonschema). When this
+    # interpreter is itself a venv (as the H100 box's python3 was: /opt/torch/.venv), `venv --system-site-packages`
+    # shows only the base Python's; the script's .pth file must make them visible, so no PYTHONPATH helps here.
+    env = dict(os.environ, PYTHON=sys.executable, STRAE_OFFLINE_VENV=str(tmp_path / "venv"))
     env.pop("STRAE_DATA_MIRROR", None)
+    env.pop("PYTHONPATH", None)
     return subprocess.run(["bash", str(box / "tools/offline_unpack.sh"), "bundle"], cwd=box, env=env,
                           capture_output=True, text=True, timeout=600)
 
@@ -184,8 +186,14 @@ def test_unpack_restores_a_layout_strae_finds(here, tmp_path):
     env_sh = (box / "bundle/env.sh").read_text()
     assert f"STRAE_DATA_MIRROR=\"{box / 'bundle/mirror'}\"" in env_sh
     shim = subprocess.run([str(tmp_path / "venv/bin/strae"), "--version"], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if "site-packages" in p)))
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
     assert shim.returncode == 0 and shim.stdout.strip()
+    # the campaign runs on this interpreter's torch, wherever it lives (site-packages of a venv, a user site)
+    import torch
+    no_path = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    seen = subprocess.run([str(tmp_path / "venv/bin/python"), "-c", "import torch; print(torch.__file__)"],
+                          capture_output=True, text=True, env=no_path)
+    assert seen.returncode == 0 and seen.stdout.strip() == torch.__file__, seen.stderr
 
     again = _run_unpack(box, tmp_path)  # idempotent: everything found in place
     assert again.returncode == 0, again.stdout + again.stderr

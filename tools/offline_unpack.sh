@@ -18,6 +18,12 @@ cd "$REPO"
 BUNDLE=$(cd "${1:-bundle}" && pwd)
 [ -f "$BUNDLE/manifest.json" ] || die "$BUNDLE/manifest.json missing: the bundle is incomplete, write it again"
 VENV=${STRAE_OFFLINE_VENV:-$REPO/.venv-offline}
+# the box's interpreter: the first of python3 / python that imports torch (they may be different Pythons)
+if [ -z "${PYTHON:-}" ]; then
+    for candidate in python3 python; do
+        if "$candidate" -c 'import torch' 2>/dev/null; then PYTHON=$candidate; break; fi
+    done
+fi
 PYTHON=${PYTHON:-python3}
 
 # 1. venv. A Python without ensurepip (Debian's python3 without python3-venv) gets a venv without pip, which then
@@ -27,6 +33,19 @@ if [ ! -x "$VENV/bin/python" ]; then
         || { rm -rf "$VENV"; "$PYTHON" -m venv --system-site-packages --without-pip "$VENV"; }
 fi
 PY="$VENV/bin/python"
+# --system-site-packages shows the venv the base prefix's site-packages only; packages the box keeps in its user
+# site (pip install --user) or on PYTHONPATH stay invisible, and pip would then look for them in the wheels. A .pth
+# file lists the box interpreter's package folders that the venv does not already have.
+VENV_SITE=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+mkdir -p "$VENV_SITE"
+"$PYTHON" -c '
+import os, sys
+for entry in sys.path:
+    if os.path.isdir(entry) and os.path.basename(entry) in ("site-packages", "dist-packages"):
+        print(entry)
+' | while IFS= read -r folder; do
+    "$PY" -c 'import sys; sys.exit(sys.argv[1] in sys.path)' "$folder" && echo "$folder"
+done > "$VENV_SITE/strae-box-packages.pth"
 torch_version() { "$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo "none"; }
 TORCH_BEFORE=$(torch_version)
 
