@@ -3,8 +3,10 @@
     python benchmarks/train_throughput.py --model banyan --batch-size 512 [--steps 10]
 
 Batches are real English batches (random sentences of resources/tokenized/en/train) when that corpus exists,
-else synthetic Zipfian batches (~31 pieces per sentence, V = 25000). Each step is a full training step
-(loss, backward, Adam update, grad clipping when the preset clips). The first ``--warmup`` steps are not timed.
+else synthetic Zipfian batches (~31 pieces per sentence, V = 25000). Each step is `strae train`'s own step
+(``strae.train.training_step``: loss, the loss and metrics read back, backward, gradient norm and clipping when the
+recipe clips, Adam update) under `strae train`'s determinism setting (deterministic kernels on CUDA unless
+``--nondeterministic``; ``deterministic=`` in the line). The first ``--warmup`` steps are not timed.
 
 The line also states the ceiling the exact objective puts on this machine: ``objective_gflop/step`` counts the
 matrix products the loss cannot avoid, as the objective declares them (``Objective.gemm_shapes``; vocabulary CE
@@ -35,7 +37,14 @@ from strae import recipes
 from strae.data.batching import pad_batch
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
-from strae.runtime import bf16_autocast_supported, configure_float32_matmul, describe_device, resolve_device
+from strae.runtime import (
+    bf16_autocast_supported,
+    configure_determinism,
+    configure_float32_matmul,
+    describe_device,
+    resolve_device,
+)
+from strae.train import training_step
 
 
 def synthetic_batches(batch_size: int, vocab_size: int, rng: np.random.Generator):
@@ -189,13 +198,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
                         help="engine of the no-grad induction, as `strae train --induction-kernel` (compare torch "
                         "and triton on CUDA)")
+    parser.add_argument("--nondeterministic", action="store_true",
+                        help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "
+                        "deterministic kernels, as strae train; compare the two to measure what determinism costs)")
     parser.add_argument("--barrier", type=Path, default=None, help=argparse.SUPPRESS)  # concurrent_throughput.py
     parser.add_argument("--barrier-count", type=int, default=1, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
-    float32_matmul = configure_float32_matmul()  # as `strae train`: fp32 products in full fp32 (no TF32)
+    # as `strae train`: deterministic kernels unless told otherwise (before the model touches the GPU), fp32
+    # products in full fp32 (no TF32)
+    determinism = configure_determinism(device, not args.nondeterministic)
+    float32_matmul = configure_float32_matmul()
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     real = not args.synthetic and (args.data_dir / "train.json").exists()
@@ -224,13 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     extra = prepared[args.warmup + args.steps:]
     prepared = prepared[:args.warmup + args.steps]
 
-    def step(ids, lengths):
-        loss, _ = model.loss(ids, lengths)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if recipe.clip_grad_norm:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), recipe.clip_grad_norm)
-        optimizer.step()
+    params = [p for p in model.parameters() if p.requires_grad]
+
+    def step(ids, lengths):  # strae train's own step: its host syncs and finiteness checks included
+        training_step(model, optimizer, params, recipe.clip_grad_norm, ids, lengths, "benchmark step")
 
     for ids, lengths in prepared[:args.warmup]:
         step(ids, lengths)
@@ -276,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
-          f"induction_kernel={kernel.used} float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
+          f"induction_kernel={kernel.used} deterministic={determinism['deterministic']} "
+          f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
           f"s/step={elapsed / args.steps:.3f} timed_s={elapsed:.3f} cpu_s/step={cpu_per_step:.3f} "

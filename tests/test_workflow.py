@@ -207,6 +207,10 @@ def test_plan_expands_experiments_without_duplicates():
     assert "--set" not in semeval  # no overrides in the paper config for this run
     flags = plan.train_flags(config, "banyan", "contrastive_diagonal_entangled_k128_u2", "en")
     assert "--recipe banyan" in flags and "--structure entangled" in flags and "--k 128 --u 2" in flags
+    assert "--nondeterministic" not in flags  # deterministic: true, the default
+    faster = {**config, "scale": {**config["scale"], "deterministic": False}}
+    assert plan.train_flags(faster, "banyan", "contrastive_diagonal_entangled_k128_u2", "en").endswith(
+        " --nondeterministic")
 
 
 def test_table_eval_targets_are_exactly_the_tables_runs():

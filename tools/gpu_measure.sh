@@ -9,14 +9,16 @@
 # starting steps at the deadline, so the sum of the budgets may exceed it):
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 #   banyan-triton     train_throughput, Banyan, fused Triton induction        budget  90 s (first compile)
+#   banyan-nondeterministic  the same with --nondeterministic (what determinism costs)  budget 50 s
 #   selfstrae-triton  train_throughput, Self-StrAE CECO k16 u16, Triton       budget  80 s
 #   concurrent        concurrent_throughput 1,4,8 copies of banyan-triton     budget 200 s
 #   cuda-checks       cuda_checks: determinism + resume, Banyan, 60 steps     budget 150 s
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
 # Knobs (environment): OUT (default ./gpu-measure), PYTHON (default python), GPU_MEASURE_DEADLINE_S (555),
-# DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), RUNS (1,4,8), CHECK_STEPS (60),
+# DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5 untimed steps first: the Triton
+# kernel compiles once per new batch shape, 2026-11-25's H100 run timed one compile with 2 warm-up steps), RUNS (1,4,8), CHECK_STEPS (60),
 # ROBERTA_BATCH (64), ROBERTA_STEPS (100), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
-# A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 RUNS=1,2 CHECK_STEPS=8 \
+# A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
 #     ROBERTA_BATCH=4 ROBERTA_STEPS=1 bash tools/gpu_measure.sh
 set -uo pipefail  # not -e: a failed step is recorded and the next one runs
 
@@ -28,6 +30,7 @@ DEADLINE_S=${GPU_MEASURE_DEADLINE_S:-555}  # one <= 570 s (9.5 min) call, with a
 DEVICE=${DEVICE:-cuda}
 BATCH=${BATCH:-512}
 STEPS=${STEPS:-20}
+WARMUP=${WARMUP:-5}
 RUNS=${RUNS:-1,4,8}
 CHECK_STEPS=${CHECK_STEPS:-60}
 ROBERTA_BATCH=${ROBERTA_BATCH:-64}
@@ -76,7 +79,7 @@ else
     echo "# $DATA or $TOKENIZER missing: synthetic batches and a tiny corpus (run tools/offline_unpack.sh first)" >&2
 fi
 THROUGHPUT=("$PY" benchmarks/train_throughput.py --device "$DEVICE" --batch-size "$BATCH" --steps "$STEPS"
-    --data-dir "$DATA")
+    --warmup "$WARMUP" --data-dir "$DATA")
 
 record "# gpu_measure $(date -u +%FT%TZ) git=$(git rev-parse --short HEAD 2>/dev/null || echo none) $("$PY" -c '
 import torch
@@ -93,6 +96,8 @@ print(f"torch={torch.__version__} triton={version} cuda_available={torch.cuda.is
 step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
 # budget 90 s: as above plus the first Triton compile and the first-use check (later steps hit the disk cache)
 step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton
+# budget 50 s: the same step without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
+step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic
 # budget 80 s: Self-StrAE's preset is sentential, linear, CECO, k16 u16 (named here so the line cannot drift)
 step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group

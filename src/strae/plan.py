@@ -216,6 +216,8 @@ def train_flags(config: dict[str, Any], model: str, setting: str, language: str 
     flags += [f"--set {key}={_yaml_scalar(value)}" for key, value in overrides.items()]
     if scale.get("dev_max_sentences"):
         flags.append(f"--dev-max-sentences {scale['dev_max_sentences']}")
+    if scale.get("deterministic") is False:  # the default (absent or true) adds nothing: existing runs stay valid
+        flags.append("--nondeterministic")
     return " ".join(flags)
 
 

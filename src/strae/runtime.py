@@ -40,8 +40,10 @@ def configure_determinism(device: torch.device, enabled: bool = True) -> dict[st
     CPU kernels are deterministic already. On CUDA, atomics-based scatters (index_add_, the backward of advanced
     indexing) may sum in any order; torch's deterministic mode swaps in sort-based implementations, and cuBLAS
     needs a fixed workspace (CUBLAS_WORKSPACE_CONFIG, read when its handle is created: call this before the model
-    touches the GPU). ``warn_only``: an op without a deterministic kernel warns instead of stopping a run. The
-    speed cost on the engine has not been measured yet (no GPU in the session that wrote this).
+    touches the GPU). ``warn_only``: an op without a deterministic kernel warns instead of stopping a run. On an
+    H100 (2026-11-25) the same seed twice gave identical weights; a deterministic `strae train` run made 126k
+    tokens/s where the (then nondeterministic, sync-free) benchmark made 221k; how much of that gap is this
+    setting is not measured yet (benchmarks/train_throughput.py --nondeterministic).
     """
     record: dict[str, Any] = {"deterministic": bool(enabled), "device_type": device.type}
     if device.type != "cuda":

@@ -660,16 +660,25 @@ def train_step(job: Job, state: State, indices: np.ndarray, bar) -> None:
 def optimizer_step(job: Job, state: State, ids: torch.Tensor, lengths: torch.Tensor) -> dict[str, float]:
     """Forward, backward, clip, step; a non-finite loss or gradient norm fails the run."""
     where = f"epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step + 1}"
-    loss, metrics = state.model.loss(ids.to(job.device), lengths.to(job.device))
+    return training_step(state.model, state.optimizer, state.params, job.settings.clip_grad_norm,
+                         ids.to(job.device), lengths.to(job.device), where)
+
+
+def training_step(model, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], clip_grad_norm: float,
+                  ids: torch.Tensor, lengths: torch.Tensor, where: str) -> dict[str, float]:
+    """One optimizer step, as `strae train` takes it (benchmarks/train_throughput.py times this very function, host
+    syncs included: the loss and metrics are read back after the forward, the gradient norm after backward). A
+    non-finite loss or gradient norm raises TrainingFailed before the optimizer touches the weights."""
+    loss, metrics = model.loss(ids, lengths)
     loss_value = float(loss.detach())
     if not math.isfinite(loss_value):
         raise TrainingFailed(f"non-finite training loss ({loss_value}) at {where}")
-    state.optimizer.zero_grad(set_to_none=True)
+    optimizer.zero_grad(set_to_none=True)
     loss.backward()
-    grad_norm = clip_gradients(state.params, job.settings.clip_grad_norm)
+    grad_norm = clip_gradients(params, clip_grad_norm)
     if not torch.isfinite(grad_norm):
         raise TrainingFailed(f"non-finite gradient norm at {where}")
-    state.optimizer.step()
+    optimizer.step()
     return {"loss": loss_value, "grad_norm": float(grad_norm), **{k: float(v) for k, v in metrics.items()}}
 
 
