@@ -198,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
                         help="engine of the no-grad induction, as `strae train --induction-kernel` (compare torch "
                         "and triton on CUDA)")
+    parser.add_argument("--scatter", default="index_add", choices=("index_add", "presorted"),
+                        help="as `strae train --scatter`: torch's index_add or host-presorted sums (models/scatter.py)")
     parser.add_argument("--nondeterministic", action="store_true",
                         help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "
                         "deterministic kernels, as strae train; compare the two to measure what determinism costs)")
@@ -225,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
                                 structure=args.structure)
     overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
     recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
-    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel).to(device).train()
+    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel, scatter=args.scatter).to(device).train()
     try:
         kernel = model.kernel_choice(device)
     except ValueError as error:
@@ -288,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
-          f"induction_kernel={kernel.used} deterministic={determinism['deterministic']} "
+          f"induction_kernel={kernel.used} scatter={args.scatter} deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "

@@ -211,6 +211,10 @@ def test_plan_expands_experiments_without_duplicates():
     faster = {**config, "scale": {**config["scale"], "deterministic": False}}
     assert plan.train_flags(faster, "banyan", "contrastive_diagonal_entangled_k128_u2", "en").endswith(
         " --nondeterministic")
+    assert "--scatter" not in flags  # scatter: index_add, the default
+    presorted = {**config, "scale": {**config["scale"], "scatter": "presorted"}}
+    assert plan.train_flags(presorted, "banyan", "contrastive_diagonal_entangled_k128_u2", "en").endswith(
+        " --scatter presorted")
 
 
 def test_table_eval_targets_are_exactly_the_tables_runs():

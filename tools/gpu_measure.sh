@@ -10,6 +10,7 @@
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 #   banyan-triton     train_throughput, Banyan, fused Triton induction        budget  90 s (first compile)
 #   banyan-nondeterministic  the same with --nondeterministic (what determinism costs)  budget 50 s
+#   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
 #   selfstrae-triton  train_throughput, Self-StrAE CECO k16 u16, Triton       budget  80 s
 #   concurrent        concurrent_throughput 1,4,8 copies of banyan-triton     budget 200 s
 #   cuda-checks       cuda_checks: determinism + resume, Banyan, 60 steps     budget 150 s
@@ -98,6 +99,8 @@ step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
 step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton
 # budget 50 s: the same step without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
 step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic
+# budget 50 s: deterministic again, the message passing's sums presorted on the host (models/scatter.py)
+step banyan-presorted 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --scatter presorted
 # budget 80 s: Self-StrAE's preset is sentential, linear, CECO, k16 u16 (named here so the line cannot drift)
 step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group

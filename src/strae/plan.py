@@ -218,6 +218,8 @@ def train_flags(config: dict[str, Any], model: str, setting: str, language: str 
         flags.append(f"--dev-max-sentences {scale['dev_max_sentences']}")
     if scale.get("deterministic") is False:  # the default (absent or true) adds nothing: existing runs stay valid
         flags.append("--nondeterministic")
+    if scale.get("scatter", "index_add") != "index_add":  # likewise: only a non-default engine choice is spelled
+        flags.append(f"--scatter {scale['scatter']}")
     return " ".join(flags)
 
 

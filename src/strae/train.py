@@ -113,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
                    help="engine of the no-grad tree induction: auto (the fused Triton kernel on CUDA when triton "
                    "imports and passes a first-use check, else torch) | torch | triton; recorded in train.json")
+    p.add_argument("--scatter", default="index_add", choices=("index_add", "presorted"),
+                   help="how the message passing sums rows: torch's index_add, or index structures sorted once on "
+                   "the host (models/scatter.py: no sort per call under CUDA's deterministic mode; slower on CPU); "
+                   "the same numbers either way; recorded in train.json")
     p.add_argument("--nondeterministic", action="store_true",
                    help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")
     p.add_argument(
@@ -542,7 +546,8 @@ def build_state(job: Job) -> State:
     determinism = configure_determinism(job.device, not job.args.nondeterministic)
     float32_matmul = configure_float32_matmul()
     seed_everything(job.settings.seed)
-    model = StraeModel(job.config, job.resolved.recipe, induction_kernel=job.args.induction_kernel).to(job.device)
+    model = StraeModel(job.config, job.resolved.recipe, induction_kernel=job.args.induction_kernel,
+                       scatter=job.args.scatter).to(job.device)
     try:  # which induction engine runs (auto: the fused kernel on CUDA when it passes its first-use check)
         induction_kernel = model.kernel_choice(job.device).record()
     except ValueError as error:
@@ -606,7 +611,7 @@ def start_session(job: Job, state: State) -> RunRecord:
     })
     record.provenance = provenance(device=describe_device(job.device), torch_threads=torch.get_num_threads(),
                                    determinism=state.determinism, induction_kernel=state.induction_kernel,
-                                   float32_matmul=state.float32_matmul)
+                                   scatter=job.args.scatter, float32_matmul=state.float32_matmul)
     record.to_disk(job.out)
     return record
 

@@ -19,6 +19,7 @@ from strae.models.config import ModelConfig
 from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
 from strae.models.fused import INDUCTION_KERNELS, KernelChoice, choose_kernel, induce_fused
+from strae.models.scatter import SCATTER_MODES
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
 from strae.objectives import create as create_objective
 from strae.objectives.base import Pass, Passes
@@ -29,10 +30,16 @@ __all__ = ["StraeModel", "fast_dropout"]
 
 
 class StraeModel(nn.Module):
-    def __init__(self, config: ModelConfig, recipe: Recipe | None = None, induction_kernel: str = "auto") -> None:
+    def __init__(self, config: ModelConfig, recipe: Recipe | None = None, induction_kernel: str = "auto",
+                 scatter: str = "index_add") -> None:
         super().__init__()
         config.validate()
         self.config = config
+        # How the message passing sums rows (models/scatter.py): torch's index_add, or presorted on the host (no
+        # sort per call under CUDA's deterministic mode). Same numbers either way; a speed choice.
+        if scatter not in SCATTER_MODES:
+            raise ValueError(f"scatter {scatter!r} is not one of {', '.join(SCATTER_MODES)}")
+        self.scatter = scatter
         # The engine of the no-grad induction (models/fused.py): auto | torch | triton, resolved per device type.
         if induction_kernel not in INDUCTION_KERNELS:
             raise ValueError(f"induction_kernel {induction_kernel!r} is not one of {', '.join(INDUCTION_KERNELS)}")
@@ -109,7 +116,7 @@ class StraeModel(nn.Module):
     def build(self, induction: Induction, packed: PackedBatch, structure: str | None = None) -> Graph:
         structure = structure or self.config.structure
         # The decoder child order only matters where a decoder runs; evaluation graphs keep it too.
-        return build_graph(induction, packed.tokens, structure, self.recipe.decoder_child_order)
+        return build_graph(induction, packed.tokens, structure, self.recipe.decoder_child_order, self.scatter)
 
     # ------------------------------------------------------------------------------------------ message passing
     def propagate(self, graph: Graph, dropout: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -155,14 +162,11 @@ class StraeModel(nn.Module):
         downs: list[torch.Tensor] = [None] * n_levels  # type: ignore[list-item]
         for level in reversed(range(n_levels)):
             start, stop = graph.level_offsets[level], graph.level_offsets[level + 1]
-            total = ups[level].new_zeros(stop - start, size)
-            messages = graph.down_route.received(level, pending_down)
+            total = graph.down_route.summed(level, pending_down, stop - start)
             pending_down[level] = []
-            if messages is not None:
-                total = total.index_add(0, graph.down_route.slots(level), messages)
-            roots = graph.root_local.get(level)
-            if roots is not None:
-                total = total.index_add(0, roots, ups[level].index_select(0, roots))
+            if total is None:
+                total = ups[level].new_zeros(stop - start, size)
+            total = graph.add_roots(level, total, ups[level])
             down = total / graph.down_count[start:stop].to(total.dtype).unsqueeze(1)
             downs[level] = down
             if level > 0:

@@ -40,6 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from strae.models.dropout import apply_keep, keyed_keep, leaf_keys, pair_keys
+from strae.models.scatter import SCATTER_MODES, Csr, gather_rows, scatter_sum
 
 
 @dataclass
@@ -232,6 +233,10 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
                      span_end=span_end, keep=keep, dropout=dropout)
 
 
+def _csr(table: dict[int, Csr] | None, level: int) -> Csr | None:
+    return None if table is None else table[level]
+
+
 @dataclass
 class Route:
     """Routing of rows produced per level to the levels that consume them (all indices precomputed).
@@ -248,10 +253,17 @@ class Route:
     # For consumers whose slots are a permutation (every slot filled once, the up pass): received-row index of
     # each slot in slot order, so the consumer can index_select instead of scattering.
     slot_inverse: torch.Tensor
+    # scatter='presorted' (models/scatter.py): each producer's gather and each consumer's permutation (up pass) or
+    # sum into its level's rows (down pass), sorted on the host once; None: torch's index_add kernels
+    emit_csr: dict[int, Csr] | None = None
+    consume_csr: dict[int, Csr] | None = None
 
     @classmethod
     def build(cls, src_level: np.ndarray, src_row: np.ndarray, dst_level: np.ndarray, dst_slot: np.ndarray,
-              producer_rank: np.ndarray, device: torch.device) -> Route:
+              producer_rank: np.ndarray, device: torch.device, level_sizes: np.ndarray | None = None,
+              consumer_sums: bool = False) -> Route:
+        """``level_sizes`` given: presorted index structures too (``consumer_sums``: the consumers sum received
+        rows into their level's rows, the down pass; else they permute them into slot order, the up pass)."""
         n = len(src_level)
         order = np.lexsort((np.arange(n), dst_level, producer_rank[src_level]))
         src_sorted, dst_sorted = src_level[order], dst_level[order]
@@ -275,16 +287,26 @@ class Route:
             for start, end in zip(bounds[:-1], bounds[1:]):
                 consume[int(consumers[start])] = (start, end)
                 inverse[start:end] = np.argsort(slots[start:end], kind="stable")
-        return cls(gather=torch.from_numpy(src_row[order]).to(device), produce=produce,
+        gather = src_row[order]
+        emit_csr = consume_csr = None
+        if level_sizes is not None:
+            # a down-pass producer emits two rows per node (its decomposition's two outputs)
+            rows_per_node = 2 if consumer_sums else 1
+            emit_csr = {level: Csr.build(gather[start:end], rows_per_node * int(level_sizes[level]), device)
+                        for level, (start, end, _, _) in produce.items()}
+            consume_csr = {level: (Csr.build(slots[start:end], int(level_sizes[level]), device) if consumer_sums
+                                   else Csr.build(inverse[start:end], end - start, device))
+                           for level, (start, end) in consume.items()}
+        return cls(gather=torch.from_numpy(gather).to(device), produce=produce,
                    slot_index=torch.from_numpy(slots).to(device), consume=consume,
-                   slot_inverse=torch.from_numpy(inverse).to(device))
+                   slot_inverse=torch.from_numpy(inverse).to(device), emit_csr=emit_csr, consume_csr=consume_csr)
 
     def emit(self, level: int, output: torch.Tensor, pending: list[list[torch.Tensor]]) -> None:
         entry = self.produce.get(level)
         if entry is None:
             return
         start, end, consumers, counts = entry
-        taken = output.index_select(0, self.gather[start:end])
+        taken = gather_rows(output, self.gather[start:end], _csr(self.emit_csr, level))
         for consumer, chunk in zip(consumers, taken.split(counts)):
             pending[consumer].append(chunk)
 
@@ -296,7 +318,15 @@ class Route:
 
     def in_slot_order(self, level: int, pending: list[list[torch.Tensor]]) -> torch.Tensor:
         start, end = self.consume[level]
-        return self.received(level, pending).index_select(0, self.slot_inverse[start:end])
+        return gather_rows(self.received(level, pending), self.slot_inverse[start:end],
+                           _csr(self.consume_csr, level))
+
+    def summed(self, level: int, pending: list[list[torch.Tensor]], size: int) -> torch.Tensor | None:
+        """The rows received by ``level`` summed into its ``size`` rows by slot (None: nothing received)."""
+        messages = self.received(level, pending)
+        if messages is None:
+            return None
+        return scatter_sum(messages, self.slots(level), size, _csr(self.consume_csr, level))
 
     def slots(self, level: int) -> torch.Tensor | None:
         entry = self.consume.get(level)
@@ -323,6 +353,17 @@ class Graph:
     up_keep: torch.Tensor | None = None
     induction_dropout: InductionDropout | None = None
     device: torch.device = field(default=torch.device("cpu"))
+    root_csr: dict[int, Csr] | None = None  # scatter='presorted': root_local's index structures (models/scatter.py)
+
+    def add_roots(self, level: int, total: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+        """``total`` plus, at level ``level``'s parentless sentence roots, their own upward rows."""
+        roots = self.root_local.get(level)
+        if roots is None:
+            return total
+        csr = _csr(self.root_csr, level)
+        if csr is None:
+            return total.index_add(0, roots, up.index_select(0, roots))
+        return total + scatter_sum(gather_rows(up, roots, csr), roots, total.shape[0], csr)
 
     @property
     def n_nodes(self) -> int:
@@ -337,7 +378,7 @@ class Graph:
 
 
 def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
-                decoder_child_order: str = "position") -> Graph:
+                decoder_child_order: str = "position", scatter: str = "index_add") -> Graph:
     """The graph of ``induction`` under ``structure``.
 
     ``decoder_child_order`` says which child receives the decomposition's first ("left") output: ``position``
@@ -416,9 +457,12 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
     p_slot = np.concatenate((2 * parent_local, 2 * parent_local + 1))
     n_lv = len(offsets_np) - 1
     ascending = np.arange(n_lv)
-    up_route = Route.build(node_level[child], node_local[child], p_level, p_slot, ascending, device)
+    if scatter not in SCATTER_MODES:
+        raise ValueError(f"scatter {scatter!r} is not one of {', '.join(SCATTER_MODES)}")
+    level_sizes = np.diff(offsets_np) if scatter == "presorted" else None
+    up_route = Route.build(node_level[child], node_local[child], p_level, p_slot, ascending, device, level_sizes)
     down_route = Route.build(p_level, p_slot, node_level[down_child], node_local[down_child], n_lv - 1 - ascending,
-                             device)
+                             device, level_sizes, consumer_sums=True)
     # Down embedding = mean over the messages of all parents (edges); a root without a parent takes its own upward
     # embedding. A sentence root that is also a constituent of another sentence in the batch (entangled only) has
     # parents and takes their messages only, as in the Banyan code: DGL's prop_nodes over the reversed graph's
@@ -430,8 +474,12 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
     count[root_nodes] = 1
     root_local: dict[int, torch.Tensor] = {}
     root_levels = node_level[root_nodes]
+    root_csr: dict[int, Csr] | None = None if level_sizes is None else {}
     for level in np.unique(root_levels).tolist():
-        root_local[level] = torch.from_numpy(node_local[root_nodes[root_levels == level]]).to(device)
+        local = node_local[root_nodes[root_levels == level]]
+        root_local[level] = torch.from_numpy(local).to(device)
+        if root_csr is not None:
+            root_csr[level] = Csr.build(local, int(level_sizes[level]), device)
     return Graph(structure=structure, level_offsets=offsets_np.tolist(),
                  leaf_tokens=torch.from_numpy(np.ascontiguousarray(leaf_tokens)).to(device),
                  left=node_left, right=node_right,
@@ -440,4 +488,4 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
                  down_count=torch.from_numpy(count).to(device), node_occurrence=node_occurrence,
                  up_keep=None if induction.keep is None else
                  induction.keep[torch.from_numpy(node_occurrence).to(device)],
-                 induction_dropout=induction.dropout, device=device)
+                 induction_dropout=induction.dropout, device=device, root_csr=root_csr)
