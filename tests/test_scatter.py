@@ -74,3 +74,21 @@ def test_presorted_training_is_bitwise_index_add_training(objective, structure, 
 def test_an_unknown_scatter_mode_is_refused():
     with pytest.raises(ValueError, match="scatter 'atomic' is not one of index_add, presorted"):
         StraeModel(config("ce", "entangled", "diagonal"), scatter="atomic")
+
+
+def test_many_segments_at_once_are_the_segments_one_by_one():
+    rng = np.random.default_rng(3)
+    parts = [rng.integers(0, 9, 30), rng.permutation(12), np.zeros(0, dtype=np.int64), rng.integers(0, 4, 50),
+             rng.permutation(20)[:5]]
+    sizes = [9, 12, 3, 4, 20]
+    index = np.concatenate(parts)
+    ends = np.cumsum([len(p) for p in parts])
+    segments = {10 + k: (int(end - len(p)), int(end)) for k, (p, end) in enumerate(zip(parts, ends))}
+    many = Csr.build_many(index, segments, {10 + k: s for k, s in enumerate(sizes)}, torch.device("cpu"))
+    for k, (part, size) in enumerate(zip(parts, sizes)):
+        one, batched = Csr.build(part, size, torch.device("cpu")), many[10 + k]
+        for name in ("pos", "order", "counts"):
+            a, b = getattr(one, name), getattr(batched, name)
+            assert (a is None and b is None) or torch.equal(a, b), (k, name)
+    with pytest.raises(ValueError, match="out of range"):
+        Csr.build_many(np.array([0, 5]), {0: (0, 2)}, {0: 5}, torch.device("cpu"))

@@ -48,6 +48,44 @@ class Csr:
         return cls(size=size, order=torch.from_numpy(order).to(device), counts=torch.from_numpy(counts).to(device),
                    pos=None)
 
+    @classmethod
+    def build_many(cls, index: np.ndarray, segments: dict[int, tuple[int, int]], sizes: dict[int, int],
+                   device: torch.device) -> dict[int, Csr]:
+        """``{key: Csr.build(index[start:end], sizes[key])}`` for every key of ``segments``, computed over all
+        segments at once and copied to ``device`` in ONE transfer (a graph has ~30 levels per route; one small
+        host-to-device copy per level and array would cost the host more than the sorts it saves)."""
+        keys = list(segments)
+        if not keys:
+            return {}
+        lengths = np.array([segments[k][1] - segments[k][0] for k in keys], dtype=np.int64)
+        size = np.array([sizes[k] for k in keys], dtype=np.int64)
+        item_start = np.concatenate(([0], np.cumsum(lengths)))
+        dest_start = np.concatenate(([0], np.cumsum(size)))
+        local = np.concatenate([np.asarray(index[s:e], dtype=np.int64) for s, e in segments.values()])
+        if local.size and (local.min() < 0 or np.any(local >= np.repeat(size, lengths))):
+            raise ValueError("an index is out of range for its segment's rows")
+        key_of_item = np.repeat(np.arange(len(keys)), lengths)
+        dest = local + dest_start[key_of_item]  # one destination space for all segments, segment by segment
+        position = np.arange(local.size) - item_start[key_of_item]  # each item's row in its own segment
+        counts = np.bincount(dest, minlength=int(dest_start[-1]))
+        busiest = np.zeros(len(keys), dtype=np.int64)  # most items any destination of the segment receives
+        nonempty = size > 0
+        if counts.size:
+            busiest[nonempty] = np.maximum.reduceat(counts, dest_start[:-1][nonempty])
+        pos = np.repeat(lengths, size)  # "a zero row" (row n of the padded values) unless an item lands there
+        pos[dest] = position
+        order = position[np.argsort(dest, kind="stable")]  # segment by segment, as dest is
+        flat = torch.from_numpy(np.concatenate((pos, order, counts))).to(device)
+        pos_t, order_t, counts_t = flat.split([pos.size, order.size, counts.size])
+        out: dict[int, Csr] = {}
+        for i, key in enumerate(keys):
+            d0, d1, i0, i1 = dest_start[i], dest_start[i + 1], item_start[i], item_start[i + 1]
+            if busiest[i] <= 1:
+                out[key] = cls(size=int(size[i]), order=None, counts=None, pos=pos_t[d0:d1])
+            else:
+                out[key] = cls(size=int(size[i]), order=order_t[i0:i1], counts=counts_t[d0:d1], pos=None)
+        return out
+
     def sum_into(self, values: torch.Tensor) -> torch.Tensor:
         """(size, ...) rows: row d = the sum of ``values[i]`` over the items i with destination d (0 if none)."""
         if self.pos is not None:

@@ -292,11 +292,12 @@ class Route:
         if level_sizes is not None:
             # a down-pass producer emits two rows per node (its decomposition's two outputs)
             rows_per_node = 2 if consumer_sums else 1
-            emit_csr = {level: Csr.build(gather[start:end], rows_per_node * int(level_sizes[level]), device)
-                        for level, (start, end, _, _) in produce.items()}
-            consume_csr = {level: (Csr.build(slots[start:end], int(level_sizes[level]), device) if consumer_sums
-                                   else Csr.build(inverse[start:end], end - start, device))
-                           for level, (start, end) in consume.items()}
+            emit_csr = Csr.build_many(gather, {level: entry[:2] for level, entry in produce.items()},
+                                      {level: rows_per_node * int(level_sizes[level]) for level in produce}, device)
+            consume_csr = Csr.build_many(
+                slots if consumer_sums else inverse, consume,
+                {level: int(level_sizes[level]) if consumer_sums else end - start
+                 for level, (start, end) in consume.items()}, device)
         return cls(gather=torch.from_numpy(gather).to(device), produce=produce,
                    slot_index=torch.from_numpy(slots).to(device), consume=consume,
                    slot_inverse=torch.from_numpy(inverse).to(device), emit_csr=emit_csr, consume_csr=consume_csr)
@@ -474,12 +475,14 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
     count[root_nodes] = 1
     root_local: dict[int, torch.Tensor] = {}
     root_levels = node_level[root_nodes]
-    root_csr: dict[int, Csr] | None = None if level_sizes is None else {}
-    for level in np.unique(root_levels).tolist():
-        local = node_local[root_nodes[root_levels == level]]
-        root_local[level] = torch.from_numpy(local).to(device)
-        if root_csr is not None:
-            root_csr[level] = Csr.build(local, int(level_sizes[level]), device)
+    by_level = np.argsort(root_levels, kind="stable")
+    root_levels, root_nodes = root_levels[by_level], root_nodes[by_level]
+    levels, first = np.unique(root_levels, return_index=True)
+    bounds = dict(zip(levels.tolist(), zip(first.tolist(), np.append(first[1:], len(root_levels)).tolist())))
+    for level, (start, end) in bounds.items():
+        root_local[level] = torch.from_numpy(node_local[root_nodes[start:end]]).to(device)
+    root_csr = None if level_sizes is None else Csr.build_many(
+        node_local[root_nodes], bounds, {level: int(level_sizes[level]) for level in bounds}, device)
     return Graph(structure=structure, level_offsets=offsets_np.tolist(),
                  leaf_tokens=torch.from_numpy(np.ascontiguousarray(leaf_tokens)).to(device),
                  left=node_left, right=node_right,
