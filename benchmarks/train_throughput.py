@@ -37,6 +37,7 @@ from strae import recipes
 from strae.data.batching import pad_batch
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
+from strae.models.scatter import SCATTER_MODES
 from strae.runtime import (
     bf16_autocast_supported,
     configure_determinism,
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
                         help="engine of the no-grad induction, as `strae train --induction-kernel` (compare torch "
                         "and triton on CUDA)")
-    parser.add_argument("--scatter", default="index_add", choices=("index_add", "presorted"),
+    parser.add_argument("--scatter", default="index_add", choices=SCATTER_MODES,
                         help="as `strae train --scatter`: torch's index_add or host-presorted sums (models/scatter.py)")
     parser.add_argument("--nondeterministic", action="store_true",
                         help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "

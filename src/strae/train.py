@@ -48,6 +48,7 @@ from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
 from strae.io import provenance, read_json, sha256_file
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
+from strae.models.scatter import SCATTER_MODES
 from strae.runs import (
     BEST_WEIGHTS_FILE,
     CHECKPOINT_FILE,
@@ -113,10 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"),
                    help="engine of the no-grad tree induction: auto (the fused Triton kernel on CUDA when triton "
                    "imports and passes a first-use check, else torch) | torch | triton; recorded in train.json")
-    p.add_argument("--scatter", default="index_add", choices=("index_add", "presorted"),
+    p.add_argument("--scatter", default="index_add", choices=SCATTER_MODES,
                    help="how the message passing sums rows: torch's index_add, or index structures sorted once on "
-                   "the host (models/scatter.py: no sort per call under CUDA's deterministic mode; slower on CPU); "
-                   "the same numbers either way; recorded in train.json")
+                   "the host (models/scatter.py: no sort per call under CUDA's deterministic mode; GPU speed not "
+                   "measured yet); the same numbers either way; recorded in train.json")
     p.add_argument("--nondeterministic", action="store_true",
                    help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")
     p.add_argument(

@@ -36,17 +36,8 @@ class Csr:
 
     @classmethod
     def build(cls, index: np.ndarray, size: int, device: torch.device) -> Csr:
-        index = np.asarray(index, dtype=np.int64)
-        counts = np.bincount(index, minlength=size)
-        if counts.size > size:
-            raise ValueError(f"index {int(index.max())} out of range for {size} rows")
-        if index.size == 0 or counts.max() <= 1:
-            pos = np.full(size, index.size, dtype=np.int64)
-            pos[index] = np.arange(index.size)
-            return cls(size=size, order=None, counts=None, pos=torch.from_numpy(pos).to(device))
-        order = np.argsort(index, kind="stable")
-        return cls(size=size, order=torch.from_numpy(order).to(device), counts=torch.from_numpy(counts).to(device),
-                   pos=None)
+        """One index vector over ``size`` rows (``build_many`` with a single segment)."""
+        return cls.build_many(np.asarray(index), {0: (0, len(index))}, {0: size}, device)[0]
 
     @classmethod
     def build_many(cls, index: np.ndarray, segments: dict[int, tuple[int, int]], sizes: dict[int, int],
@@ -62,8 +53,10 @@ class Csr:
         item_start = np.concatenate(([0], np.cumsum(lengths)))
         dest_start = np.concatenate(([0], np.cumsum(size)))
         local = np.concatenate([np.asarray(index[s:e], dtype=np.int64) for s, e in segments.values()])
-        if local.size and (local.min() < 0 or np.any(local >= np.repeat(size, lengths))):
-            raise ValueError("an index is out of range for its segment's rows")
+        rows = np.repeat(size, lengths)  # each item's segment's row count
+        bad = np.flatnonzero((local < 0) | (local >= rows))
+        if bad.size:
+            raise ValueError(f"index {int(local[bad[0]])} out of range for {int(rows[bad[0]])} rows")
         key_of_item = np.repeat(np.arange(len(keys)), lengths)
         dest = local + dest_start[key_of_item]  # one destination space for all segments, segment by segment
         position = np.arange(local.size) - item_start[key_of_item]  # each item's row in its own segment

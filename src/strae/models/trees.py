@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from strae.models.dropout import apply_keep, keyed_keep, leaf_keys, pair_keys
-from strae.models.scatter import SCATTER_MODES, Csr, gather_rows, scatter_sum
+from strae.models.scatter import Csr, gather_rows, scatter_sum
 
 
 @dataclass
@@ -380,7 +380,8 @@ class Graph:
 
 def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
                 decoder_child_order: str = "position", scatter: str = "index_add") -> Graph:
-    """The graph of ``induction`` under ``structure``.
+    """The graph of ``induction`` under ``structure`` (``scatter``: StraeModel's validated choice; ``presorted``
+    adds the presorted index structures of models/scatter.py).
 
     ``decoder_child_order`` says which child receives the decomposition's first ("left") output: ``position``
     the positional left child; ``node_id`` the child with the lower node id, as the Self-StrAE reference's DGL
@@ -458,8 +459,6 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
     p_slot = np.concatenate((2 * parent_local, 2 * parent_local + 1))
     n_lv = len(offsets_np) - 1
     ascending = np.arange(n_lv)
-    if scatter not in SCATTER_MODES:
-        raise ValueError(f"scatter {scatter!r} is not one of {', '.join(SCATTER_MODES)}")
     level_sizes = np.diff(offsets_np) if scatter == "presorted" else None
     up_route = Route.build(node_level[child], node_local[child], p_level, p_slot, ascending, device, level_sizes)
     down_route = Route.build(p_level, p_slot, node_level[down_child], node_local[down_child], n_lv - 1 - ascending,
