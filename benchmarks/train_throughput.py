@@ -37,6 +37,7 @@ from strae import recipes
 from strae.data.batching import pad_batch
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
+from strae.models.propagation import PROPAGATION_MODES
 from strae.models.scatter import SCATTER_MODES
 from strae.runtime import (
     bf16_autocast_supported,
@@ -201,6 +202,9 @@ def main(argv: list[str] | None = None) -> int:
                         "and triton on CUDA)")
     parser.add_argument("--scatter", default="index_add", choices=SCATTER_MODES,
                         help="as `strae train --scatter`: torch's index_add or host-presorted sums (models/scatter.py)")
+    parser.add_argument("--propagation", default="autograd", choices=PROPAGATION_MODES,
+                        help="as `strae train --propagation`: autograd or the hand-derived backward "
+                        "(models/propagation.py; diagonal functions)")
     parser.add_argument("--nondeterministic", action="store_true",
                         help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "
                         "deterministic kernels, as strae train; compare the two to measure what determinism costs)")
@@ -228,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                                 structure=args.structure)
     overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
     recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
-    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel, scatter=args.scatter).to(device).train()
+    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel, scatter=args.scatter,
+                        propagation=args.propagation).to(device).train()
     try:
         kernel = model.kernel_choice(device)
     except ValueError as error:
@@ -291,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
-          f"induction_kernel={kernel.used} scatter={args.scatter} deterministic={determinism['deterministic']} "
+          f"induction_kernel={kernel.used} scatter={args.scatter} propagation={args.propagation} deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "

@@ -215,6 +215,13 @@ def test_plan_expands_experiments_without_duplicates():
     presorted = {**config, "scale": {**config["scale"], "scatter": "presorted"}}
     assert plan.train_flags(presorted, "banyan", "contrastive_diagonal_entangled_k128_u2", "en").endswith(
         " --scatter presorted")
+    assert "--propagation" not in flags  # propagation: autograd, the default
+    handwritten = {**config, "scale": {**config["scale"], "propagation": "handwritten"}}
+    assert plan.train_flags(handwritten, "banyan", "contrastive_diagonal_entangled_k128_u2", "en").endswith(
+        " --propagation handwritten")
+    # derived for diagonal functions only: linear settings under the same config keep autograd
+    assert "--propagation" not in plan.train_flags(handwritten, "selfstrae", "contrastive_linear_sentential_k16_u16",
+                                                   "en")
 
 
 def test_table_eval_targets_are_exactly_the_tables_runs():

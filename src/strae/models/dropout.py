@@ -30,12 +30,19 @@ def fast_dropout(x: torch.Tensor, p: float) -> torch.Tensor:
     """
     if p <= 0.0:
         return x
-    n = x.numel()
-    draws = torch.empty((n + 3) // 4, dtype=torch.int64, device=x.device).random_(-2 ** 63, 2 ** 63 - 1)
-    bits = draws.view(torch.int16)[:n].view(x.shape)
+    return x * dropout_mask(x.shape, p, x.device, x.dtype)
+
+
+def dropout_mask(shape, p: float, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """The multiplier ``fast_dropout`` applies (0 or 1/keep), drawn from torch's generator exactly as it draws it
+    (so an engine that draws masks ahead, models/propagation.py, gets the same masks in the same order)."""
+    n = int(torch.Size(shape).numel())
+    if p <= 0.0:
+        return torch.ones(shape, dtype=dtype, device=device)
+    draws = torch.empty((n + 3) // 4, dtype=torch.int64, device=device).random_(-2 ** 63, 2 ** 63 - 1)
+    bits = draws.view(torch.int16)[:n].view(shape)
     keep = round((1.0 - p) * 65536)
-    mask = (bits >= 32768 - keep).to(x.dtype).mul_(65536.0 / keep)
-    return x * mask
+    return (bits >= 32768 - keep).to(dtype).mul_(65536.0 / keep)
 
 
 def _as_int32(value: int) -> int:

@@ -19,6 +19,7 @@ from strae.models.config import ModelConfig
 from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
 from strae.models.fused import INDUCTION_KERNELS, KernelChoice, choose_kernel, induce_fused
+from strae.models.propagation import PROPAGATION_MODES, propagate_handwritten
 from strae.models.scatter import SCATTER_MODES
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
 from strae.objectives import create as create_objective
@@ -31,7 +32,7 @@ __all__ = ["StraeModel", "fast_dropout"]
 
 class StraeModel(nn.Module):
     def __init__(self, config: ModelConfig, recipe: Recipe | None = None, induction_kernel: str = "auto",
-                 scatter: str = "index_add") -> None:
+                 scatter: str = "index_add", propagation: str = "autograd") -> None:
         super().__init__()
         config.validate()
         self.config = config
@@ -40,6 +41,14 @@ class StraeModel(nn.Module):
         if scatter not in SCATTER_MODES:
             raise ValueError(f"scatter {scatter!r} is not one of {', '.join(SCATTER_MODES)}")
         self.scatter = scatter
+        # How the up and down passes are differentiated (models/propagation.py): torch autograd over each level's
+        # ops, or one function with a hand-derived backward (diagonal functions only). Same forward numbers.
+        if propagation not in PROPAGATION_MODES:
+            raise ValueError(f"propagation {propagation!r} is not one of {', '.join(PROPAGATION_MODES)}")
+        if propagation == "handwritten" and config.functions != "diagonal":
+            raise ValueError(f"propagation 'handwritten' is derived for diagonal functions (Banyan); functions "
+                             f"{config.functions!r} propagate with autograd")
+        self.propagation = propagation
         # The engine of the no-grad induction (models/fused.py): auto | torch | triton, resolved per device type.
         if induction_kernel not in INDUCTION_KERNELS:
             raise ValueError(f"induction_kernel {induction_kernel!r} is not one of {', '.join(INDUCTION_KERNELS)}")
@@ -123,6 +132,8 @@ class StraeModel(nn.Module):
         """Differentiable up and down passes over ``graph``; returns (up, down), each (n_nodes, E) in node order."""
         if dropout is None:
             dropout = self.training
+        if self.propagation == "handwritten":
+            return propagate_handwritten(self, graph, dropout)
         p_embedding = self.recipe.embedding_dropout if dropout else 0.0
         p_function = self.recipe.function_dropout if dropout else 0.0
         # Upward masks: the ones the induction used (keyed per node), so the graph trained is the graph induced;

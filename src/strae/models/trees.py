@@ -343,6 +343,9 @@ class Graph:
     leaf_tokens: torch.Tensor  # (n_level0,) token of each leaf node
     left: np.ndarray  # (n_nodes - n_level0,) child node ids of internal nodes, in node order
     right: np.ndarray
+    # the children receiving the decomposition's first and second output (the recipe's decoder child order)
+    down_left: np.ndarray
+    down_right: np.ndarray
     roots: torch.Tensor  # (B,) node id of each sentence's root, batch order
     occurrence_node: np.ndarray  # (N_L + N_I,) node id of every occurrence (identity for sentential)
     up_route: Route
@@ -484,7 +487,7 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
         node_local[root_nodes], bounds, {level: int(level_sizes[level]) for level in bounds}, device)
     return Graph(structure=structure, level_offsets=offsets_np.tolist(),
                  leaf_tokens=torch.from_numpy(np.ascontiguousarray(leaf_tokens)).to(device),
-                 left=node_left, right=node_right,
+                 left=node_left, right=node_right, down_left=down_left, down_right=down_right,
                  roots=torch.from_numpy(node_of[induction.roots.cpu().numpy()]).to(device),
                  occurrence_node=node_of, up_route=up_route, down_route=down_route, root_local=root_local,
                  down_count=torch.from_numpy(count).to(device), node_occurrence=node_occurrence,
