@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
-          f"induction_kernel={kernel.used} scatter={args.scatter} propagation={args.propagation} deterministic={determinism['deterministic']} "
+          f"induction_kernel={kernel.used} scatter={args.scatter} propagation={args.propagation} "
+          f"deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={'en' if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
