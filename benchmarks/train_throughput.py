@@ -238,6 +238,9 @@ def main(argv: list[str] | None = None) -> int:
         kernel = model.kernel_choice(device)
     except ValueError as error:
         raise SystemExit(f"benchmarks/train_throughput.py: {error}") from error
+    levels = model.levels_choice(device)  # the handwritten passes' level engine (torch | triton | autograd)
+    if levels.used == "torch" and "first-use check" in levels.reason:
+        print(f"note: {levels.reason}", file=sys.stderr)
     if kernel.used == "triton" and device.type != "cuda":
         print("note: the Triton induction runs on Triton's CPU interpreter here: a correctness path, not a speed "
               "path; these numbers say nothing about the kernel's speed on a GPU", file=sys.stderr)
@@ -296,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
-          f"induction_kernel={kernel.used} scatter={args.scatter} propagation={args.propagation} "
+          f"induction_kernel={kernel.used} scatter={args.scatter} propagation={args.propagation}"
+          f"{'' if args.propagation == 'autograd' else '/' + levels.used} "
           f"deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={'en' if real else 'synthetic'} "

@@ -92,3 +92,114 @@ def test_refused_where_it_is_not_derived():
         StraeModel(config("ce", "sentential", "linear"), propagation="handwritten")
     with pytest.raises(ValueError, match="propagation 'tape' is not one of autograd, handwritten"):
         StraeModel(config("ce", "entangled", "diagonal"), propagation="tape")
+
+
+# ------------------------------------------------------------------------------------- the Triton level kernels
+# conftest.py sets TRITON_INTERPRET=1: the kernels run on Triton's CPU interpreter (correctness, not speed).
+triton = pytest.importorskip("triton")
+
+
+def _levels(structure: str, recipe: str, dropout: bool, triton_levels: bool):
+    from strae.models.propagation import propagate_handwritten
+
+    torch.manual_seed(0)
+    model = StraeModel(config("ce", structure, "diagonal", k=8, u=3), load_recipe(recipe)).train()
+    ids, lengths = padded(tiny_corpus(40, seed=2))
+    torch.manual_seed(1)
+    graph = model.graph(ids, lengths)
+    up, down = propagate_handwritten(model, graph, dropout, triton_levels=triton_levels)
+    weights = torch.linspace(-1.0, 1.0, up.shape[1])
+    ((up * weights).square().sum() + (down * weights.flip(0)).sin().sum()).backward()
+    return up.detach(), down.detach(), {name: p.grad.clone() for name, p in model.named_parameters()
+                                        if p.grad is not None}
+
+
+@pytest.mark.parametrize("dropout", [True, False])
+@pytest.mark.parametrize("case", CASES)
+def test_triton_levels_compute_the_torch_levels(case, dropout):
+    structure, recipe = CASES[case]
+    up, down, grads = _levels(structure, recipe, dropout, triton_levels=False)
+    up_t, down_t, grads_t = _levels(structure, recipe, dropout, triton_levels=True)
+    torch.testing.assert_close(up_t, up, rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(down_t, down, rtol=1e-6, atol=1e-7)
+    assert set(grads) == set(grads_t)
+    for name in grads:
+        assert (grads_t[name] - grads[name]).abs().max() <= 1e-5 * grads[name].abs().max(), name
+
+
+def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_recorded():
+    cfg = config("ce", "entangled", "diagonal")
+    model = StraeModel(cfg, induction_kernel="triton", propagation="handwritten")
+    choice = model.levels_choice(torch.device("cpu"))  # the interpreter stands in for CUDA
+    assert (choice.used, choice.reason) == ("triton", "the induction runs Triton; first-use check passed")
+    assert StraeModel(cfg, propagation="handwritten").levels_choice(torch.device("cpu")).used == "torch"
+    assert StraeModel(cfg).levels_choice(torch.device("cpu")).used == "autograd"
+    # and a model trained two steps on them follows the torch levels
+    results = []
+    for kernel in ("torch", "triton"):
+        torch.manual_seed(0)
+        model = StraeModel(cfg, induction_kernel=kernel, propagation="handwritten").train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        ids, lengths = padded(tiny_corpus(16))
+        for _ in range(2):
+            loss, _ = model.loss(ids, lengths)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        results.append(model.state_dict())
+    for name in results[0]:
+        torch.testing.assert_close(results[1][name], results[0][name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+def test_a_failing_triton_level_falls_back_to_the_torch_levels(monkeypatch):
+    import strae.models.propagate_kernel as kernels
+
+    class Broken:
+        def __getitem__(self, grid):
+            raise RuntimeError("no kernel image for this device")
+
+    monkeypatch.setattr(kernels, "up_forward", Broken())
+    model = StraeModel(config("ce", "entangled", "diagonal"), induction_kernel="triton", propagation="handwritten")
+    choice = model.levels_choice(torch.device("cpu"))
+    assert choice.used == "torch"
+    assert "first-use check: RuntimeError: no kernel image for this device" in choice.reason
+
+
+COMPILE = """
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from strae.models import propagate_kernel
+
+pointers = {  # every pointer argument's element type; the rest are i32 scalars or constexpr
+    "children_ptr": "*i64", "begin_ptr": "*i64", "entries_ptr": "*i64", "left_ptr": "*i64", "right_ptr": "*i64",
+    "root_ptr": "*i8"}
+scalars = ("start", "first", "n", "n_level0", "block_base")
+for name in ("up_forward", "down_forward", "down_backward", "up_backward"):
+    kernel = getattr(propagate_kernel, name)
+    constants = {key: value for key, value in dict(E=256, E_B=256, BLOCK=16, MASKED=True, INTERNAL=True).items()
+                 if key in kernel.arg_names}
+    signature = {arg: ("constexpr" if arg in constants else "i32" if arg in scalars else
+                                     pointers.get(arg, "*fp32")) for arg in kernel.arg_names}
+    compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constants),
+                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    assert "cubin" in compiled.asm, (name, sorted(compiled.asm))
+    print(name, "compiled")
+"""
+
+
+def test_the_level_kernels_compile_for_an_h100_without_one(tmp_path):
+    """As tests/test_fused_induction.py does for the induction: the interpreter does not type-check like the
+    compiler, so compile each level kernel to an sm_90 cubin (triton ships ptxas) in a non-interpreting process."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {key: value for key, value in os.environ.items() if key != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), env.get("PYTHONPATH", "")])
+    env["TRITON_CACHE_DIR"] = str(tmp_path)
+    env["TRITON_DEFAULT_FP_FUSION"] = "1"
+    result = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0 and result.stdout.count("compiled") == 4, result.stderr[-3000:]

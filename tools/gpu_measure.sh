@@ -9,6 +9,8 @@
 # starting steps at the deadline, so the sum of the budgets may exceed it):
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 #   banyan-triton     train_throughput, Banyan, fused Triton induction        budget  90 s (first compile)
+#   banyan-handwritten  the same with --propagation handwritten (Triton level kernels)   budget 70 s (compiles)
+#   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   banyan-nondeterministic  the same with --nondeterministic (what determinism costs)  budget 50 s
 #   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
 #   selfstrae-triton  train_throughput, Self-StrAE CECO k16 u16, Triton       budget  80 s
@@ -97,6 +99,11 @@ print(f"torch={torch.__version__} triton={version} cuda_available={torch.cuda.is
 step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
 # budget 90 s: as above plus the first Triton compile and the first-use check (later steps hit the disk cache)
 step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton
+# budget 70 s: the up/down passes as one function with a hand-derived backward, each level one Triton kernel
+# (models/propagation.py, propagate_kernel.py; compiles 4 kernels on first use, then a first-use check)
+step banyan-handwritten 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten
+step banyan-handwritten-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton \
+    --propagation handwritten --nondeterministic
 # budget 50 s: the same step without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
 step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic
 # budget 50 s: deterministic again, the message passing's sums presorted on the host (models/scatter.py)

@@ -503,6 +503,7 @@ class State:
     determinism: dict[str, Any]
     induction_kernel: dict[str, Any]  # KernelChoice.record(): requested, used, reason (not in the fingerprint)
     float32_matmul: dict[str, str] = field(default_factory=dict)  # runtime.configure_float32_matmul's record
+    propagation: dict[str, Any] = field(default_factory=dict)  # mode + which engine runs its levels (not fingerprinted)
     epoch: int = 0  # the position of the next batch: its epoch ...
     batch_in_epoch: int = 0  # ... and its index in that epoch's order
     global_step: int = 0
@@ -562,7 +563,10 @@ def build_state(job: Job) -> State:
     except ValueError as error:
         raise SystemExit(f"strae train: {error}") from error
     optimizer = torch.optim.Adam(model.parameters(), lr=job.settings.lr)
-    return State(model, optimizer, engine_sha, determinism, induction_kernel, float32_matmul=float32_matmul)
+    # the handwritten passes' level engine (torch, or the Triton kernels where the induction runs Triton)
+    propagation = {"mode": job.args.propagation, "levels": model.levels_choice(job.device).record()}
+    return State(model, optimizer, engine_sha, determinism, induction_kernel, float32_matmul=float32_matmul,
+                 propagation=propagation)
 
 
 def resume(job: Job, state: State) -> None:
@@ -620,7 +624,7 @@ def start_session(job: Job, state: State) -> RunRecord:
     })
     record.provenance = provenance(device=describe_device(job.device), torch_threads=torch.get_num_threads(),
                                    determinism=state.determinism, induction_kernel=state.induction_kernel,
-                                   scatter=job.args.scatter, propagation=job.args.propagation,
+                                   scatter=job.args.scatter, propagation=state.propagation,
                                    float32_matmul=state.float32_matmul)
     record.to_disk(job.out)
     return record

@@ -20,6 +20,7 @@ from strae.models.dropout import apply_keep, fast_dropout
 from strae.models.functions import make_functions
 from strae.models.fused import INDUCTION_KERNELS, KernelChoice, choose_kernel, induce_fused
 from strae.models.propagation import PROPAGATION_MODES, propagate_handwritten
+from strae.models.propagation import self_check as levels_self_check
 from strae.models.scatter import SCATTER_MODES
 from strae.models.trees import Graph, Induction, InductionDropout, PackedBatch, build_graph, induce, pack_batch
 from strae.objectives import create as create_objective
@@ -54,6 +55,7 @@ class StraeModel(nn.Module):
             raise ValueError(f"induction_kernel {induction_kernel!r} is not one of {', '.join(INDUCTION_KERNELS)}")
         self.induction_kernel = induction_kernel
         self._kernel_choices: dict[str, KernelChoice] = {}
+        self._levels_choices: dict[str, KernelChoice] = {}
         # No recipe given: the model family's reference-code recipe (the one `strae train --model` uses).
         self.recipe = recipe if recipe is not None else load_recipe(config.model)  # also builds self.objective
         if self.recipe.decoder_child_order == "node_id" and config.structure != "sentential":
@@ -117,6 +119,25 @@ class StraeModel(nn.Module):
             self._kernel_choices[device.type] = choose_kernel(self.induction_kernel, device, self.functions)
         return self._kernel_choices[device.type]
 
+    def levels_choice(self, device: torch.device) -> KernelChoice:
+        """Which engine runs each level of the handwritten passes on ``device``: the Triton level kernels wherever
+        the induction runs Triton (one switch, ``induction_kernel``) and they pass a first-use check against the
+        torch levels, else the torch levels. Decided once per device type; ``record()`` goes to train.json."""
+        if device.type not in self._levels_choices:
+            induction = self.kernel_choice(device)
+            if self.propagation != "handwritten":
+                choice = KernelChoice("auto", "autograd", "propagation autograd")
+            elif induction.used != "triton" or self.embedding.weight.dtype != torch.float32:
+                choice = KernelChoice("auto", "torch", "the induction runs torch" if induction.used != "triton"
+                                      else "the Triton levels are fp32")
+            else:
+                problem = levels_self_check(self, device)
+                choice = (KernelChoice("auto", "torch", f"the Triton levels failed their first-use check: {problem}")
+                          if problem else KernelChoice("auto", "triton", "the induction runs Triton; first-use "
+                                                                         "check passed"))
+            self._levels_choices[device.type] = choice
+        return self._levels_choices[device.type]
+
     def graph(self, ids: torch.Tensor, lengths: torch.Tensor, structure: str | None = None) -> Graph:
         structure = structure or self.config.structure
         packed, induction = self.induce(ids, lengths, structure)
@@ -133,7 +154,8 @@ class StraeModel(nn.Module):
         if dropout is None:
             dropout = self.training
         if self.propagation == "handwritten":
-            return propagate_handwritten(self, graph, dropout)
+            return propagate_handwritten(self, graph, dropout,
+                                         triton_levels=self.levels_choice(graph.device).used == "triton")
         p_embedding = self.recipe.embedding_dropout if dropout else 0.0
         p_function = self.recipe.function_dropout if dropout else 0.0
         # Upward masks: the ones the induction used (keyed per node), so the graph trained is the graph induced;

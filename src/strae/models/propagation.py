@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from strae.models.dropout import dropout_mask, keep_scale
+from strae.models.dropout import keep_scale
 
 PROPAGATION_MODES = ("autograd", "handwritten")
 
@@ -59,6 +59,35 @@ class LevelPlan:
         # (n_nodes, 1) messages each node averages, in the passes' dtype (converted once, not per level)
         self.count = graph.down_count.to(dtype).unsqueeze(1)
 
+    def kernel_tables(self, graph) -> None:
+        """What the Triton levels read (propagate_kernel.py): for every node the (parent, side) pairs that reach
+        it, as CSR lists encoded 2 * parent + side, in the order the torch path sums them (parents' levels
+        descending, left side first, node order); down children as two arrays; a parentless-root flag per node."""
+        n_nodes, n_level0 = self.offsets[-1], self.offsets[1]
+        level = np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
+        device = self.up_children.device
+
+        def parents_csr(left: np.ndarray, right: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+            m = len(left)
+            child = np.concatenate((left, right))
+            parent = n_level0 + np.concatenate((np.arange(m), np.arange(m)))
+            side = np.repeat(np.array([0, 1]), m)
+            order = np.lexsort((parent, side, -level[parent], child))
+            begin = np.zeros(n_nodes + 1, dtype=np.int64)
+            np.cumsum(np.bincount(child, minlength=n_nodes), out=begin[1:])
+            entries = (2 * parent + side)[order]
+            return torch.from_numpy(begin).to(device), torch.from_numpy(entries).to(device)
+
+        self.up_parents = parents_csr(graph.left, graph.right)
+        self.down_parents = (self.up_parents if graph.down_left is graph.left and graph.down_right is graph.right
+                             else parents_csr(graph.down_left, graph.down_right))
+        self.down_left = torch.from_numpy(np.ascontiguousarray(graph.down_left)).to(device)
+        self.down_right = torch.from_numpy(np.ascontiguousarray(graph.down_right)).to(device)
+        root = np.zeros(n_nodes, dtype=np.int8)
+        root[self.roots.cpu().numpy()] = 1
+        self.root_flag = torch.from_numpy(root).to(device)
+        self.count_flat = self.count.view(-1).contiguous()
+
     def internal(self, level: int) -> tuple[int, int]:
         """Level ``level``'s range in the (left, right) arrays of internal nodes."""
         n_level0 = self.offsets[1]
@@ -78,118 +107,285 @@ def _untile(rows: torch.Tensor, k: int) -> torch.Tensor:
 class _Passes(torch.autograd.Function):
     @staticmethod
     def forward(ctx, leaves, compose_gates, compose_bias, decompose_gates, decompose_biases, plan, k, up_masks,
-                down_masks):
-        offsets = plan.offsets
-        n_nodes, size = offsets[-1], leaves.shape[1]
+                down_masks, triton_levels):
         gates, bias = _tile(compose_gates, k), compose_bias.repeat(k)
         dgates, dbiases = _tile(decompose_gates, k), _tile(decompose_biases, k)
-        up = leaves.new_empty(n_nodes, size)
-        up[:offsets[1]] = leaves if up_masks is None else leaves * up_masks[:offsets[1]]
-        for level in range(1, len(offsets) - 1):
-            start, stop = offsets[level], offsets[level + 1]
-            a, b = plan.internal(level)
-            children = up.index_select(0, plan.up_children[2 * a:2 * b]).view(-1, 2, size)
-            weighted = children * gates
-            parent = weighted[:, 0] + weighted[:, 1] + bias
-            up[start:stop] = parent if up_masks is None else parent * up_masks[start:stop]
-        down = torch.empty_like(up)
-        received = torch.zeros_like(up)
-        for level in reversed(range(len(offsets) - 1)):
-            start, stop = offsets[level], offsets[level + 1]
-            total = received[start:stop]
-            roots = plan.root_local.get(level)
-            if roots is not None:
-                total = total.index_add(0, roots, up[start:stop].index_select(0, roots))
-            down[start:stop] = total / plan.count[start:stop]
-            if level > 0:
-                out = down[start:stop].unsqueeze(1) * dgates + dbiases  # (n, 2, E), as decompose
-                if down_masks is not None:
-                    out = out * down_masks[level]
-                received.index_add_(0, plan.down_children[level], out.transpose(0, 1).reshape(-1, size))
-        ctx.plan, ctx.k, ctx.up_masks, ctx.down_masks = plan, k, up_masks, down_masks
+        run = _forward_triton if triton_levels else _forward_torch
+        up, down = run(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_masks)
+        ctx.plan, ctx.k, ctx.up_masks, ctx.down_masks, ctx.triton_levels = plan, k, up_masks, down_masks, triton_levels
         ctx.save_for_backward(up, down, gates, dgates)
         return up, down
 
     @staticmethod
     def backward(ctx, grad_up, grad_down):
         up, down, gates, dgates = ctx.saved_tensors
-        plan, k, up_masks, down_masks = ctx.plan, ctx.k, ctx.up_masks, ctx.down_masks
-        offsets = plan.offsets
-        size = up.shape[1]
-        grad_up = torch.zeros_like(up) if grad_up is None else grad_up.clone()
-        grad_down = torch.zeros_like(down) if grad_down is None else grad_down
-        # Down pass, children first: gT = d loss / d (a node's summed messages), i.e. its total gradient / count.
-        grad_total = torch.empty_like(down)
-        g_dgates = down.new_zeros(2, size)
-        g_dbiases = down.new_zeros(2, size)
-        for level in range(len(offsets) - 1):
-            start, stop = offsets[level], offsets[level + 1]
-            g = grad_down[start:stop]
-            if level > 0:
-                g_out = grad_total.index_select(0, plan.down_children[level]).view(2, stop - start, size)
-                if down_masks is not None:
-                    g_out = g_out * down_masks[level].transpose(0, 1)
-                g = g + (g_out[0] * dgates[0] + g_out[1] * dgates[1])
-                g_dgates += (g_out * down[start:stop].unsqueeze(0)).sum(1)
-                g_dbiases += g_out.sum(1)
-            grad_total[start:stop] = g / plan.count[start:stop]
-        grad_up.index_add_(0, plan.roots, grad_total.index_select(0, plan.roots))
-        # Up pass, parents first: each level's gradient is complete before its rows are read.
-        g_gates = up.new_zeros(2, size)
-        g_bias = up.new_zeros(size)
-        for level in reversed(range(1, len(offsets) - 1)):
-            start, stop = offsets[level], offsets[level + 1]
-            a, b = plan.internal(level)
-            g = grad_up[start:stop]
-            if up_masks is not None:
-                g = g * up_masks[start:stop]
-            index = plan.up_children[2 * a:2 * b]
-            children = up.index_select(0, index).view(-1, 2, size)
-            g_gates += (g.unsqueeze(1) * children).sum(0)
-            g_bias += g.sum(0)
-            grad_up.index_add_(0, index, (g.unsqueeze(1) * gates).view(-1, size))
-        g_leaves = grad_up[:offsets[1]]
-        if up_masks is not None:
-            g_leaves = g_leaves * up_masks[:offsets[1]]
+        grad_up = torch.zeros_like(up) if grad_up is None else grad_up.contiguous()
+        grad_down = torch.zeros_like(down) if grad_down is None else grad_down.contiguous()
+        run = _backward_triton if ctx.triton_levels else _backward_torch
+        g_leaves, g_gates, g_bias, g_dgates, g_dbiases = run(grad_up, grad_down, up, down, gates, dgates, ctx.plan,
+                                                             ctx.up_masks, ctx.down_masks)
+        k = ctx.k
         return (g_leaves, _untile(g_gates, k), g_bias.view(k, -1).sum(0), _untile(g_dgates, k),
-                _untile(g_dbiases, k), None, None, None, None)
+                _untile(g_dbiases, k), None, None, None, None, None)
 
 
-def propagate_handwritten(model, graph, dropout: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """``StraeModel.propagate`` for diagonal functions, with the same dropout masks drawn in the same order."""
+def _forward_torch(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_masks):
+    offsets = plan.offsets
+    n_nodes, size = offsets[-1], leaves.shape[1]
+    up = leaves.new_empty(n_nodes, size)
+    up[:offsets[1]] = leaves if up_masks is None else leaves * up_masks[:offsets[1]]
+    for level in range(1, len(offsets) - 1):
+        start, stop = offsets[level], offsets[level + 1]
+        a, b = plan.internal(level)
+        children = up.index_select(0, plan.up_children[2 * a:2 * b]).view(-1, 2, size)
+        weighted = children * gates
+        parent = weighted[:, 0] + weighted[:, 1] + bias
+        up[start:stop] = parent if up_masks is None else parent * up_masks[start:stop]
+    down = torch.empty_like(up)
+    received = torch.zeros_like(up)
+    for level in reversed(range(len(offsets) - 1)):
+        start, stop = offsets[level], offsets[level + 1]
+        total = received[start:stop]
+        roots = plan.root_local.get(level)
+        if roots is not None:
+            total = total.index_add(0, roots, up[start:stop].index_select(0, roots))
+        down[start:stop] = total / plan.count[start:stop]
+        if level > 0:
+            out = down[start:stop].unsqueeze(1) * dgates + dbiases  # (n, 2, E), as decompose
+            if down_masks is not None:
+                out = out * down_masks[level]
+            received.index_add_(0, plan.down_children[level], out.transpose(0, 1).reshape(-1, size))
+    return up, down
+
+
+def _backward_torch(grad_up, grad_down, up, down, gates, dgates, plan, up_masks, down_masks):
+    offsets = plan.offsets
+    size = up.shape[1]
+    grad_up = grad_up.clone()
+    # Down pass, children first: gT = d loss / d (a node's summed messages), i.e. its total gradient / count.
+    grad_total = torch.empty_like(down)
+    g_dgates = down.new_zeros(2, size)
+    g_dbiases = down.new_zeros(2, size)
+    for level in range(len(offsets) - 1):
+        start, stop = offsets[level], offsets[level + 1]
+        g = grad_down[start:stop]
+        if level > 0:
+            g_out = grad_total.index_select(0, plan.down_children[level]).view(2, stop - start, size)
+            if down_masks is not None:
+                g_out = g_out * down_masks[level].transpose(0, 1)
+            g = g + (g_out[0] * dgates[0] + g_out[1] * dgates[1])
+            g_dgates += (g_out * down[start:stop].unsqueeze(0)).sum(1)
+            g_dbiases += g_out.sum(1)
+        grad_total[start:stop] = g / plan.count[start:stop]
+    grad_up.index_add_(0, plan.roots, grad_total.index_select(0, plan.roots))
+    # Up pass, parents first: each level's gradient is complete before its rows are read.
+    g_gates = up.new_zeros(2, size)
+    g_bias = up.new_zeros(size)
+    for level in reversed(range(1, len(offsets) - 1)):
+        start, stop = offsets[level], offsets[level + 1]
+        a, b = plan.internal(level)
+        g = grad_up[start:stop]
+        if up_masks is not None:
+            g = g * up_masks[start:stop]
+        index = plan.up_children[2 * a:2 * b]
+        children = up.index_select(0, index).view(-1, 2, size)
+        g_gates += (g.unsqueeze(1) * children).sum(0)
+        g_bias += g.sum(0)
+        grad_up.index_add_(0, index, (g.unsqueeze(1) * gates).view(-1, size))
+    g_leaves = grad_up[:offsets[1]]
+    if up_masks is not None:
+        g_leaves = g_leaves * up_masks[:offsets[1]]
+    return g_leaves, g_gates, g_bias, g_dgates, g_dbiases
+
+
+# Rows per Triton program: a (BLOCK, E) tile; 16 x 256 fp32 is 4 KB per operand, comfortably in registers.
+BLOCK = 16
+
+
+def _launch(n: int) -> tuple[int]:
+    return (triton_cdiv(n, BLOCK),)
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _node_ordered(down_masks) -> torch.Tensor | None:
+    """The per-level down masks as one (n_internal, 2, E) tensor in node order (the kernels index it by node)."""
+    if down_masks is None:
+        return None
+    present = [mask for mask in down_masks[1:]]
+    return torch.cat(present) if present else None
+
+
+def _forward_triton(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_masks):
+    from strae.models.propagate_kernel import down_forward, up_forward
+
+    offsets = plan.offsets
+    n_nodes, size = offsets[-1], leaves.shape[1]
+    n_level0 = offsets[1]
+    e_block = 1 << max(size - 1, 0).bit_length()
+    up = leaves.new_empty(n_nodes, size)
+    up[:n_level0] = leaves if up_masks is None else leaves * up_masks[:n_level0]
+    mask_arg = up_masks if up_masks is not None else up
+    for level in range(1, len(offsets) - 1):
+        start, stop = offsets[level], offsets[level + 1]
+        up_forward[_launch(stop - start)](up, plan.up_children, gates, bias, mask_arg, start, start - n_level0,
+                                          stop - start, E=size, E_B=e_block, BLOCK=BLOCK,
+                                          MASKED=up_masks is not None)
+    down = torch.empty_like(up)
+    ordered = _node_ordered(down_masks)
+    begin, entries = plan.down_parents
+    for level in reversed(range(len(offsets) - 1)):
+        start, stop = offsets[level], offsets[level + 1]
+        down_forward[_launch(stop - start)](down, up, begin, entries, ordered if ordered is not None else up,
+                                            dgates, dbiases, plan.count_flat, plan.root_flag, start, stop - start,
+                                            n_level0, E=size, E_B=e_block, BLOCK=BLOCK, MASKED=ordered is not None)
+    return up, down
+
+
+def _backward_triton(grad_up, grad_down, up, down, gates, dgates, plan, up_masks, down_masks):
+    from strae.models.propagate_kernel import down_backward, up_backward
+
+    offsets = plan.offsets
+    size = up.shape[1]
+    n_level0 = offsets[1]
+    e_block = 1 << max(size - 1, 0).bit_length()
+    levels = range(1, len(offsets) - 1)
+    blocks = [triton_cdiv(offsets[level + 1] - offsets[level], BLOCK) for level in levels]
+    bases = np.concatenate(([0], np.cumsum(blocks))).tolist()
+    ordered = _node_ordered(down_masks)
+    grad_total = torch.empty_like(down)
+    grad_total[:n_level0] = grad_down[:n_level0] / plan.count[:n_level0]
+    partial_down = down.new_empty(max(bases[-1], 1), 4, size)
+    for index, level in enumerate(levels):
+        start, stop = offsets[level], offsets[level + 1]
+        down_backward[(blocks[index],)](grad_total, grad_down, down, plan.down_left, plan.down_right,
+                                        ordered if ordered is not None else down, dgates, plan.count_flat,
+                                        partial_down, start, start - n_level0, stop - start, bases[index],
+                                        E=size, E_B=e_block, BLOCK=BLOCK, MASKED=ordered is not None)
+    grad_up = grad_up.index_add(0, plan.roots, grad_total.index_select(0, plan.roots))
+    pre = torch.empty_like(up)
+    partial_up = up.new_empty(max(bases[-1], 1), 3, size)
+    begin, entries = plan.up_parents
+    for level in reversed(range(len(offsets) - 1)):
+        start, stop = offsets[level], offsets[level + 1]
+        base = bases[level - 1] if level > 0 else 0
+        up_backward[_launch(stop - start)](pre, grad_up, up, begin, entries, gates,
+                                           up_masks if up_masks is not None else up, plan.up_children, partial_up,
+                                           start, start - n_level0, stop - start, base, E=size, E_B=e_block,
+                                           BLOCK=BLOCK, MASKED=up_masks is not None, INTERNAL=level > 0)
+    if bases[-1] == 0:  # no internal nodes: no partials were written
+        partial_down.zero_()
+        partial_up.zero_()
+    g_dgates_biases = partial_down[:bases[-1]].sum(0)
+    g_up_params = partial_up[:bases[-1]].sum(0)
+    return pre[:n_level0], g_up_params[:2], g_up_params[2], g_dgates_biases[:2], g_dgates_biases[2:]
+
+
+def draw_masks(sizes: list[tuple[tuple[int, ...], float]], device: torch.device,
+               dtype: torch.dtype) -> list[torch.Tensor]:
+    """``dropout_mask(shape, p)`` for each (shape, p) in order, from ONE draw of torch's generator.
+
+    Each mask takes the 64-bit draws ``dropout_mask`` would take ((numel + 3) // 4), in sequence, so on CPU (one
+    Mersenne stream) the masks are bit for bit those of drawing them one by one, as the autograd engine does
+    (tested); on CUDA one launch instead of one per level (Philox offsets differ: other masks, equally random).
+    """
+    counts = [(int(np.prod(shape)) + 3) // 4 for shape, p in sizes]
+    live = [p > 0.0 for _, p in sizes]
+    total = sum(count for count, on in zip(counts, live) if on)
+    draws = torch.empty(total, dtype=torch.int64, device=device).random_(-2 ** 63, 2 ** 63 - 1) if total else None
+    bits = draws.view(torch.int16) if draws is not None else None
+    masks: list[torch.Tensor | None] = [None] * len(sizes)
+    at, index = 0, 0
+    while index < len(sizes):
+        shape, p = sizes[index]
+        if not live[index]:
+            masks[index] = torch.ones(shape, dtype=dtype, device=device)
+            index += 1
+            continue
+        # a run of masks with the same p whose bits are contiguous (numel % 4 == 0: no unused draw bits between
+        # them) becomes one compare and one scale, then views: 2 ops per run instead of 2 per level
+        run = [index]
+        while (run[-1] + 1 < len(sizes) and live[run[-1] + 1] and sizes[run[-1] + 1][1] == p
+               and int(np.prod(sizes[run[-1]][0])) % 4 == 0):
+            run.append(run[-1] + 1)
+        numels = [int(np.prod(sizes[i][0])) for i in run]
+        keep = round((1.0 - p) * 65536)
+        block = (bits[4 * at:4 * at + sum(numels)] >= 32768 - keep).to(dtype).mul_(65536.0 / keep)
+        for i, piece in zip(run, block.split(numels)):
+            masks[i] = piece.view(sizes[i][0])
+        at += sum(counts[i] for i in run)
+        index = run[-1] + 1
+    return masks
+
+
+def propagate_handwritten(model, graph, dropout: bool,
+                          triton_levels: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """``StraeModel.propagate`` for diagonal functions, with the same dropout masks drawn in the same order.
+    ``triton_levels``: each level as one Triton kernel (CUDA, or the interpreter in tests)."""
     recipe, functions, config = model.recipe, model.functions, model.config
     p_embedding = recipe.embedding_dropout if dropout else 0.0
     p_function = recipe.function_dropout if dropout else 0.0
     offsets, size = graph.level_offsets, config.embedding_size
     leaves = model.embedding(graph.leaf_tokens)
+    device, dtype = leaves.device, leaves.dtype
+    sizes: list[tuple[tuple[int, ...], float]] = []
+    keyed = graph.up_keep is not None
+    if not keyed and (p_embedding > 0 or p_function > 0):
+        # fresh upward masks, level by level, as fast_dropout draws them in the autograd engine's up pass
+        sizes += [((offsets[level + 1] - offsets[level], size), p_embedding if level == 0 else p_function)
+                  for level in range(len(offsets) - 1)]
+    n_fresh_up = len(sizes)
+    if p_function > 0:  # downward messages, top level first, (n, 2, E) per level as the autograd engine draws
+        sizes += [((offsets[level + 1] - offsets[level], 2, size), p_function)
+                  for level in reversed(range(1, len(offsets) - 1))]
+    masks = draw_masks(sizes, device, dtype) if sizes else []
     up_masks = None
-    if p_embedding > 0 or p_function > 0:
-        if graph.up_keep is not None:
-            # The induction's keyed masks (so the graph trained is the graph induced), as apply_keep scales them.
-            scales = torch.full((offsets[-1], 1), keep_scale(p_function) if p_function > 0 else 1.0,
-                                dtype=leaves.dtype, device=leaves.device)
-            scales[:offsets[1]] = keep_scale(p_embedding) if p_embedding > 0 else 1.0
-            up_masks = graph.up_keep.to(leaves.dtype) * scales
-            if p_embedding <= 0:
-                up_masks[:offsets[1]] = 1.0
-            if p_function <= 0:
-                up_masks[offsets[1]:] = 1.0
-        else:
-            # Fresh masks, level by level, as fast_dropout draws them in the autograd engine's up pass.
-            up_masks = torch.cat([dropout_mask((offsets[level + 1] - offsets[level], size),
-                                               p_embedding if level == 0 else p_function, leaves.device,
-                                               leaves.dtype)
-                                  for level in range(len(offsets) - 1)])
+    if keyed and (p_embedding > 0 or p_function > 0):
+        # the induction's keyed masks (so the graph trained is the graph induced), scaled as apply_keep scales them
+        scales = torch.full((offsets[-1], 1), keep_scale(p_function), dtype=dtype, device=device)
+        scales[:offsets[1]] = keep_scale(p_embedding)
+        up_masks = graph.up_keep.to(dtype) * scales
+    elif n_fresh_up:
+        up_masks = torch.cat(masks[:n_fresh_up])
     down_masks = None
     if p_function > 0:
-        # Fresh masks for the downward messages, top level first, (n, 2, E) per level as the autograd engine draws.
-        down_masks = [None] * (len(offsets) - 1)
-        for level in reversed(range(1, len(offsets) - 1)):
-            down_masks[level] = dropout_mask((offsets[level + 1] - offsets[level], 2, size), p_function,
-                                             leaves.device, leaves.dtype)
-    plan = LevelPlan(graph, leaves.dtype)
+        down_masks = [None] + list(reversed(masks[n_fresh_up:]))  # indexed by level
+    plan = LevelPlan(graph, dtype)
+    if triton_levels:
+        plan.kernel_tables(graph)
     compose_gates = functions.compose_gates()
     decompose_gates = torch.sigmoid(torch.stack((functions.decompose_gate_left, functions.decompose_gate_right)))
     decompose_biases = torch.stack((functions.decompose_bias_left, functions.decompose_bias_right))
     return _Passes.apply(leaves, compose_gates, functions.compose_bias, decompose_gates, decompose_biases, plan,
-                         config.k, up_masks, down_masks)
+                         config.k, up_masks, down_masks, triton_levels)
+
+
+def self_check(model, device: torch.device) -> str | None:
+    """Run one small fixed batch through the torch and the Triton levels (forward and backward, no dropout); None
+    when they agree. Any failure (compiler, driver) is returned as the reason, so a run falls back instead of
+    stopping. Draws nothing from torch's generator (the run stays seeded as before)."""
+    generator = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([9, 1, 2, 6, 5, 9, 3])
+    ids = torch.randint(0, model.config.vocab_size, (len(lengths), int(lengths.max())), generator=generator)
+    try:
+        with torch.no_grad():
+            packed, induction = model.induce(ids.to(device), lengths.to(device), dropout=False)
+            graph = model.build(induction, packed)
+        weights = torch.linspace(-1.0, 1.0, model.config.embedding_size, device=device)
+        params = [p for p in model.parameters() if p.requires_grad]
+        results = []
+        for triton_levels in (False, True):
+            with torch.enable_grad():
+                up, down = propagate_handwritten(model, graph, False, triton_levels=triton_levels)
+                loss = (up * weights).square().sum() + (down * weights.flip(0)).sin().sum()
+                grads = torch.autograd.grad(loss, params, allow_unused=True)
+            results.append([up.detach(), down.detach()] + [g for g in grads if g is not None])
+        for name, expected, got in zip(("up", "down") + ("gradient",) * len(params), *results):
+            scale = float(expected.abs().max()) or 1.0
+            if not bool((expected - got).abs().max() <= 1e-4 * scale):
+                return f"{name} differs by up to {float((expected - got).abs().max()):.3g} (scale {scale:.3g})"
+    except Exception as error:  # a compiler, driver or device failure must not stop training: fall back, say why
+        return f"{type(error).__name__}: {error}"
+    return None

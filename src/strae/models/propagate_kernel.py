@@ -1,0 +1,154 @@
+"""The handwritten passes' levels as Triton kernels: ONE launch per level per pass (imported only on that path).
+
+models/propagation.py gives the math; these kernels do one level of it each, fused: a launch reads a block of the
+level's nodes (BLOCK rows x E columns), gathers what it needs (children's rows, or the messages of its parents
+through a CSR list), and writes the level's rows. Every sum runs in a fixed order inside one program (no atomics):
+the results are deterministic, and the per-parameter gradient sums are written per program ("partials") and added
+by torch afterwards. A Banyan step then launches ~4 kernels per tree level instead of ~80 ops.
+
+Sums follow the torch path's order (a node's messages in its CSR order = the order torch's index_add adds them);
+the GPU compiler may contract a*b+c into one FMA, so CUDA results equal the torch path's to rounding, not bitwise.
+Only long-stable ``tl`` APIs (load/store/where/sum/max, constexpr branches), as in induce_kernel.py.
+"""
+from __future__ import annotations
+
+# In a try block for `strae export`, as induce_kernel.py (imported only when the Triton passes run).
+try:
+    import triton
+    import triton.language as tl
+except ImportError:
+    raise
+
+
+@triton.jit(do_not_specialize=["start", "first", "n"])
+def up_forward(up_ptr, children_ptr, gates_ptr, bias_ptr, mask_ptr, start, first, n,
+               E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    """Level rows start..start+n: U = Mu * (gl * U[left] + gr * U[right] + b); children of internal node
+    first+r at children[2(first+r)], children[2(first+r)+1]."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, E_B)
+    valid = rows < n
+    col_ok = cols < E
+    tile = valid[:, None] & col_ok[None, :]
+    internal = (first + rows).to(tl.int64)
+    left = tl.load(children_ptr + 2 * internal, mask=valid, other=0)
+    right = tl.load(children_ptr + 2 * internal + 1, mask=valid, other=0)
+    g_left = tl.load(gates_ptr + cols, mask=col_ok, other=0.0)
+    g_right = tl.load(gates_ptr + E + cols, mask=col_ok, other=0.0)
+    bias = tl.load(bias_ptr + cols, mask=col_ok, other=0.0)
+    x_left = tl.load(up_ptr + left[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    x_right = tl.load(up_ptr + right[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    parent = x_left * g_left[None, :] + x_right * g_right[None, :] + bias[None, :]
+    node = (start + rows).to(tl.int64)
+    if MASKED:
+        parent = parent * tl.load(mask_ptr + node[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    tl.store(up_ptr + node[:, None] * E + cols[None, :], parent, mask=tile)
+
+
+@triton.jit(do_not_specialize=["start", "n", "n_level0"])
+def down_forward(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, gates_ptr, bias_ptr, count_ptr, root_ptr,
+                 start, n, n_level0, E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    """Level rows start..start+n: D = (sum of the parents' messages + U if a parentless root) / count, a message
+    from (parent p, side s) being Md[p, s] * (D[p] * h_s + c_s); a node's (p, s) are entries[begin[i]:begin[i+1]]
+    as 2p + s."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, E_B)
+    valid = rows < n
+    col_ok = cols < E
+    tile = valid[:, None] & col_ok[None, :]
+    node = (start + rows).to(tl.int64)
+    first = tl.load(begin_ptr + node, mask=valid, other=0)
+    degree = tl.load(begin_ptr + node + 1, mask=valid, other=0) - first
+    total = tl.zeros((BLOCK, E_B), dtype=tl.float32)
+    for t in range(0, tl.max(degree, axis=0)):
+        has = valid & (t < degree)
+        entry = tl.load(entries_ptr + first + t, mask=has, other=0)
+        parent = entry // 2
+        side = entry - 2 * parent
+        m = has[:, None] & col_ok[None, :]
+        message = (tl.load(down_ptr + parent[:, None] * E + cols[None, :], mask=m, other=0.0)
+                   * tl.load(gates_ptr + side[:, None] * E + cols[None, :], mask=m, other=0.0)
+                   + tl.load(bias_ptr + side[:, None] * E + cols[None, :], mask=m, other=0.0))
+        if MASKED:
+            message = message * tl.load(mask_ptr + ((parent - n_level0) * 2 + side)[:, None] * E + cols[None, :],
+                                        mask=m, other=0.0)
+        total += tl.where(m, message, 0.0)
+    root = tl.load(root_ptr + node, mask=valid, other=0)
+    own = tl.load(up_ptr + node[:, None] * E + cols[None, :], mask=tile & (root != 0)[:, None], other=0.0)
+    total += own
+    count = tl.load(count_ptr + node, mask=valid, other=1.0)
+    tl.store(down_ptr + node[:, None] * E + cols[None, :], total / count[:, None], mask=tile)
+
+
+@triton.jit(do_not_specialize=["start", "first", "n", "block_base"])
+def down_backward(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, right_ptr, mask_ptr, gates_ptr, count_ptr,
+                  partial_ptr, start, first, n, block_base,
+                  E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    """Level rows (internal nodes, children's levels done): gT = (gD + sum_s gT[child_s] * Md[., s] * h_s) / count;
+    partials (4, E) per program: sum gT[child_s] Md * D (d/dh_s), sum gT[child_s] Md (d/dc_s)."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, E_B)
+    valid = rows < n
+    col_ok = cols < E
+    tile = valid[:, None] & col_ok[None, :]
+    internal = (first + rows).to(tl.int64)
+    node = (start + rows).to(tl.int64)
+    child_left = tl.load(left_ptr + internal, mask=valid, other=0)
+    child_right = tl.load(right_ptr + internal, mask=valid, other=0)
+    g_left = tl.load(grad_total_ptr + child_left[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    g_right = tl.load(grad_total_ptr + child_right[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    if MASKED:
+        g_left = g_left * tl.load(mask_ptr + (internal * 2)[:, None] * E + cols[None, :], mask=tile, other=0.0)
+        g_right = g_right * tl.load(mask_ptr + (internal * 2 + 1)[:, None] * E + cols[None, :], mask=tile,
+                                    other=0.0)
+    h_left = tl.load(gates_ptr + cols, mask=col_ok, other=0.0)
+    h_right = tl.load(gates_ptr + E + cols, mask=col_ok, other=0.0)
+    g = (tl.load(grad_down_ptr + node[:, None] * E + cols[None, :], mask=tile, other=0.0)
+         + (g_left * h_left[None, :] + g_right * h_right[None, :]))
+    count = tl.load(count_ptr + node, mask=valid, other=1.0)
+    tl.store(grad_total_ptr + node[:, None] * E + cols[None, :], g / count[:, None], mask=tile)
+    d = tl.load(down_ptr + node[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    out = partial_ptr + (block_base + tl.program_id(0)).to(tl.int64) * 4 * E + cols
+    tl.store(out, tl.sum(g_left * d, axis=0), mask=col_ok)
+    tl.store(out + E, tl.sum(g_right * d, axis=0), mask=col_ok)
+    tl.store(out + 2 * E, tl.sum(g_left, axis=0), mask=col_ok)
+    tl.store(out + 3 * E, tl.sum(g_right, axis=0), mask=col_ok)
+
+
+@triton.jit(do_not_specialize=["start", "first", "n", "block_base"])
+def up_backward(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, gates_ptr, mask_ptr, children_ptr, partial_ptr,
+                start, first, n, block_base, E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr,
+                MASKED: tl.constexpr, INTERNAL: tl.constexpr):
+    """Level rows (parents' levels done): G = gU + sum over (p, s) of g_s * P[p]; P = G * Mu (the gradient at the
+    composition's output, what the children and the parameters receive); for internal levels, partials (3, E) per
+    program: sum P * U[left], sum P * U[right] (d/dg_l, d/dg_r), sum P (d/db)."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, E_B)
+    valid = rows < n
+    col_ok = cols < E
+    tile = valid[:, None] & col_ok[None, :]
+    node = (start + rows).to(tl.int64)
+    g = tl.load(grad_up_ptr + node[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    first_entry = tl.load(begin_ptr + node, mask=valid, other=0)
+    degree = tl.load(begin_ptr + node + 1, mask=valid, other=0) - first_entry
+    for t in range(0, tl.max(degree, axis=0)):
+        has = valid & (t < degree)
+        entry = tl.load(entries_ptr + first_entry + t, mask=has, other=0)
+        parent = entry // 2
+        side = entry - 2 * parent
+        m = has[:, None] & col_ok[None, :]
+        g += tl.where(m, tl.load(gates_ptr + side[:, None] * E + cols[None, :], mask=m, other=0.0)
+                      * tl.load(pre_ptr + parent[:, None] * E + cols[None, :], mask=m, other=0.0), 0.0)
+    if MASKED:
+        g = g * tl.load(mask_ptr + node[:, None] * E + cols[None, :], mask=tile, other=0.0)
+    tl.store(pre_ptr + node[:, None] * E + cols[None, :], g, mask=tile)
+    if INTERNAL:
+        internal = (first + rows).to(tl.int64)
+        left = tl.load(children_ptr + 2 * internal, mask=valid, other=0)
+        right = tl.load(children_ptr + 2 * internal + 1, mask=valid, other=0)
+        x_left = tl.load(up_ptr + left[:, None] * E + cols[None, :], mask=tile, other=0.0)
+        x_right = tl.load(up_ptr + right[:, None] * E + cols[None, :], mask=tile, other=0.0)
+        out = partial_ptr + (block_base + tl.program_id(0)).to(tl.int64) * 3 * E + cols
+        tl.store(out, tl.sum(g * x_left, axis=0), mask=col_ok)
+        tl.store(out + E, tl.sum(g * x_right, axis=0), mask=col_ok)
+        tl.store(out + 2 * E, tl.sum(g, axis=0), mask=col_ok)
