@@ -224,6 +224,18 @@ def test_plan_expands_experiments_without_duplicates():
                                                    "en")
 
 
+def test_the_gpu_overlay_sets_only_valid_engine_choices():
+    overlay = yaml.safe_load((REPO / "config/gpu_fast.yaml").read_text())
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    scale_keys = schema["properties"]["scale"]["properties"]
+    assert set(overlay) == {"scale"}
+    for key, value in overlay["scale"].items():
+        assert value in scale_keys[key]["enum"], key
+    config = paper_config()
+    merged = {**config, "scale": {**config["scale"], **overlay["scale"]}}
+    assert "--propagation handwritten" in plan.train_flags(merged, "banyan", "ce_diagonal_entangled_k128_u2", "en")
+
+
 def test_table_eval_targets_are_exactly_the_tables_runs():
     config = paper_config()
     tables = yaml.safe_load((REPO / "config/tables.yaml").read_text())
