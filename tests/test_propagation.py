@@ -173,7 +173,7 @@ from strae.models import propagate_kernel
 
 pointers = {  # every pointer argument's element type; the rest are i32 scalars or constexpr
     "children_ptr": "*i64", "begin_ptr": "*i64", "entries_ptr": "*i64", "left_ptr": "*i64", "right_ptr": "*i64",
-    "root_ptr": "*i8"}
+    "root_ptr": "*i64"}
 scalars = ("start", "first", "n", "n_level0", "block_base")
 for name in ("up_forward", "down_forward", "down_backward", "up_backward"):
     kernel = getattr(propagate_kernel, name)

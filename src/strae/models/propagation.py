@@ -35,63 +35,78 @@ PROPAGATION_MODES = ("autograd", "handwritten")
 
 
 class LevelPlan:
-    """Per-level index tensors of one graph for the handwritten passes (built once per graph, on its device)."""
+    """Per-level index tensors of one graph for the handwritten passes (built once per graph, on its device).
 
-    def __init__(self, graph, dtype: torch.dtype) -> None:
+    Every index array is assembled on the host and copied to the device in ONE transfer (then sliced): on a GPU
+    each small copy costs host time, and the step is host-bound."""
+
+    def __init__(self, graph, dtype: torch.dtype, triton_levels: bool = False) -> None:
         offsets = graph.level_offsets
-        n_level0 = offsets[1]
-        device = graph.device
+        n_nodes, n_level0 = offsets[-1], offsets[1]
         self.offsets = offsets
-        # Up: each parent's (left, right) children interleaved, as compose reads them ((n, 2, E) after the gather).
-        self.up_children = torch.from_numpy(np.stack((graph.left, graph.right), axis=1).reshape(-1)).to(device)
-        # Down: per level side-major ([all left children, all right children]): the order the autograd engine's
-        # routes sum a level's messages in, so the forward sums match it bit for bit.
-        down_left, down_right = graph.down_left, graph.down_right
-        self.down_children: list[torch.Tensor | None] = [None]
-        for level in range(1, len(offsets) - 1):
-            start, stop = offsets[level] - n_level0, offsets[level + 1] - n_level0
-            self.down_children.append(torch.from_numpy(np.concatenate((down_left[start:stop],
-                                                                       down_right[start:stop]))).to(device))
-        # Parentless sentence roots (their downward sum starts from their own upward row), global node ids.
-        roots = [offsets[level] + local for level, local in sorted(graph.root_local.items())]
         self.root_local = graph.root_local
-        self.roots = torch.cat(roots) if roots else torch.zeros(0, dtype=torch.long, device=device)
         # (n_nodes, 1) messages each node averages, in the passes' dtype (converted once, not per level)
         self.count = graph.down_count.to(dtype).unsqueeze(1)
-
-    def kernel_tables(self, graph) -> None:
-        """What the Triton levels read (propagate_kernel.py): for every node the (parent, side) pairs that reach
-        it, as CSR lists encoded 2 * parent + side, in the order the torch path sums them (parents' levels
-        descending, left side first, node order); down children as two arrays; a parentless-root flag per node."""
-        n_nodes, n_level0 = self.offsets[-1], self.offsets[1]
-        level = np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
-        device = self.up_children.device
-
-        def parents_csr(left: np.ndarray, right: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
-            m = len(left)
-            child = np.concatenate((left, right))
-            parent = n_level0 + np.concatenate((np.arange(m), np.arange(m)))
-            side = np.repeat(np.array([0, 1]), m)
-            order = np.lexsort((parent, side, -level[parent], child))
-            begin = np.zeros(n_nodes + 1, dtype=np.int64)
-            np.cumsum(np.bincount(child, minlength=n_nodes), out=begin[1:])
-            entries = (2 * parent + side)[order]
-            return torch.from_numpy(begin).to(device), torch.from_numpy(entries).to(device)
-
-        self.up_parents = parents_csr(graph.left, graph.right)
-        self.down_parents = (self.up_parents if graph.down_left is graph.left and graph.down_right is graph.right
-                             else parents_csr(graph.down_left, graph.down_right))
-        self.down_left = torch.from_numpy(np.ascontiguousarray(graph.down_left)).to(device)
-        self.down_right = torch.from_numpy(np.ascontiguousarray(graph.down_right)).to(device)
-        root = np.zeros(n_nodes, dtype=np.int8)
-        root[self.roots.cpu().numpy()] = 1
-        self.root_flag = torch.from_numpy(root).to(device)
-        self.count_flat = self.count.view(-1).contiguous()
+        self.count_flat = graph.down_count.to(dtype)
+        arrays = {
+            # Up: each parent's (left, right) children interleaved, as compose reads them ((n, 2, E) after a gather).
+            "up_children": np.stack((graph.left, graph.right), axis=1).reshape(-1),
+            # Parentless sentence roots (their downward sum starts from their own upward row), global node ids.
+            "roots": graph.root_nodes,
+        }
+        if triton_levels:
+            level = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+            arrays["up_begin"], arrays["up_entries"] = _parents_csr(graph.left, graph.right, level, n_level0,
+                                                                    n_nodes)
+            if graph.down_left is graph.left and graph.down_right is graph.right:
+                arrays["down_begin"], arrays["down_entries"] = arrays["up_begin"], arrays["up_entries"]
+            else:
+                arrays["down_begin"], arrays["down_entries"] = _parents_csr(graph.down_left, graph.down_right,
+                                                                            level, n_level0, n_nodes)
+            arrays["down_left"], arrays["down_right"] = graph.down_left, graph.down_right
+            root = np.zeros(n_nodes, dtype=np.int64)
+            root[graph.root_nodes] = 1
+            arrays["root_flag"] = root
+        else:
+            # Down: per level side-major ([all left children, all right children]): the order the autograd
+            # engine's routes sum a level's messages in, so the forward sums match it bit for bit. Level l's
+            # slice is [2a, 2b) for its internal range [a, b).
+            bounds = [offset - n_level0 for offset in offsets[1:]]
+            arrays["down_children"] = np.concatenate(
+                [np.concatenate((graph.down_left[a:b], graph.down_right[a:b])) for a, b in zip(bounds, bounds[1:])]
+                or [np.zeros(0, dtype=np.int64)])
+        names = list(arrays)
+        sizes = [len(arrays[name]) for name in names]
+        flat = torch.from_numpy(np.concatenate([np.asarray(arrays[name], dtype=np.int64) for name in names]))
+        for name, piece in zip(names, flat.to(graph.device).split(sizes)):
+            setattr(self, name, piece)
+        if triton_levels:
+            self.up_parents = (self.up_begin, self.up_entries)
+            self.down_parents = (self.down_begin, self.down_entries)
 
     def internal(self, level: int) -> tuple[int, int]:
         """Level ``level``'s range in the (left, right) arrays of internal nodes."""
         n_level0 = self.offsets[1]
         return self.offsets[level] - n_level0, self.offsets[level + 1] - n_level0
+
+    def down_children_of(self, level: int) -> torch.Tensor:
+        """Level ``level``'s down children, side-major (torch levels)."""
+        a, b = self.internal(level)
+        return self.down_children[2 * a:2 * b]
+
+
+def _parents_csr(left: np.ndarray, right: np.ndarray, level: np.ndarray, n_level0: int,
+                 n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """For every node the (parent, side) pairs that reach it (2 * parent + side), as a CSR list in the order the
+    torch levels sum them: parents' levels descending, left side first, node order (propagate_kernel.py reads it)."""
+    m = len(left)
+    child = np.concatenate((left, right))
+    parent = n_level0 + np.concatenate((np.arange(m), np.arange(m)))
+    side = np.repeat(np.array([0, 1]), m)
+    order = np.lexsort((parent, side, -level[parent], child))
+    begin = np.zeros(n_nodes + 1, dtype=np.int64)
+    np.cumsum(np.bincount(child, minlength=n_nodes), out=begin[1:])
+    return begin, (2 * parent + side)[order]
 
 
 def _tile(vectors: torch.Tensor, k: int) -> torch.Tensor:
@@ -154,7 +169,7 @@ def _forward_torch(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_ma
             out = down[start:stop].unsqueeze(1) * dgates + dbiases  # (n, 2, E), as decompose
             if down_masks is not None:
                 out = out * down_masks[level]
-            received.index_add_(0, plan.down_children[level], out.transpose(0, 1).reshape(-1, size))
+            received.index_add_(0, plan.down_children_of(level), out.transpose(0, 1).reshape(-1, size))
     return up, down
 
 
@@ -170,7 +185,7 @@ def _backward_torch(grad_up, grad_down, up, down, gates, dgates, plan, up_masks,
         start, stop = offsets[level], offsets[level + 1]
         g = grad_down[start:stop]
         if level > 0:
-            g_out = grad_total.index_select(0, plan.down_children[level]).view(2, stop - start, size)
+            g_out = grad_total.index_select(0, plan.down_children_of(level)).view(2, stop - start, size)
             if down_masks is not None:
                 g_out = g_out * down_masks[level].transpose(0, 1)
             g = g + (g_out[0] * dgates[0] + g_out[1] * dgates[1])
@@ -352,9 +367,7 @@ def propagate_handwritten(model, graph, dropout: bool,
     down_masks = None
     if p_function > 0:
         down_masks = [None] + list(reversed(masks[n_fresh_up:]))  # indexed by level
-    plan = LevelPlan(graph, dtype)
-    if triton_levels:
-        plan.kernel_tables(graph)
+    plan = LevelPlan(graph, dtype, triton_levels)
     compose_gates = functions.compose_gates()
     decompose_gates = torch.sigmoid(torch.stack((functions.decompose_gate_left, functions.decompose_gate_right)))
     decompose_biases = torch.stack((functions.decompose_bias_left, functions.decompose_bias_right))

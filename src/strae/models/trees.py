@@ -348,9 +348,11 @@ class Graph:
     down_right: np.ndarray
     roots: torch.Tensor  # (B,) node id of each sentence's root, batch order
     occurrence_node: np.ndarray  # (N_L + N_I,) node id of every occurrence (identity for sentential)
-    up_route: Route
-    down_route: Route
+    # (up_route, down_route), built on first use: the autograd passes need them, the handwritten ones do not
+    # (models/propagation.py), and on a GPU their host-side sorts and copies are a share of a step
+    route_factory: Callable[[], tuple[Route, Route]] = field(repr=False)
     root_local: dict[int, torch.Tensor]  # level -> local indices of parentless sentence roots (down = own up)
+    root_nodes: np.ndarray  # the same roots as global node ids, by level (host copy, for the handwritten passes)
     down_count: torch.Tensor  # (n_nodes,) number of down messages each node averages (its parents', or 1 at a root)
     node_occurrence: np.ndarray  # (n_nodes,) one occurrence of each node (entangled: the first one)
     # (n_nodes, E) bool upward dropout masks the induction used, in node order (None: induced without dropout)
@@ -358,6 +360,20 @@ class Graph:
     induction_dropout: InductionDropout | None = None
     device: torch.device = field(default=torch.device("cpu"))
     root_csr: dict[int, Csr] | None = None  # scatter='presorted': root_local's index structures (models/scatter.py)
+    _routes: tuple[Route, Route] | None = field(default=None, repr=False)
+
+    @property
+    def up_route(self) -> Route:
+        return self._built_routes()[0]
+
+    @property
+    def down_route(self) -> Route:
+        return self._built_routes()[1]
+
+    def _built_routes(self) -> tuple[Route, Route]:
+        if self._routes is None:
+            self._routes = self.route_factory()
+        return self._routes
 
     def add_roots(self, level: int, total: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
         """``total`` plus, at level ``level``'s parentless sentence roots, their own upward rows."""
@@ -463,9 +479,12 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
     n_lv = len(offsets_np) - 1
     ascending = np.arange(n_lv)
     level_sizes = np.diff(offsets_np) if scatter == "presorted" else None
-    up_route = Route.build(node_level[child], node_local[child], p_level, p_slot, ascending, device, level_sizes)
-    down_route = Route.build(p_level, p_slot, node_level[down_child], node_local[down_child], n_lv - 1 - ascending,
-                             device, level_sizes, consumer_sums=True)
+
+    def routes() -> tuple[Route, Route]:
+        up_route = Route.build(node_level[child], node_local[child], p_level, p_slot, ascending, device, level_sizes)
+        down_route = Route.build(p_level, p_slot, node_level[down_child], node_local[down_child],
+                                 n_lv - 1 - ascending, device, level_sizes, consumer_sums=True)
+        return up_route, down_route
     # Down embedding = mean over the messages of all parents (edges); a root without a parent takes its own upward
     # embedding. A sentence root that is also a constituent of another sentence in the batch (entangled only) has
     # parents and takes their messages only, as in the Banyan code: DGL's prop_nodes over the reversed graph's
@@ -489,7 +508,7 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
                  leaf_tokens=torch.from_numpy(np.ascontiguousarray(leaf_tokens)).to(device),
                  left=node_left, right=node_right, down_left=down_left, down_right=down_right,
                  roots=torch.from_numpy(node_of[induction.roots.cpu().numpy()]).to(device),
-                 occurrence_node=node_of, up_route=up_route, down_route=down_route, root_local=root_local,
+                 occurrence_node=node_of, route_factory=routes, root_local=root_local, root_nodes=root_nodes,
                  down_count=torch.from_numpy(count).to(device), node_occurrence=node_occurrence,
                  up_keep=None if induction.keep is None else
                  induction.keep[torch.from_numpy(node_occurrence).to(device)],

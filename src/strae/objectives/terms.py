@@ -20,8 +20,11 @@ import torch.nn.functional as F
 
 from strae.runtime import bf16_autocast_supported
 
-# Rows of logits per block: 256 x 25k fp32 = 25 MB, about what stays in the last-level cache.
+# Rows of logits per block: on CPU 256 x 25k fp32 = 25 MB, about what stays in the last-level cache. On a GPU the
+# block costs ~10 kernel launches whatever its size and the step is launch-bound (issue 10): 8192 rows (a whole
+# English batch's ~3.7k leaves in one block; <= 0.8 GB of fp32 logits beside the (N, V) gradient buffer).
 _ROW_BLOCK = 256
+_ROW_BLOCK_GPU = 8192
 
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):
@@ -38,8 +41,9 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         probs = torch.empty(n, weight.shape[0], dtype=compute, device=x.device)  # softmax - onehot, per row
         grad_bias = torch.zeros(weight.shape[0], dtype=torch.float32, device=x.device) if bias is not None else None
         total = torch.zeros((), dtype=torch.float64, device=x.device)
-        for start in range(0, n, _ROW_BLOCK):
-            stop = min(n, start + _ROW_BLOCK)
+        row_block = _ROW_BLOCK if x.device.type == "cpu" else _ROW_BLOCK_GPU
+        for start in range(0, n, row_block):
+            stop = min(n, start + row_block)
             rows = torch.arange(stop - start, device=x.device)
             block_targets = targets[start:stop]
             logits = xc[start:stop] @ w.T
