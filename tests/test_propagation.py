@@ -12,18 +12,21 @@ from strae.objectives import NAMES as OBJECTIVES
 from strae.recipes import load as load_recipe
 from tests.test_models_training import config, padded, tiny_corpus
 
-CASES = {  # structure, recipe: banyan = keyed masks from the induction; strae_0_1 = fresh masks (no induction
-    # dropout); selfstrae = the node_id decoder child order (sentential only)
-    "entangled-keyed": ("entangled", "banyan"),
-    "entangled-fresh": ("entangled", "strae_0_1"),
-    "sentential-keyed": ("sentential", "banyan"),
-    "sentential-node-id": ("sentential", "selfstrae"),
+CASES = {  # structure, recipe, functions: banyan = keyed masks from the induction; strae_0_1 = fresh masks (no
+    # induction dropout); selfstrae = the node_id decoder child order (sentential only)
+    "entangled-keyed": ("entangled", "banyan", "diagonal"),
+    "entangled-fresh": ("entangled", "strae_0_1", "diagonal"),
+    "sentential-keyed": ("sentential", "banyan", "diagonal"),
+    "sentential-node-id": ("sentential", "selfstrae", "diagonal"),
+    "selfstrae": ("sentential", "selfstrae", "linear"),
+    "entangled-linear-fresh": ("entangled", "strae_0_1", "linear"),
 }
+N_PARAMETERS = {"diagonal": 8, "linear": 5}  # the embedding + the functions' parameters
 
 
-def _passes(propagation: str, structure: str, recipe: str, dtype: torch.dtype, dropout: bool):
+def _passes(propagation: str, structure: str, recipe: str, functions: str, dtype: torch.dtype, dropout: bool):
     torch.manual_seed(0)
-    model = StraeModel(config("ce", structure, "diagonal", k=8, u=3), load_recipe(recipe),
+    model = StraeModel(config("ce", structure, functions, k=8, u=3), load_recipe(recipe),
                        propagation=propagation).to(dtype).train()
     ids, lengths = padded(tiny_corpus(40, seed=2))
     torch.manual_seed(1)
@@ -39,16 +42,16 @@ def _passes(propagation: str, structure: str, recipe: str, dtype: torch.dtype, d
 @pytest.mark.parametrize("dropout", [True, False])
 @pytest.mark.parametrize("case", CASES)
 def test_same_forward_bitwise_and_same_gradients(case, dropout):
-    structure, recipe = CASES[case]
-    up, down, grads = _passes("autograd", structure, recipe, torch.float64, dropout)
-    up_h, down_h, grads_h = _passes("handwritten", structure, recipe, torch.float64, dropout)
+    structure, recipe, functions = CASES[case]
+    up, down, grads = _passes("autograd", structure, recipe, functions, torch.float64, dropout)
+    up_h, down_h, grads_h = _passes("handwritten", structure, recipe, functions, torch.float64, dropout)
     assert torch.equal(up, up_h) and torch.equal(down, down_h)
-    assert set(grads) == set(grads_h) and len(grads) == 8  # embedding + the 7 diagonal parameters
+    assert set(grads) == set(grads_h) and len(grads) == N_PARAMETERS[functions]
     for name in grads:
         torch.testing.assert_close(grads_h[name], grads[name], rtol=1e-12, atol=1e-12, msg=name)
     # float32: the forward still bitwise; the backward sums in another order (rounding only)
-    up, down, grads = _passes("autograd", structure, recipe, torch.float32, dropout)
-    up_h, down_h, grads_h = _passes("handwritten", structure, recipe, torch.float32, dropout)
+    up, down, grads = _passes("autograd", structure, recipe, functions, torch.float32, dropout)
+    up_h, down_h, grads_h = _passes("handwritten", structure, recipe, functions, torch.float32, dropout)
     assert torch.equal(up, up_h) and torch.equal(down, down_h)
     for name in grads:  # relative to the largest entry: a parameter's entries differ in size by orders
         assert (grads_h[name] - grads[name]).abs().max() <= 1e-5 * grads[name].abs().max(), name
@@ -56,14 +59,14 @@ def test_same_forward_bitwise_and_same_gradients(case, dropout):
 
 def test_dropout_really_differs_from_no_dropout():
     # guards the test above against masks that silently do nothing
-    up, down, _ = _passes("handwritten", "entangled", "banyan", torch.float64, True)
-    up_eval, down_eval, _ = _passes("handwritten", "entangled", "banyan", torch.float64, False)
+    up, down, _ = _passes("handwritten", "entangled", "banyan", "diagonal", torch.float64, True)
+    up_eval, down_eval, _ = _passes("handwritten", "entangled", "banyan", "diagonal", torch.float64, False)
     assert not torch.equal(up, up_eval) and not torch.equal(down, down_eval)
 
 
-def _trained(objective: str, structure: str, propagation: str):
+def _trained(objective: str, structure: str, functions: str, propagation: str):
     torch.manual_seed(0)
-    model = StraeModel(config(objective, structure, "diagonal"), propagation=propagation).train()
+    model = StraeModel(config(objective, structure, functions), propagation=propagation).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     ids, lengths = padded(tiny_corpus(24))
     losses = []
@@ -77,19 +80,18 @@ def _trained(objective: str, structure: str, propagation: str):
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
-@pytest.mark.parametrize("structure", ["entangled", "sentential"])
-def test_training_follows_the_autograd_engine(objective, structure):
-    losses, weights = _trained(objective, structure, "autograd")
-    losses_h, weights_h = _trained(objective, structure, "handwritten")
+@pytest.mark.parametrize("structure,functions", [("entangled", "diagonal"), ("sentential", "diagonal"),
+                                                 ("sentential", "linear")])
+def test_training_follows_the_autograd_engine(objective, structure, functions):
+    losses, weights = _trained(objective, structure, functions, "autograd")
+    losses_h, weights_h = _trained(objective, structure, functions, "handwritten")
     assert losses[0] == losses_h[0]  # the first forward is the same function of the same weights and masks
     assert losses_h == pytest.approx(losses, rel=1e-5)
     for name in weights:
         torch.testing.assert_close(weights_h[name], weights[name], rtol=1e-4, atol=1e-5, msg=name)
 
 
-def test_refused_where_it_is_not_derived():
-    with pytest.raises(ValueError, match="derived for diagonal functions"):
-        StraeModel(config("ce", "sentential", "linear"), propagation="handwritten")
+def test_an_unknown_propagation_is_refused():
     with pytest.raises(ValueError, match="propagation 'tape' is not one of autograd, handwritten"):
         StraeModel(config("ce", "entangled", "diagonal"), propagation="tape")
 
@@ -97,6 +99,9 @@ def test_refused_where_it_is_not_derived():
 # ------------------------------------------------------------------------------------- the Triton level kernels
 # conftest.py sets TRITON_INTERPRET=1: the kernels run on Triton's CPU interpreter (correctness, not speed).
 triton = pytest.importorskip("triton")
+
+
+TRITON_CASES = [case for case, (_, _, functions) in CASES.items() if functions == "diagonal"]
 
 
 def _levels(structure: str, recipe: str, dropout: bool, triton_levels: bool):
@@ -115,9 +120,9 @@ def _levels(structure: str, recipe: str, dropout: bool, triton_levels: bool):
 
 
 @pytest.mark.parametrize("dropout", [True, False])
-@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("case", TRITON_CASES)
 def test_triton_levels_compute_the_torch_levels(case, dropout):
-    structure, recipe = CASES[case]
+    structure, recipe, _ = CASES[case]
     up, down, grads = _levels(structure, recipe, dropout, triton_levels=False)
     up_t, down_t, grads_t = _levels(structure, recipe, dropout, triton_levels=True)
     torch.testing.assert_close(up_t, up, rtol=1e-6, atol=1e-7)
@@ -134,6 +139,8 @@ def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_record
     assert (choice.used, choice.reason) == ("triton", "the induction runs Triton; first-use check passed")
     assert StraeModel(cfg, propagation="handwritten").levels_choice(torch.device("cpu")).used == "torch"
     assert StraeModel(cfg).levels_choice(torch.device("cpu")).used == "autograd"
+    linear = StraeModel(config("ce", "sentential", "linear"), induction_kernel="triton", propagation="handwritten")
+    assert linear.levels_choice(torch.device("cpu")).used == "torch"  # the Triton levels are diagonal-only
     # and a model trained two steps on them follows the torch levels
     results = []
     for kernel in ("torch", "triton"):

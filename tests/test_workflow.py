@@ -219,9 +219,8 @@ def test_plan_expands_experiments_without_duplicates():
     handwritten = {**config, "scale": {**config["scale"], "propagation": "handwritten"}}
     assert plan.train_flags(handwritten, "banyan", "contrastive_diagonal_entangled_k128_u2", "en").endswith(
         " --propagation handwritten")
-    # derived for diagonal functions only: linear settings under the same config keep autograd
-    assert "--propagation" not in plan.train_flags(handwritten, "selfstrae", "contrastive_linear_sentential_k16_u16",
-                                                   "en")
+    assert plan.train_flags(handwritten, "selfstrae", "contrastive_linear_sentential_k16_u16", "en").endswith(
+        " --propagation handwritten")
 
 
 def test_the_gpu_overlay_sets_only_valid_engine_choices():

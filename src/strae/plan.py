@@ -220,8 +220,7 @@ def train_flags(config: dict[str, Any], model: str, setting: str, language: str 
         flags.append("--nondeterministic")
     if scale.get("scatter", "index_add") != "index_add":  # likewise: only a non-default engine choice is spelled
         flags.append(f"--scatter {scale['scatter']}")
-    # the hand-derived passes exist for diagonal functions; other settings keep autograd (the same config serves all)
-    if scale.get("propagation", "autograd") != "autograd" and parts["functions"] == "diagonal":
+    if scale.get("propagation", "autograd") != "autograd":
         flags.append(f"--propagation {scale['propagation']}")
     return " ".join(flags)
 

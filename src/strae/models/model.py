@@ -43,12 +43,9 @@ class StraeModel(nn.Module):
             raise ValueError(f"scatter {scatter!r} is not one of {', '.join(SCATTER_MODES)}")
         self.scatter = scatter
         # How the up and down passes are differentiated (models/propagation.py): torch autograd over each level's
-        # ops, or one function with a hand-derived backward (diagonal functions only). Same forward numbers.
+        # ops, or one function with a hand-derived backward. Same forward numbers.
         if propagation not in PROPAGATION_MODES:
             raise ValueError(f"propagation {propagation!r} is not one of {', '.join(PROPAGATION_MODES)}")
-        if propagation == "handwritten" and config.functions != "diagonal":
-            raise ValueError(f"propagation 'handwritten' is derived for diagonal functions (Banyan); functions "
-                             f"{config.functions!r} propagate with autograd")
         self.propagation = propagation
         # The engine of the no-grad induction (models/fused.py): auto | torch | triton, resolved per device type.
         if induction_kernel not in INDUCTION_KERNELS:
@@ -127,9 +124,10 @@ class StraeModel(nn.Module):
             induction = self.kernel_choice(device)
             if self.propagation != "handwritten":
                 choice = KernelChoice("auto", "autograd", "propagation autograd")
-            elif induction.used != "triton" or self.embedding.weight.dtype != torch.float32:
-                choice = KernelChoice("auto", "torch", "the induction runs torch" if induction.used != "triton"
-                                      else "the Triton levels are fp32")
+            elif induction.used != "triton":
+                choice = KernelChoice("auto", "torch", "the induction runs torch")
+            elif self.config.functions != "diagonal" or self.embedding.weight.dtype != torch.float32:
+                choice = KernelChoice("auto", "torch", "the Triton levels are written for fp32 diagonal functions")
             else:
                 problem = levels_self_check(self, device)
                 choice = (KernelChoice("auto", "torch", f"the Triton levels failed their first-use check: {problem}")

@@ -119,32 +119,112 @@ def _untile(rows: torch.Tensor, k: int) -> torch.Tensor:
     return rows.view(rows.shape[0], k, -1).sum(1)
 
 
+class _Diagonal:
+    """Banyan Eq. 7-8 on (n, E) rows, its forward op for op as ``DiagonalFunctions`` (so the same numbers), and its
+    adjoints. Parameters: the sigmoid gates (2, u) and bias (u) of compose, the gates and biases (2, u) of
+    decompose (autograd differentiates the sigmoid outside); tiled to E once per pass."""
+
+    def __init__(self, params, k: int) -> None:
+        compose_gates, compose_bias, decompose_gates, decompose_biases = params
+        self.k = k
+        self.gates, self.bias = _tile(compose_gates, k), compose_bias.repeat(k)
+        self.dgates, self.dbiases = _tile(decompose_gates, k), _tile(decompose_biases, k)
+        self.grads = [torch.zeros_like(self.gates), torch.zeros_like(self.bias), torch.zeros_like(self.dgates),
+                      torch.zeros_like(self.dbiases)]
+
+    def compose(self, children: torch.Tensor) -> torch.Tensor:  # (n, 2, E) -> (n, E)
+        weighted = children * self.gates
+        return weighted[:, 0] + weighted[:, 1] + self.bias
+
+    def decompose(self, parent: torch.Tensor) -> torch.Tensor:  # (n, E) -> (n, 2, E)
+        return parent.unsqueeze(1) * self.dgates + self.dbiases
+
+    def compose_backward(self, g: torch.Tensor, children: torch.Tensor) -> torch.Tensor:
+        self.grads[0] += (g.unsqueeze(1) * children).sum(0)
+        self.grads[1] += g.sum(0)
+        return g.unsqueeze(1) * self.gates  # (n, 2, E)
+
+    def decompose_backward(self, g_out: torch.Tensor, parent: torch.Tensor) -> torch.Tensor:
+        """``g_out``: (2, n, E) side-major gradients of the two messages -> (n, E)."""
+        self.grads[2] += (g_out * parent.unsqueeze(0)).sum(1)
+        self.grads[3] += g_out.sum(1)
+        return g_out[0] * self.dgates[0] + g_out[1] * self.dgates[1]
+
+    def param_grads(self) -> tuple[torch.Tensor, ...]:
+        k = self.k
+        return (_untile(self.grads[0], k), self.grads[1].view(k, -1).sum(0), _untile(self.grads[2], k),
+                _untile(self.grads[3], k))
+
+
+class _Linear:
+    """Self-StrAE's per-channel linear functions (SemEval-2024 Eq. 2-3), forward op for op as ``LinearFunctions``,
+    and their adjoints. Parameters: compose weight (2u, u) and bias (u), decompose weight (u, 2u) and bias (2u)."""
+
+    def __init__(self, params, k: int) -> None:
+        self.weight, self.bias, self.dweight, self.dbias = params
+        self.k, self.u = k, self.weight.shape[1]
+        self.grads = [torch.zeros_like(p) for p in params]
+
+    def _pairs(self, children: torch.Tensor) -> torch.Tensor:  # (n, 2, E) -> (n, k, 2u): hcat(left_c, right_c)
+        n = children.shape[0]
+        return children.reshape(n, 2, self.k, self.u).transpose(1, 2).reshape(n, self.k, 2 * self.u)
+
+    def _unpairs(self, pairs: torch.Tensor) -> torch.Tensor:  # (n, k, 2u) -> (n, 2, E)
+        n = pairs.shape[0]
+        return pairs.reshape(n, self.k, 2, self.u).transpose(1, 2).reshape(n, 2, self.k * self.u)
+
+    def compose(self, children: torch.Tensor) -> torch.Tensor:
+        n = children.shape[0]
+        return (self._pairs(children) @ self.weight + self.bias).reshape(n, self.k * self.u)
+
+    def decompose(self, parent: torch.Tensor) -> torch.Tensor:
+        n = parent.shape[0]
+        return self._unpairs(parent.reshape(n, self.k, self.u) @ self.dweight + self.dbias)
+
+    def compose_backward(self, g: torch.Tensor, children: torch.Tensor) -> torch.Tensor:
+        n, u = g.shape[0], self.u
+        g = g.reshape(n, self.k, u)
+        self.grads[0] += self._pairs(children).reshape(-1, 2 * u).T @ g.reshape(-1, u)
+        self.grads[1] += g.sum((0, 1))
+        return self._unpairs(g @ self.weight.T)
+
+    def decompose_backward(self, g_out: torch.Tensor, parent: torch.Tensor) -> torch.Tensor:
+        n, u = parent.shape[0], self.u
+        g = self._pairs(g_out.transpose(0, 1))  # (n, k, 2u)
+        self.grads[2] += parent.reshape(-1, u).T @ g.reshape(-1, 2 * u)
+        self.grads[3] += g.sum((0, 1))
+        return (g @ self.dweight.T).reshape(n, self.k * u)
+
+    def param_grads(self) -> tuple[torch.Tensor, ...]:
+        return tuple(self.grads)
+
+
+_KINDS = {"diagonal": _Diagonal, "linear": _Linear}
+
+
 class _Passes(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, leaves, compose_gates, compose_bias, decompose_gates, decompose_biases, plan, k, up_masks,
-                down_masks, triton_levels):
-        gates, bias = _tile(compose_gates, k), compose_bias.repeat(k)
-        dgates, dbiases = _tile(decompose_gates, k), _tile(decompose_biases, k)
+    def forward(ctx, leaves, plan, kind, k, up_masks, down_masks, triton_levels, *params):
+        functions = _KINDS[kind](params, k)
         run = _forward_triton if triton_levels else _forward_torch
-        up, down = run(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_masks)
-        ctx.plan, ctx.k, ctx.up_masks, ctx.down_masks, ctx.triton_levels = plan, k, up_masks, down_masks, triton_levels
-        ctx.save_for_backward(up, down, gates, dgates)
+        up, down = run(leaves, functions, plan, up_masks, down_masks)
+        ctx.plan, ctx.kind, ctx.k, ctx.up_masks, ctx.down_masks = plan, kind, k, up_masks, down_masks
+        ctx.triton_levels = triton_levels
+        ctx.save_for_backward(up, down, *params)
         return up, down
 
     @staticmethod
     def backward(ctx, grad_up, grad_down):
-        up, down, gates, dgates = ctx.saved_tensors
+        up, down, *params = ctx.saved_tensors
+        functions = _KINDS[ctx.kind](params, ctx.k)
         grad_up = torch.zeros_like(up) if grad_up is None else grad_up.contiguous()
         grad_down = torch.zeros_like(down) if grad_down is None else grad_down.contiguous()
         run = _backward_triton if ctx.triton_levels else _backward_torch
-        g_leaves, g_gates, g_bias, g_dgates, g_dbiases = run(grad_up, grad_down, up, down, gates, dgates, ctx.plan,
-                                                             ctx.up_masks, ctx.down_masks)
-        k = ctx.k
-        return (g_leaves, _untile(g_gates, k), g_bias.view(k, -1).sum(0), _untile(g_dgates, k),
-                _untile(g_dbiases, k), None, None, None, None, None)
+        g_leaves = run(grad_up, grad_down, up, down, functions, ctx.plan, ctx.up_masks, ctx.down_masks)
+        return (g_leaves, None, None, None, None, None, None, *functions.param_grads())
 
 
-def _forward_torch(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_masks):
+def _forward_torch(leaves, functions, plan, up_masks, down_masks):
     offsets = plan.offsets
     n_nodes, size = offsets[-1], leaves.shape[1]
     up = leaves.new_empty(n_nodes, size)
@@ -152,9 +232,7 @@ def _forward_torch(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_ma
     for level in range(1, len(offsets) - 1):
         start, stop = offsets[level], offsets[level + 1]
         a, b = plan.internal(level)
-        children = up.index_select(0, plan.up_children[2 * a:2 * b]).view(-1, 2, size)
-        weighted = children * gates
-        parent = weighted[:, 0] + weighted[:, 1] + bias
+        parent = functions.compose(up.index_select(0, plan.up_children[2 * a:2 * b]).view(-1, 2, size))
         up[start:stop] = parent if up_masks is None else parent * up_masks[start:stop]
     down = torch.empty_like(up)
     received = torch.zeros_like(up)
@@ -166,21 +244,19 @@ def _forward_torch(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_ma
             total = total.index_add(0, roots, up[start:stop].index_select(0, roots))
         down[start:stop] = total / plan.count[start:stop]
         if level > 0:
-            out = down[start:stop].unsqueeze(1) * dgates + dbiases  # (n, 2, E), as decompose
+            out = functions.decompose(down[start:stop])  # (n, 2, E)
             if down_masks is not None:
                 out = out * down_masks[level]
             received.index_add_(0, plan.down_children_of(level), out.transpose(0, 1).reshape(-1, size))
     return up, down
 
 
-def _backward_torch(grad_up, grad_down, up, down, gates, dgates, plan, up_masks, down_masks):
+def _backward_torch(grad_up, grad_down, up, down, functions, plan, up_masks, down_masks):
     offsets = plan.offsets
     size = up.shape[1]
     grad_up = grad_up.clone()
     # Down pass, children first: gT = d loss / d (a node's summed messages), i.e. its total gradient / count.
     grad_total = torch.empty_like(down)
-    g_dgates = down.new_zeros(2, size)
-    g_dbiases = down.new_zeros(2, size)
     for level in range(len(offsets) - 1):
         start, stop = offsets[level], offsets[level + 1]
         g = grad_down[start:stop]
@@ -188,14 +264,10 @@ def _backward_torch(grad_up, grad_down, up, down, gates, dgates, plan, up_masks,
             g_out = grad_total.index_select(0, plan.down_children_of(level)).view(2, stop - start, size)
             if down_masks is not None:
                 g_out = g_out * down_masks[level].transpose(0, 1)
-            g = g + (g_out[0] * dgates[0] + g_out[1] * dgates[1])
-            g_dgates += (g_out * down[start:stop].unsqueeze(0)).sum(1)
-            g_dbiases += g_out.sum(1)
+            g = g + functions.decompose_backward(g_out, down[start:stop])
         grad_total[start:stop] = g / plan.count[start:stop]
     grad_up.index_add_(0, plan.roots, grad_total.index_select(0, plan.roots))
     # Up pass, parents first: each level's gradient is complete before its rows are read.
-    g_gates = up.new_zeros(2, size)
-    g_bias = up.new_zeros(size)
     for level in reversed(range(1, len(offsets) - 1)):
         start, stop = offsets[level], offsets[level + 1]
         a, b = plan.internal(level)
@@ -203,14 +275,12 @@ def _backward_torch(grad_up, grad_down, up, down, gates, dgates, plan, up_masks,
         if up_masks is not None:
             g = g * up_masks[start:stop]
         index = plan.up_children[2 * a:2 * b]
-        children = up.index_select(0, index).view(-1, 2, size)
-        g_gates += (g.unsqueeze(1) * children).sum(0)
-        g_bias += g.sum(0)
-        grad_up.index_add_(0, index, (g.unsqueeze(1) * gates).view(-1, size))
+        g_children = functions.compose_backward(g, up.index_select(0, index).view(-1, 2, size))
+        grad_up.index_add_(0, index, g_children.reshape(-1, size))
     g_leaves = grad_up[:offsets[1]]
     if up_masks is not None:
         g_leaves = g_leaves * up_masks[:offsets[1]]
-    return g_leaves, g_gates, g_bias, g_dgates, g_dbiases
+    return g_leaves
 
 
 # Rows per Triton program: a (BLOCK, E) tile; 16 x 256 fp32 is 4 KB per operand, comfortably in registers.
@@ -233,7 +303,7 @@ def _node_ordered(down_masks) -> torch.Tensor | None:
     return torch.cat(present) if present else None
 
 
-def _forward_triton(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_masks):
+def _forward_triton(leaves, functions, plan, up_masks, down_masks):
     from strae.models.propagate_kernel import down_forward, up_forward
 
     offsets = plan.offsets
@@ -245,8 +315,8 @@ def _forward_triton(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_m
     mask_arg = up_masks if up_masks is not None else up
     for level in range(1, len(offsets) - 1):
         start, stop = offsets[level], offsets[level + 1]
-        up_forward[_launch(stop - start)](up, plan.up_children, gates, bias, mask_arg, start, start - n_level0,
-                                          stop - start, E=size, E_B=e_block, BLOCK=BLOCK,
+        up_forward[_launch(stop - start)](up, plan.up_children, functions.gates, functions.bias, mask_arg, start,
+                                          start - n_level0, stop - start, E=size, E_B=e_block, BLOCK=BLOCK,
                                           MASKED=up_masks is not None)
     down = torch.empty_like(up)
     ordered = _node_ordered(down_masks)
@@ -254,12 +324,13 @@ def _forward_triton(leaves, gates, bias, dgates, dbiases, plan, up_masks, down_m
     for level in reversed(range(len(offsets) - 1)):
         start, stop = offsets[level], offsets[level + 1]
         down_forward[_launch(stop - start)](down, up, begin, entries, ordered if ordered is not None else up,
-                                            dgates, dbiases, plan.count_flat, plan.root_flag, start, stop - start,
-                                            n_level0, E=size, E_B=e_block, BLOCK=BLOCK, MASKED=ordered is not None)
+                                            functions.dgates, functions.dbiases, plan.count_flat, plan.root_flag,
+                                            start, stop - start, n_level0, E=size, E_B=e_block, BLOCK=BLOCK,
+                                            MASKED=ordered is not None)
     return up, down
 
 
-def _backward_triton(grad_up, grad_down, up, down, gates, dgates, plan, up_masks, down_masks):
+def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, down_masks):
     from strae.models.propagate_kernel import down_backward, up_backward
 
     offsets = plan.offsets
@@ -276,7 +347,7 @@ def _backward_triton(grad_up, grad_down, up, down, gates, dgates, plan, up_masks
     for index, level in enumerate(levels):
         start, stop = offsets[level], offsets[level + 1]
         down_backward[(blocks[index],)](grad_total, grad_down, down, plan.down_left, plan.down_right,
-                                        ordered if ordered is not None else down, dgates, plan.count_flat,
+                                        ordered if ordered is not None else down, functions.dgates, plan.count_flat,
                                         partial_down, start, start - n_level0, stop - start, bases[index],
                                         E=size, E_B=e_block, BLOCK=BLOCK, MASKED=ordered is not None)
     grad_up = grad_up.index_add(0, plan.roots, grad_total.index_select(0, plan.roots))
@@ -286,7 +357,7 @@ def _backward_triton(grad_up, grad_down, up, down, gates, dgates, plan, up_masks
     for level in reversed(range(len(offsets) - 1)):
         start, stop = offsets[level], offsets[level + 1]
         base = bases[level - 1] if level > 0 else 0
-        up_backward[_launch(stop - start)](pre, grad_up, up, begin, entries, gates,
+        up_backward[_launch(stop - start)](pre, grad_up, up, begin, entries, functions.gates,
                                            up_masks if up_masks is not None else up, plan.up_children, partial_up,
                                            start, start - n_level0, stop - start, base, E=size, E_B=e_block,
                                            BLOCK=BLOCK, MASKED=up_masks is not None, INTERNAL=level > 0)
@@ -295,7 +366,8 @@ def _backward_triton(grad_up, grad_down, up, down, gates, dgates, plan, up_masks
         partial_up.zero_()
     g_dgates_biases = partial_down[:bases[-1]].sum(0)
     g_up_params = partial_up[:bases[-1]].sum(0)
-    return pre[:n_level0], g_up_params[:2], g_up_params[2], g_dgates_biases[:2], g_dgates_biases[2:]
+    functions.grads = [g_up_params[:2], g_up_params[2], g_dgates_biases[:2], g_dgates_biases[2:]]
+    return pre[:n_level0]
 
 
 def draw_masks(sizes: list[tuple[tuple[int, ...], float]], device: torch.device,
@@ -368,11 +440,14 @@ def propagate_handwritten(model, graph, dropout: bool,
     if p_function > 0:
         down_masks = [None] + list(reversed(masks[n_fresh_up:]))  # indexed by level
     plan = LevelPlan(graph, dtype, triton_levels)
-    compose_gates = functions.compose_gates()
-    decompose_gates = torch.sigmoid(torch.stack((functions.decompose_gate_left, functions.decompose_gate_right)))
-    decompose_biases = torch.stack((functions.decompose_bias_left, functions.decompose_bias_right))
-    return _Passes.apply(leaves, compose_gates, functions.compose_bias, decompose_gates, decompose_biases, plan,
-                         config.k, up_masks, down_masks, triton_levels)
+    if config.functions == "diagonal":
+        params = (functions.compose_gates(), functions.compose_bias,
+                  torch.sigmoid(torch.stack((functions.decompose_gate_left, functions.decompose_gate_right))),
+                  torch.stack((functions.decompose_bias_left, functions.decompose_bias_right)))
+    else:
+        params = (functions.compose_weight, functions.compose_bias, functions.decompose_weight,
+                  functions.decompose_bias)
+    return _Passes.apply(leaves, plan, config.functions, config.k, up_masks, down_masks, triton_levels, *params)
 
 
 def self_check(model, device: torch.device) -> str | None:
