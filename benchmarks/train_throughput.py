@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="as `strae train --scatter`: torch's index_add or host-presorted sums (models/scatter.py)")
     parser.add_argument("--propagation", default="autograd", choices=PROPAGATION_MODES,
                         help="as `strae train --propagation`: autograd or the hand-derived backward "
-                        "(models/propagation.py; diagonal functions)")
+                        "(models/propagation.py)")
     parser.add_argument("--nondeterministic", action="store_true",
                         help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "
                         "deterministic kernels, as strae train; compare the two to measure what determinism costs)")

@@ -3,14 +3,15 @@
 Why: on a GPU a Banyan step is host-bound. Outside the (fused) induction, the ~29-level up and down passes run
 ~2,500 small torch ops per step under autograd (gathers, splits, cats, index_adds, their backward nodes), each a
 Python call, an autograd record and a kernel launch (H100, 2026-11-25: forward 50 ms + backward 41 ms of a 73 ms
-warm step... per step, with the GPU mostly idle). The passes are simple enough to differentiate by hand: with
-diagonal functions (Banyan Eq. 7-8) every node is an elementwise affine function of two rows, so both passes and
-both backward passes are one level-synchronous loop each, over one node buffer, with a handful of ops per level and
-no autograd graph inside.
+warm step, with the GPU mostly idle). The passes are simple enough to differentiate by hand: every node is an
+affine function of two rows (diagonal functions, Banyan Eq. 7-8: elementwise; linear, Self-StrAE: per channel), so
+both passes and both backward passes are one level-synchronous loop each, over one node buffer, with a handful of
+ops per level and no autograd graph inside.
 
 Nodes are numbered level by level (``Graph``: level 0 = leaves, a parent's level above both children's), so level
 l's rows are one contiguous slice of the buffer and its children are rows of lower levels, already computed.
 
+Written for diagonal functions (the linear ones swap in their per-channel products, ``_Linear``):
 Forward, up (levels ascending):  U[i] = Mu[i] * (gl * U[left i] + gr * U[right i] + b)        (Mu: upward dropout)
 Forward, down (levels descending): D[i] = (sum over messages to i + (U[i] if i is a parentless root)) / count[i],
     a parent p sends side s the message  Md[p, s] * (D[p] * hs + cs)                              (Md: fresh dropout)
@@ -21,8 +22,8 @@ Backward, up (levels descending, parents first): gU_total[c] = gU[c] + sum over 
 
 Numbers: the forward is the autograd engine's, op for op, with the same dropout masks drawn from torch's generator
 in the same order (same sizes, same sequence), and messages summed in the same order: bitwise equal on CPU (tested).
-The backward sums in another order: equal to rounding (tested in float64 and float32). Diagonal functions only;
-``StraeModel`` refuses ``handwritten`` with linear functions (Self-StrAE), whose passes keep autograd.
+The backward sums in another order: equal to rounding (tested in float64 and float32). Both function kinds run
+these torch levels; with diagonal functions on CUDA each level is one Triton kernel (propagate_kernel.py).
 """
 from __future__ import annotations
 
