@@ -30,6 +30,24 @@ def padded(sentences):
     return ids, torch.tensor([len(s) for s in sentences])
 
 
+def trained_briefly(cfg: ModelConfig, steps: int, n_sentences: int = 24, **engine) -> tuple[list[float], dict]:
+    """Seed 0, Adam lr 1e-2, ``steps`` steps on a tiny corpus with the recipe's dropouts on (so the dropout masks
+    must match draw for draw too); ``engine``: StraeModel's engine choices (scatter, propagation, induction kernel).
+    Returns the losses and the final weights."""
+    torch.manual_seed(0)
+    model = StraeModel(cfg, **engine).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    ids, lengths = padded(tiny_corpus(n_sentences))
+    losses = []
+    for _ in range(steps):
+        loss, _ = model.loss(ids, lengths)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    return losses, model.state_dict()
+
+
 def config(objective: str, structure: str, functions: str, **extra) -> ModelConfig:
     values = dict(model="banyan", structure=structure, functions=functions, objective=objective, k=4, u=2,
                   vocab_size=VOCAB)

@@ -10,7 +10,7 @@ import torch
 from strae.models.model import StraeModel
 from strae.objectives import NAMES as OBJECTIVES
 from strae.recipes import load as load_recipe
-from tests.test_models_training import config, padded, tiny_corpus
+from tests.test_models_training import config, padded, tiny_corpus, trained_briefly
 
 CASES = {  # structure, recipe, functions: banyan = keyed masks from the induction; strae_0_1 = fresh masks (no
     # induction dropout); selfstrae = the node_id decoder child order (sentential only)
@@ -65,18 +65,7 @@ def test_dropout_really_differs_from_no_dropout():
 
 
 def _trained(objective: str, structure: str, functions: str, propagation: str):
-    torch.manual_seed(0)
-    model = StraeModel(config(objective, structure, functions), propagation=propagation).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    ids, lengths = padded(tiny_corpus(24))
-    losses = []
-    for _ in range(4):
-        loss, _ = model.loss(ids, lengths)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss.detach()))
-    return losses, model.state_dict()
+    return trained_briefly(config(objective, structure, functions), 4, propagation=propagation)
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
@@ -142,18 +131,8 @@ def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_record
     linear = StraeModel(config("ce", "sentential", "linear"), induction_kernel="triton", propagation="handwritten")
     assert linear.levels_choice(torch.device("cpu")).used == "torch"  # the Triton levels are diagonal-only
     # and a model trained two steps on them follows the torch levels
-    results = []
-    for kernel in ("torch", "triton"):
-        torch.manual_seed(0)
-        model = StraeModel(cfg, induction_kernel=kernel, propagation="handwritten").train()
-        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-        ids, lengths = padded(tiny_corpus(16))
-        for _ in range(2):
-            loss, _ = model.loss(ids, lengths)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-        results.append(model.state_dict())
+    results = [trained_briefly(cfg, 2, n_sentences=16, induction_kernel=kernel, propagation="handwritten")[1]
+               for kernel in ("torch", "triton")]
     for name in results[0]:
         torch.testing.assert_close(results[1][name], results[0][name], rtol=1e-4, atol=1e-5, msg=name)
 

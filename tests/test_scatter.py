@@ -9,7 +9,7 @@ import torch
 from strae.models.model import StraeModel
 from strae.models.scatter import Csr, gather_rows, scatter_sum
 from strae.objectives import NAMES as OBJECTIVES
-from tests.test_models_training import config, padded, tiny_corpus
+from tests.test_models_training import config, trained_briefly
 
 CASES = {  # (index, size): repeated destinations, one item each with gaps, a permutation, nothing
     "repeats": (np.random.default_rng(0).integers(0, 37, 500), 40),
@@ -48,18 +48,7 @@ def test_an_index_out_of_range_is_refused():
 
 
 def _trained(objective, structure, functions, scatter):
-    torch.manual_seed(0)
-    model = StraeModel(config(objective, structure, functions), scatter=scatter).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    ids, lengths = padded(tiny_corpus(24))
-    losses = []
-    for _ in range(3):  # the recipe's dropouts are on: the masks must match draw for draw too
-        loss, _ = model.loss(ids, lengths)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss.detach()))
-    return losses, model.state_dict()
+    return trained_briefly(config(objective, structure, functions), 3, scatter=scatter)
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)

@@ -20,16 +20,31 @@ except ImportError:
     raise
 
 
+@triton.jit
+def _block(n, E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr):
+    """This program's rows (a BLOCK of the level's n nodes) and columns (E of E_B), with their masks."""
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    cols = tl.arange(0, E_B)
+    valid = rows < n
+    col_ok = cols < E
+    return rows, cols, valid, col_ok, valid[:, None] & col_ok[None, :]
+
+
+@triton.jit
+def _parent_entry(entries_ptr, first, t, degree, valid, col_ok):
+    """The t-th (parent, side) pair of each row's CSR list, and the tile mask of the rows that have one."""
+    has = valid & (t < degree)
+    entry = tl.load(entries_ptr + first + t, mask=has, other=0)
+    parent = entry // 2
+    return parent, entry - 2 * parent, has[:, None] & col_ok[None, :]
+
+
 @triton.jit(do_not_specialize=["start", "first", "n"])
 def up_forward(up_ptr, children_ptr, gates_ptr, bias_ptr, mask_ptr, start, first, n,
                E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
     """Level rows start..start+n: U = Mu * (gl * U[left] + gr * U[right] + b); children of internal node
     first+r at children[2(first+r)], children[2(first+r)+1]."""
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.arange(0, E_B)
-    valid = rows < n
-    col_ok = cols < E
-    tile = valid[:, None] & col_ok[None, :]
+    rows, cols, valid, col_ok, tile = _block(n, E, E_B, BLOCK)
     internal = (first + rows).to(tl.int64)
     left = tl.load(children_ptr + 2 * internal, mask=valid, other=0)
     right = tl.load(children_ptr + 2 * internal + 1, mask=valid, other=0)
@@ -51,21 +66,13 @@ def down_forward(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, gates_ptr, 
     """Level rows start..start+n: D = (sum of the parents' messages + U if a parentless root) / count, a message
     from (parent p, side s) being Md[p, s] * (D[p] * h_s + c_s); a node's (p, s) are entries[begin[i]:begin[i+1]]
     as 2p + s."""
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.arange(0, E_B)
-    valid = rows < n
-    col_ok = cols < E
-    tile = valid[:, None] & col_ok[None, :]
+    rows, cols, valid, col_ok, tile = _block(n, E, E_B, BLOCK)
     node = (start + rows).to(tl.int64)
     first = tl.load(begin_ptr + node, mask=valid, other=0)
     degree = tl.load(begin_ptr + node + 1, mask=valid, other=0) - first
     total = tl.zeros((BLOCK, E_B), dtype=tl.float32)
     for t in range(0, tl.max(degree, axis=0)):
-        has = valid & (t < degree)
-        entry = tl.load(entries_ptr + first + t, mask=has, other=0)
-        parent = entry // 2
-        side = entry - 2 * parent
-        m = has[:, None] & col_ok[None, :]
+        parent, side, m = _parent_entry(entries_ptr, first, t, degree, valid, col_ok)
         message = (tl.load(down_ptr + parent[:, None] * E + cols[None, :], mask=m, other=0.0)
                    * tl.load(gates_ptr + side[:, None] * E + cols[None, :], mask=m, other=0.0)
                    + tl.load(bias_ptr + side[:, None] * E + cols[None, :], mask=m, other=0.0))
@@ -86,11 +93,7 @@ def down_backward(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, right_ptr, 
                   E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
     """Level rows (internal nodes, children's levels done): gT = (gD + sum_s gT[child_s] * Md[., s] * h_s) / count;
     partials (4, E) per program: sum gT[child_s] Md * D (d/dh_s), sum gT[child_s] Md (d/dc_s)."""
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.arange(0, E_B)
-    valid = rows < n
-    col_ok = cols < E
-    tile = valid[:, None] & col_ok[None, :]
+    rows, cols, valid, col_ok, tile = _block(n, E, E_B, BLOCK)
     internal = (first + rows).to(tl.int64)
     node = (start + rows).to(tl.int64)
     child_left = tl.load(left_ptr + internal, mask=valid, other=0)
@@ -122,21 +125,13 @@ def up_backward(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, gates_ptr,
     """Level rows (parents' levels done): G = gU + sum over (p, s) of g_s * P[p]; P = G * Mu (the gradient at the
     composition's output, what the children and the parameters receive); for internal levels, partials (3, E) per
     program: sum P * U[left], sum P * U[right] (d/dg_l, d/dg_r), sum P (d/db)."""
-    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    cols = tl.arange(0, E_B)
-    valid = rows < n
-    col_ok = cols < E
-    tile = valid[:, None] & col_ok[None, :]
+    rows, cols, valid, col_ok, tile = _block(n, E, E_B, BLOCK)
     node = (start + rows).to(tl.int64)
     g = tl.load(grad_up_ptr + node[:, None] * E + cols[None, :], mask=tile, other=0.0)
     first_entry = tl.load(begin_ptr + node, mask=valid, other=0)
     degree = tl.load(begin_ptr + node + 1, mask=valid, other=0) - first_entry
     for t in range(0, tl.max(degree, axis=0)):
-        has = valid & (t < degree)
-        entry = tl.load(entries_ptr + first_entry + t, mask=has, other=0)
-        parent = entry // 2
-        side = entry - 2 * parent
-        m = has[:, None] & col_ok[None, :]
+        parent, side, m = _parent_entry(entries_ptr, first_entry, t, degree, valid, col_ok)
         g += tl.where(m, tl.load(gates_ptr + side[:, None] * E + cols[None, :], mask=m, other=0.0)
                       * tl.load(pre_ptr + parent[:, None] * E + cols[None, :], mask=m, other=0.0), 0.0)
     if MASKED:
