@@ -13,9 +13,10 @@ train``) in this process, the interruption through its ``step_callback`` hook, a
 
 Without ``--data-dir`` a tiny corpus (a SentencePiece model and a few hundred random sentences) is made in the work
 folder. The line also gives each part's seconds, torch, the device and the first run's recorded
-``provenance.determinism`` and ``provenance.induction_kernel`` (train.json). Arguments after ``--`` go to every
-``strae train`` call (e.g. ``-- --induction-kernel torch``). Exit status 1 when a check fails. On SIGTERM (a
-caller's ``timeout``) the line is printed with the part that did not finish as ``stopped(SIGTERM)``.
+``provenance.determinism``, ``provenance.induction_kernel`` and ``provenance.propagation`` (train.json). Arguments
+after ``--`` go to every ``strae train`` call (e.g. ``-- --induction-kernel torch``). Exit status 1 when a check
+fails. On SIGTERM (a caller's ``timeout``) the line is printed with the part that did not finish as
+``stopped(SIGTERM)``.
 """
 from __future__ import annotations
 
@@ -149,7 +150,15 @@ def recorded(run_dir: Path) -> str:
     return (f"provenance.determinism={json.dumps(block.get('determinism'), separators=(',', ':'), sort_keys=True)} "
             f"provenance.induction_kernel={kernel.get('used')} "
             f"provenance.induction_kernel.requested={kernel.get('requested')} "
-            f"provenance.induction_kernel.reason={str(kernel.get('reason')).replace(chr(10), ' ')!r}")
+            f"provenance.induction_kernel.reason={str(kernel.get('reason')).replace(chr(10), ' ')!r} "
+            f"provenance.propagation={_propagation(block.get('propagation'))}")
+
+
+def _propagation(record) -> str:
+    """mode/levels engine (e.g. handwritten/triton) of a train.json's provenance.propagation ('-' before it existed)."""
+    if not isinstance(record, dict):
+        return "-"
+    return f"{record.get('mode')}/{(record.get('levels') or {}).get('used')}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

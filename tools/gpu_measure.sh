@@ -7,17 +7,22 @@
 # stdout/stderr to $OUT/logs/STEP.{out,err}. A step that fails or runs out of time adds a "[step] FAILED" line with
 # its stderr tail and the next step runs. Steps, in order (budget = its own time limit; the whole run also stops
 # starting steps at the deadline, so the sum of the budgets may exceed it):
-#   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 #   banyan-triton     train_throughput, Banyan, fused Triton induction        budget  90 s (first compile)
 #   banyan-handwritten  the same with --propagation handwritten (Triton level kernels)   budget 70 s (compiles)
+#   cuda-checks-handwritten  cuda_checks (determinism + resume) of that engine, 60 steps budget 150 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
-#   banyan-nondeterministic  the same with --nondeterministic (what determinism costs)  budget 50 s
+#   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (torch levels) budget 60 s
+#   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
+#   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
 #   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
 #   selfstrae-triton  train_throughput, Self-StrAE CECO k16 u16, Triton       budget  80 s
 #   concurrent        concurrent_throughput 1,4,8 copies of banyan-triton     budget 200 s
 #   cuda-checks       cuda_checks: determinism + resume, Banyan, 60 steps     budget 150 s
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
-# Knobs (environment): OUT (default ./gpu-measure), PYTHON (default python), GPU_MEASURE_DEADLINE_S (555),
+#   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
+# The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
+# one call reaches about the first six; ONLY="name name ..." runs just those steps (e.g. a second call).
+# Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python), GPU_MEASURE_DEADLINE_S (555),
 # DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5 untimed steps first: the Triton
 # kernel compiles once per new batch shape, 2026-11-25's H100 run timed one compile with 2 warm-up steps), RUNS (1,4,8), CHECK_STEPS (60),
 # ROBERTA_BATCH (64), ROBERTA_STEPS (100), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
@@ -54,6 +59,9 @@ step() {
     shift 2
     local left=$((DEADLINE_S - (SECONDS - START)))
     local limit=$((budget < left ? budget : left))
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then
+        return
+    fi
     echo "# [$name] budget ${budget} s; ${left} s of ${DEADLINE_S} left" >&2
     if ((limit < 15)); then
         record "[$name] SKIPPED: ${left} s of the ${DEADLINE_S} s deadline left"
@@ -95,16 +103,24 @@ gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
 print(f"torch={torch.__version__} triton={version} cuda_available={torch.cuda.is_available()} gpu={gpu!r}")
 ' 2>&1 | tr '\n' ' ')"
 
-# budget 70 s: ~15 s start-up (CUDA context, batches) + 24 steps at ~0.19 s + the profiled steps + GEMM rate
-step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
-# budget 90 s: as above plus the first Triton compile and the first-use check (later steps hit the disk cache)
+# budget 90 s: ~15 s start-up (CUDA context, batches) + the first Triton compile and first-use check + 25 steps
 step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton
 # budget 70 s: the up/down passes as one function with a hand-derived backward, each level one Triton kernel
 # (models/propagation.py, propagate_kernel.py; compiles 4 kernels on first use, then a first-use check)
 step banyan-handwritten 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten
+# budget 150 s: four strae train runs (60 + 60 + 30 + 40 steps at batch 512) with the engine a campaign would use
+step cuda-checks-handwritten 150 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
+    --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}" -- --propagation handwritten
 step banyan-handwritten-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton \
     --propagation handwritten --nondeterministic
-# budget 50 s: the same step without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
+# budget 60 s: Self-StrAE's linear functions run the handwritten torch levels (no Triton levels for them yet)
+step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation handwritten
+# budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
+step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
+    --log-dir "$LOGS" -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation handwritten \
+    --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
+# budget 50 s: banyan-triton without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
 step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic
 # budget 50 s: deterministic again, the message passing's sums presorted on the host (models/scatter.py)
 step banyan-presorted 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --scatter presorted
@@ -120,5 +136,7 @@ step cuda-checks 150 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-
 # budget 60 s: RoBERTa-medium (table6 shape) MLM, batch 64, 100 timed steps per layout at ~20 steps/s
 step roberta 60 "$PY" benchmarks/roberta_throughput.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
     --steps "$ROBERTA_STEPS" --precision bf16 --attention sdpa --packing none,sentences "${ROBERTA_DATA[@]}"
+# budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)
+step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
 
 record "# gpu_measure done in $((SECONDS - START)) s"
