@@ -90,14 +90,11 @@ def test_an_unknown_propagation_is_refused():
 triton = pytest.importorskip("triton")
 
 
-TRITON_CASES = [case for case, (_, _, functions) in CASES.items() if functions == "diagonal"]
-
-
-def _levels(structure: str, recipe: str, dropout: bool, triton_levels: bool):
+def _levels(structure: str, recipe: str, functions: str, dropout: bool, triton_levels: bool):
     from strae.models.propagation import propagate_handwritten
 
     torch.manual_seed(0)
-    model = StraeModel(config("ce", structure, "diagonal", k=8, u=3), load_recipe(recipe)).train()
+    model = StraeModel(config("ce", structure, functions, k=8, u=3), load_recipe(recipe)).train()
     ids, lengths = padded(tiny_corpus(40, seed=2))
     torch.manual_seed(1)
     graph = model.graph(ids, lengths)
@@ -109,11 +106,11 @@ def _levels(structure: str, recipe: str, dropout: bool, triton_levels: bool):
 
 
 @pytest.mark.parametrize("dropout", [True, False])
-@pytest.mark.parametrize("case", TRITON_CASES)
+@pytest.mark.parametrize("case", CASES)
 def test_triton_levels_compute_the_torch_levels(case, dropout):
-    structure, recipe, _ = CASES[case]
-    up, down, grads = _levels(structure, recipe, dropout, triton_levels=False)
-    up_t, down_t, grads_t = _levels(structure, recipe, dropout, triton_levels=True)
+    structure, recipe, functions = CASES[case]
+    up, down, grads = _levels(structure, recipe, functions, dropout, triton_levels=False)
+    up_t, down_t, grads_t = _levels(structure, recipe, functions, dropout, triton_levels=True)
     torch.testing.assert_close(up_t, up, rtol=1e-6, atol=1e-7)
     torch.testing.assert_close(down_t, down, rtol=1e-6, atol=1e-7)
     assert set(grads) == set(grads_t)
@@ -129,7 +126,7 @@ def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_record
     assert StraeModel(cfg, propagation="handwritten").levels_choice(torch.device("cpu")).used == "torch"
     assert StraeModel(cfg).levels_choice(torch.device("cpu")).used == "autograd"
     linear = StraeModel(config("ce", "sentential", "linear"), induction_kernel="triton", propagation="handwritten")
-    assert linear.levels_choice(torch.device("cpu")).used == "torch"  # the Triton levels are diagonal-only
+    assert linear.levels_choice(torch.device("cpu")).used == "triton"
     # and a model trained two steps on them follows the torch levels
     results = [trained_briefly(cfg, 2, n_sentences=16, induction_kernel=kernel, propagation="handwritten")[1]
                for kernel in ("torch", "triton")]
@@ -161,22 +158,27 @@ pointers = {  # every pointer argument's element type; the rest are i32 scalars 
     "children_ptr": "*i64", "begin_ptr": "*i64", "entries_ptr": "*i64", "left_ptr": "*i64", "right_ptr": "*i64",
     "root_ptr": "*i64"}
 scalars = ("start", "first", "n", "n_level0", "block_base")
-for name in ("up_forward", "down_forward", "down_backward", "up_backward"):
-    kernel = getattr(propagate_kernel, name)
-    constants = {key: value for key, value in dict(E=256, E_B=256, BLOCK=16, MASKED=True, INTERNAL=True).items()
-                 if key in kernel.arg_names}
-    signature = {arg: ("constexpr" if arg in constants else "i32" if arg in scalars else
-                                     pointers.get(arg, "*fp32")) for arg in kernel.arg_names}
-    compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constants),
-                              target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    assert "cubin" in compiled.asm, (name, sorted(compiled.asm))
-    print(name, "compiled")
+shapes = [("", dict(E=256, E_B=256, BLOCK=16))]  # diagonal: Banyan's E
+shapes += [("_linear", dict(K=k, U=u, E=k * u, K_B=k, U_B=u, BLOCK=8))  # SemEval Table 2's k x u grid
+           for k, u in ((8, 32), (16, 16), (32, 8), (64, 4), (128, 2), (256, 1))]
+for suffix, shape in shapes:
+    for name in ("up_forward", "down_forward", "down_backward", "up_backward"):
+        kernel = getattr(propagate_kernel, name + suffix)
+        constants = {key: value for key, value in dict(shape, MASKED=True, INTERNAL=True).items()
+                     if key in kernel.arg_names}
+        signature = {arg: ("constexpr" if arg in constants else "i32" if arg in scalars else
+                           pointers.get(arg, "*fp32")) for arg in kernel.arg_names}
+        compiled = triton.compile(ASTSource(fn=kernel, signature=signature, constexprs=constants),
+                                  target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+        assert "cubin" in compiled.asm, (name, sorted(compiled.asm))
+        print(name + suffix, shape.get("U", ""), "compiled")
 """
 
 
 def test_the_level_kernels_compile_for_an_h100_without_one(tmp_path):
     """As tests/test_fused_induction.py does for the induction: the interpreter does not type-check like the
-    compiler, so compile each level kernel to an sm_90 cubin (triton ships ptxas) in a non-interpreting process."""
+    compiler, so compile each level kernel to an sm_90 cubin (triton ships ptxas) in a non-interpreting process:
+    the diagonal ones at Banyan's E, the linear ones at every k x u of SemEval Table 2."""
     import os
     import subprocess
     import sys
@@ -188,4 +190,4 @@ def test_the_level_kernels_compile_for_an_h100_without_one(tmp_path):
     env["TRITON_CACHE_DIR"] = str(tmp_path)
     env["TRITON_DEFAULT_FP_FUSION"] = "1"
     result = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0 and result.stdout.count("compiled") == 4, result.stderr[-3000:]
+    assert result.returncode == 0 and result.stdout.count("compiled") == 4 * 7, result.stderr[-3000:]

@@ -11,7 +11,7 @@
 #   banyan-handwritten  the same with --propagation handwritten (Triton level kernels)   budget 70 s (compiles)
 #   cuda-checks-handwritten  cuda_checks (determinism + resume) of that engine, 60 steps budget 150 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
-#   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (torch levels) budget 60 s
+#   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
 #   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
@@ -113,7 +113,7 @@ step cuda-checks-handwritten 150 "$PY" benchmarks/cuda_checks.py --device "$DEVI
     --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}" -- --propagation handwritten
 step banyan-handwritten-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton \
     --propagation handwritten --nondeterministic
-# budget 60 s: Self-StrAE's linear functions run the handwritten torch levels (no Triton levels for them yet)
+# budget 60 s: Self-StrAE's linear functions, the handwritten passes' linear Triton levels
 step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group

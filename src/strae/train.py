@@ -121,8 +121,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "measured yet); the same numbers either way; recorded in train.json")
     p.add_argument("--propagation", default="autograd", choices=PROPAGATION_MODES,
                    help="how the up and down passes are differentiated: autograd over each level's ops, or one "
-                   "function with a hand-derived backward (models/propagation.py; on CUDA with diagonal functions each "
-                   "tree level is one Triton kernel); same forward numbers, gradients equal to rounding; recorded "
+                   "function with a hand-derived backward (models/propagation.py; on CUDA each tree level is one "
+                   "Triton kernel); same forward numbers, gradients equal to rounding; recorded "
                    "in train.json")
     p.add_argument("--nondeterministic", action="store_true",
                    help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")

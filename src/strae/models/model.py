@@ -126,8 +126,8 @@ class StraeModel(nn.Module):
                 choice = KernelChoice("auto", "autograd", "propagation autograd")
             elif induction.used != "triton":
                 choice = KernelChoice("auto", "torch", "the induction runs torch")
-            elif self.config.functions != "diagonal" or self.embedding.weight.dtype != torch.float32:
-                choice = KernelChoice("auto", "torch", "the Triton levels are written for fp32 diagonal functions")
+            elif self.embedding.weight.dtype != torch.float32:
+                choice = KernelChoice("auto", "torch", "the Triton levels are written for fp32")
             else:
                 problem = levels_self_check(self, device)
                 choice = (KernelChoice("auto", "torch", f"the Triton levels failed their first-use check: {problem}")

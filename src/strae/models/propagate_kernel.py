@@ -4,7 +4,8 @@ models/propagation.py gives the math; these kernels do one level of it each, fus
 level's nodes (BLOCK rows x E columns), gathers what it needs (children's rows, or the messages of its parents
 through a CSR list), and writes the level's rows. Every sum runs in a fixed order inside one program (no atomics):
 the results are deterministic, and the per-parameter gradient sums are written per program ("partials") and added
-by torch afterwards. A Banyan step then launches ~4 kernels per tree level instead of ~80 ops.
+by torch afterwards. A step then launches ~4 kernels per tree level instead of ~80 ops. Diagonal functions work
+on (BLOCK nodes, E) tiles; linear ones (further down) on one node's (channels, channel size) tile at a time.
 
 Sums follow the torch path's order (a node's messages in its CSR order = the order torch's index_add adds them);
 the GPU compiler may contract a*b+c into one FMA, so CUDA results equal the torch path's to rounding, not bitwise.
@@ -147,3 +148,195 @@ def up_backward(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, gates_ptr,
         tl.store(out, tl.sum(g * x_left, axis=0), mask=col_ok)
         tl.store(out + E, tl.sum(g * x_right, axis=0), mask=col_ok)
         tl.store(out + 2 * E, tl.sum(g, axis=0), mask=col_ok)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Linear functions (Self-StrAE): per channel c, compose = [l_c, r_c] (2u) @ W (2u, u) + b and decompose = p_c @ Wd
+# (u, 2u) + bd, the (u, u) blocks shared by the k channels. A node is a (K_B, U_B) tile (channels x channel size);
+# products are broadcast-multiply-sums over a (K_B, U_B, U_B) block (tl.dot needs sizes >= 16; u is 1..32 here).
+# A program walks BLOCK nodes one after another, so the weights are loaded once and the weight-gradient partials
+# are summed in registers over its nodes.
+
+
+@triton.jit
+def _node_tile(K: tl.constexpr, U: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr):
+    """Flat element c * U + i of each (channel, position) of a node's tile, and the mask of the real ones."""
+    channel = tl.arange(0, K_B)
+    within = tl.arange(0, U_B)
+    return channel[:, None] * U + within[None, :], (channel[:, None] < K) & (within[None, :] < U)
+
+
+@triton.jit
+def _live_tile(in_row, row, n):
+    """``in_row`` where ``row`` < ``n`` (a scalar condition), as a tile mask (a scalar & a tile is not one in
+    Triton's interpreter)."""
+    return in_row & ((row + tl.zeros(in_row.shape, dtype=tl.int32)) < n)
+
+
+@triton.jit
+def _square(ptr, row_stride, U: tl.constexpr, U_B: tl.constexpr):
+    """The (U, U) block at ``ptr`` whose rows are ``row_stride`` apart (zero-padded to U_B)."""
+    within = tl.arange(0, U_B)
+    inside = (within[:, None] < U) & (within[None, :] < U)
+    return tl.load(ptr + within[:, None] * row_stride + within[None, :], mask=inside, other=0.0)
+
+
+@triton.jit
+def _times(x, w):
+    """out[c, j] = sum_i x[c, i] w[i, j]: each channel's row times the block."""
+    return tl.sum(x[:, :, None] * w[None, :, :], axis=1)
+
+
+@triton.jit
+def _times_transposed(x, w):
+    """out[c, i] = sum_j x[c, j] w[i, j]: each channel's row times the block's transpose (the adjoint of _times)."""
+    return tl.sum(x[:, None, :] * w[None, :, :], axis=2)
+
+
+@triton.jit
+def _outer(a, b):
+    """sum over channels of a[c, i] b[c, j]: a block's gradient."""
+    return tl.sum(a[:, :, None] * b[:, None, :], axis=0)
+
+
+@triton.jit(do_not_specialize=["start", "first", "n"])
+def up_forward_linear(up_ptr, children_ptr, w_ptr, b_ptr, mask_ptr, start, first, n,
+                      K: tl.constexpr, U: tl.constexpr, E: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr,
+                      BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    element, in_row = _node_tile(K, U, K_B, U_B)
+    within = tl.arange(0, U_B)
+    w_left = _square(w_ptr, U, U, U_B)
+    w_right = _square(w_ptr + U * U, U, U, U_B)
+    bias = tl.load(b_ptr + within, mask=within < U, other=0.0)
+    for r in range(0, BLOCK):
+        row = tl.program_id(0) * BLOCK + r
+        live = row < n
+        m = _live_tile(in_row, row, n)
+        internal = (first + row).to(tl.int64)
+        left = tl.load(children_ptr + 2 * internal, mask=live, other=0)
+        right = tl.load(children_ptr + 2 * internal + 1, mask=live, other=0)
+        parent = (_times(tl.load(up_ptr + left * E + element, mask=m, other=0.0), w_left)
+                  + _times(tl.load(up_ptr + right * E + element, mask=m, other=0.0), w_right) + bias[None, :])
+        node = (start + row).to(tl.int64)
+        if MASKED:
+            parent = parent * tl.load(mask_ptr + node * E + element, mask=m, other=0.0)
+        tl.store(up_ptr + node * E + element, parent, mask=m)
+
+
+@triton.jit(do_not_specialize=["start", "n", "n_level0"])
+def down_forward_linear(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, wd_ptr, bd_ptr, count_ptr, root_ptr,
+                        start, n, n_level0, K: tl.constexpr, U: tl.constexpr, E: tl.constexpr, K_B: tl.constexpr,
+                        U_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    element, in_row = _node_tile(K, U, K_B, U_B)
+    within = tl.arange(0, U_B)
+    for r in range(0, BLOCK):
+        row = tl.program_id(0) * BLOCK + r
+        live = row < n
+        m = _live_tile(in_row, row, n)
+        node = (start + row).to(tl.int64)
+        total = tl.zeros((K_B, U_B), dtype=tl.float32)
+        for t in range(tl.load(begin_ptr + node, mask=live, other=0), tl.load(begin_ptr + node + 1, mask=live,
+                                                                                other=0)):
+            entry = tl.load(entries_ptr + t)
+            parent = entry // 2
+            side = entry - 2 * parent
+            # the side's (u, u) block of Wd (u, 2u) and its half of bd (2u)
+            message = (_times(tl.load(down_ptr + parent * E + element, mask=in_row, other=0.0),
+                              _square(wd_ptr + side * U, 2 * U, U, U_B))
+                       + tl.load(bd_ptr + side * U + within, mask=within < U, other=0.0)[None, :])
+            if MASKED:
+                message = message * tl.load(mask_ptr + ((parent - n_level0) * 2 + side) * E + element, mask=in_row,
+                                            other=0.0)
+            total += tl.where(in_row, message, 0.0)
+        root = tl.load(root_ptr + node, mask=live, other=0)
+        total += tl.load(up_ptr + node * E + element, mask=_live_tile(m, 0, root), other=0.0)  # root: 0 or 1
+        count = tl.load(count_ptr + node, mask=live, other=1.0)
+        tl.store(down_ptr + node * E + element, total / count, mask=m)
+
+
+@triton.jit(do_not_specialize=["start", "first", "n", "block_base"])
+def down_backward_linear(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, right_ptr, mask_ptr, wd_ptr, count_ptr,
+                         partial_ptr, start, first, n, block_base, K: tl.constexpr, U: tl.constexpr,
+                         E: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr, BLOCK: tl.constexpr,
+                         MASKED: tl.constexpr):
+    """As down_backward; partials per program: d/dWd's two (u, u) blocks, then d/dbd's two halves."""
+    element, in_row = _node_tile(K, U, K_B, U_B)
+    within = tl.arange(0, U_B)
+    wd_left = _square(wd_ptr, 2 * U, U, U_B)
+    wd_right = _square(wd_ptr + U, 2 * U, U, U_B)
+    acc_left = tl.zeros((U_B, U_B), dtype=tl.float32)
+    acc_right = tl.zeros((U_B, U_B), dtype=tl.float32)
+    acc_b_left = tl.zeros((U_B,), dtype=tl.float32)
+    acc_b_right = tl.zeros((U_B,), dtype=tl.float32)
+    for r in range(0, BLOCK):
+        row = tl.program_id(0) * BLOCK + r
+        live = row < n
+        m = _live_tile(in_row, row, n)
+        internal = (first + row).to(tl.int64)
+        node = (start + row).to(tl.int64)
+        child_left = tl.load(left_ptr + internal, mask=live, other=0)
+        child_right = tl.load(right_ptr + internal, mask=live, other=0)
+        g_left = tl.load(grad_total_ptr + child_left * E + element, mask=m, other=0.0)
+        g_right = tl.load(grad_total_ptr + child_right * E + element, mask=m, other=0.0)
+        if MASKED:
+            g_left = g_left * tl.load(mask_ptr + (internal * 2) * E + element, mask=m, other=0.0)
+            g_right = g_right * tl.load(mask_ptr + (internal * 2 + 1) * E + element, mask=m, other=0.0)
+        g = (tl.load(grad_down_ptr + node * E + element, mask=m, other=0.0)
+             + (_times_transposed(g_left, wd_left) + _times_transposed(g_right, wd_right)))
+        count = tl.load(count_ptr + node, mask=live, other=1.0)
+        tl.store(grad_total_ptr + node * E + element, g / count, mask=m)
+        d = tl.load(down_ptr + node * E + element, mask=m, other=0.0)
+        acc_left += _outer(d, g_left)
+        acc_right += _outer(d, g_right)
+        acc_b_left += tl.sum(g_left, axis=0)
+        acc_b_right += tl.sum(g_right, axis=0)
+    out = partial_ptr + (block_base + tl.program_id(0)).to(tl.int64) * (2 * U * U + 2 * U)
+    square = within[:, None] * U + within[None, :]
+    inside = (within[:, None] < U) & (within[None, :] < U)
+    tl.store(out + square, acc_left, mask=inside)
+    tl.store(out + U * U + square, acc_right, mask=inside)
+    tl.store(out + 2 * U * U + within, acc_b_left, mask=within < U)
+    tl.store(out + 2 * U * U + U + within, acc_b_right, mask=within < U)
+
+
+@triton.jit(do_not_specialize=["start", "first", "n", "block_base"])
+def up_backward_linear(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, w_ptr, mask_ptr, children_ptr,
+                       partial_ptr, start, first, n, block_base, K: tl.constexpr, U: tl.constexpr, E: tl.constexpr,
+                       K_B: tl.constexpr, U_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr,
+                       INTERNAL: tl.constexpr):
+    """As up_backward; partials per program (internal levels): d/dW's left and right (u, u) blocks, then d/db."""
+    element, in_row = _node_tile(K, U, K_B, U_B)
+    within = tl.arange(0, U_B)
+    acc_left = tl.zeros((U_B, U_B), dtype=tl.float32)
+    acc_right = tl.zeros((U_B, U_B), dtype=tl.float32)
+    acc_b = tl.zeros((U_B,), dtype=tl.float32)
+    for r in range(0, BLOCK):
+        row = tl.program_id(0) * BLOCK + r
+        live = row < n
+        m = _live_tile(in_row, row, n)
+        node = (start + row).to(tl.int64)
+        g = tl.load(grad_up_ptr + node * E + element, mask=m, other=0.0)
+        for t in range(tl.load(begin_ptr + node, mask=live, other=0), tl.load(begin_ptr + node + 1, mask=live,
+                                                                                other=0)):
+            entry = tl.load(entries_ptr + t)
+            parent = entry // 2
+            side = entry - 2 * parent
+            g += _times_transposed(tl.load(pre_ptr + parent * E + element, mask=in_row, other=0.0),
+                                   _square(w_ptr + side * U * U, U, U, U_B))
+        if MASKED:
+            g = g * tl.load(mask_ptr + node * E + element, mask=m, other=0.0)
+        tl.store(pre_ptr + node * E + element, g, mask=m)
+        if INTERNAL:
+            internal = (first + row).to(tl.int64)
+            left = tl.load(children_ptr + 2 * internal, mask=live, other=0)
+            right = tl.load(children_ptr + 2 * internal + 1, mask=live, other=0)
+            acc_left += _outer(tl.load(up_ptr + left * E + element, mask=m, other=0.0), g)
+            acc_right += _outer(tl.load(up_ptr + right * E + element, mask=m, other=0.0), g)
+            acc_b += tl.sum(g, axis=0)
+    if INTERNAL:
+        out = partial_ptr + (block_base + tl.program_id(0)).to(tl.int64) * (2 * U * U + U)
+        square = within[:, None] * U + within[None, :]
+        inside = (within[:, None] < U) & (within[None, :] < U)
+        tl.store(out + square, acc_left, mask=inside)
+        tl.store(out + U * U + square, acc_right, mask=inside)
+        tl.store(out + 2 * U * U + within, acc_b, mask=within < U)

@@ -22,8 +22,8 @@ Backward, up (levels descending, parents first): gU_total[c] = gU[c] + sum over 
 
 Numbers: the forward is the autograd engine's, op for op, with the same dropout masks drawn from torch's generator
 in the same order (same sizes, same sequence), and messages summed in the same order: bitwise equal on CPU (tested).
-The backward sums in another order: equal to rounding (tested in float64 and float32). Both function kinds run
-these torch levels; with diagonal functions on CUDA each level is one Triton kernel (propagate_kernel.py).
+The backward sums in another order: equal to rounding (tested in float64 and float32). On CUDA (where the induction
+runs Triton) each level is one Triton kernel instead, for both function kinds (propagate_kernel.py).
 """
 from __future__ import annotations
 
@@ -288,10 +288,6 @@ def _backward_torch(grad_up, grad_down, up, down, functions, plan, up_masks, dow
 BLOCK = 16
 
 
-def _launch(n: int) -> tuple[int]:
-    return (triton_cdiv(n, BLOCK),)
-
-
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -304,70 +300,108 @@ def _node_ordered(down_masks) -> torch.Tensor | None:
     return torch.cat(present) if present else None
 
 
-def _forward_triton(leaves, functions, plan, up_masks, down_masks):
-    from strae.models.propagate_kernel import down_forward, up_forward
+# Nodes per program of the linear kernels (walked one after another: the weights load once per program).
+LINEAR_BLOCK = 8
 
+
+def _pow2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def _shape_args(functions, size: int) -> tuple[int, dict]:
+    """(nodes per program, the kernels' shape constants) for ``functions``' Triton levels."""
+    if isinstance(functions, _Linear):
+        k, u = functions.k, functions.u
+        return LINEAR_BLOCK, dict(K=k, U=u, E=size, K_B=_pow2(k), U_B=_pow2(u), BLOCK=LINEAR_BLOCK)
+    return BLOCK, dict(E=size, E_B=_pow2(size), BLOCK=BLOCK)
+
+
+def _forward_triton(leaves, functions, plan, up_masks, down_masks):
+    from strae.models import propagate_kernel as kernels
+
+    linear = isinstance(functions, _Linear)
+    up_level = kernels.up_forward_linear if linear else kernels.up_forward
+    down_level = kernels.down_forward_linear if linear else kernels.down_forward
+    compose = (functions.weight, functions.bias) if linear else (functions.gates, functions.bias)
+    decompose = (functions.dweight, functions.dbias) if linear else (functions.dgates, functions.dbiases)
     offsets = plan.offsets
     n_nodes, size = offsets[-1], leaves.shape[1]
     n_level0 = offsets[1]
-    e_block = 1 << max(size - 1, 0).bit_length()
+    per_program, shape = _shape_args(functions, size)
     up = leaves.new_empty(n_nodes, size)
     up[:n_level0] = leaves if up_masks is None else leaves * up_masks[:n_level0]
     mask_arg = up_masks if up_masks is not None else up
     for level in range(1, len(offsets) - 1):
         start, stop = offsets[level], offsets[level + 1]
-        up_forward[_launch(stop - start)](up, plan.up_children, functions.gates, functions.bias, mask_arg, start,
-                                          start - n_level0, stop - start, E=size, E_B=e_block, BLOCK=BLOCK,
-                                          MASKED=up_masks is not None)
+        up_level[(triton_cdiv(stop - start, per_program),)](
+            up, plan.up_children, *compose, mask_arg, start, start - n_level0, stop - start, **shape,
+            MASKED=up_masks is not None)
     down = torch.empty_like(up)
     ordered = _node_ordered(down_masks)
     begin, entries = plan.down_parents
     for level in reversed(range(len(offsets) - 1)):
         start, stop = offsets[level], offsets[level + 1]
-        down_forward[_launch(stop - start)](down, up, begin, entries, ordered if ordered is not None else up,
-                                            functions.dgates, functions.dbiases, plan.count_flat, plan.root_flag,
-                                            start, stop - start, n_level0, E=size, E_B=e_block, BLOCK=BLOCK,
-                                            MASKED=ordered is not None)
+        down_level[(triton_cdiv(stop - start, per_program),)](
+            down, up, begin, entries, ordered if ordered is not None else up, *decompose, plan.count_flat,
+            plan.root_flag, start, stop - start, n_level0, **shape, MASKED=ordered is not None)
     return up, down
 
 
 def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, down_masks):
-    from strae.models.propagate_kernel import down_backward, up_backward
+    from strae.models import propagate_kernel as kernels
 
+    linear = isinstance(functions, _Linear)
     offsets = plan.offsets
     size = up.shape[1]
     n_level0 = offsets[1]
-    e_block = 1 << max(size - 1, 0).bit_length()
+    per_program, shape = _shape_args(functions, size)
     levels = range(1, len(offsets) - 1)
-    blocks = [triton_cdiv(offsets[level + 1] - offsets[level], BLOCK) for level in levels]
+    blocks = [triton_cdiv(offsets[level + 1] - offsets[level], per_program) for level in levels]
     bases = np.concatenate(([0], np.cumsum(blocks))).tolist()
+    n_blocks = max(bases[-1], 1)
     ordered = _node_ordered(down_masks)
     grad_total = torch.empty_like(down)
     grad_total[:n_level0] = grad_down[:n_level0] / plan.count[:n_level0]
-    partial_down = down.new_empty(max(bases[-1], 1), 4, size)
+    if linear:
+        u = functions.u
+        down_level, decompose = kernels.down_backward_linear, functions.dweight
+        up_level, compose = kernels.up_backward_linear, functions.weight
+        partial_down = down.new_empty(n_blocks, 2 * u * u + 2 * u)
+        partial_up = up.new_empty(n_blocks, 2 * u * u + u)
+    else:
+        down_level, decompose = kernels.down_backward, functions.dgates
+        up_level, compose = kernels.up_backward, functions.gates
+        partial_down = down.new_empty(n_blocks, 4, size)
+        partial_up = up.new_empty(n_blocks, 3, size)
     for index, level in enumerate(levels):
         start, stop = offsets[level], offsets[level + 1]
-        down_backward[(blocks[index],)](grad_total, grad_down, down, plan.down_left, plan.down_right,
-                                        ordered if ordered is not None else down, functions.dgates, plan.count_flat,
-                                        partial_down, start, start - n_level0, stop - start, bases[index],
-                                        E=size, E_B=e_block, BLOCK=BLOCK, MASKED=ordered is not None)
+        down_level[(blocks[index],)](grad_total, grad_down, down, plan.down_left, plan.down_right,
+                                     ordered if ordered is not None else down, decompose, plan.count_flat,
+                                     partial_down, start, start - n_level0, stop - start, bases[index], **shape,
+                                     MASKED=ordered is not None)
     grad_up = grad_up.index_add(0, plan.roots, grad_total.index_select(0, plan.roots))
     pre = torch.empty_like(up)
-    partial_up = up.new_empty(max(bases[-1], 1), 3, size)
     begin, entries = plan.up_parents
     for level in reversed(range(len(offsets) - 1)):
         start, stop = offsets[level], offsets[level + 1]
         base = bases[level - 1] if level > 0 else 0
-        up_backward[_launch(stop - start)](pre, grad_up, up, begin, entries, functions.gates,
-                                           up_masks if up_masks is not None else up, plan.up_children, partial_up,
-                                           start, start - n_level0, stop - start, base, E=size, E_B=e_block,
-                                           BLOCK=BLOCK, MASKED=up_masks is not None, INTERNAL=level > 0)
+        up_level[(triton_cdiv(stop - start, per_program),)](
+            pre, grad_up, up, begin, entries, compose, up_masks if up_masks is not None else up, plan.up_children,
+            partial_up, start, start - n_level0, stop - start, base, **shape, MASKED=up_masks is not None,
+            INTERNAL=level > 0)
     if bases[-1] == 0:  # no internal nodes: no partials were written
         partial_down.zero_()
         partial_up.zero_()
-    g_dgates_biases = partial_down[:bases[-1]].sum(0)
-    g_up_params = partial_up[:bases[-1]].sum(0)
-    functions.grads = [g_up_params[:2], g_up_params[2], g_dgates_biases[:2], g_dgates_biases[2:]]
+    down_sums = partial_down[:bases[-1]].sum(0)
+    up_sums = partial_up[:bases[-1]].sum(0)
+    if linear:  # blocks back into the parameters' layouts: W (2u, u) = [left; right], Wd (u, 2u) = [left, right]
+        square = u * u
+        functions.grads = [torch.cat((up_sums[:square].view(u, u), up_sums[square:2 * square].view(u, u))),
+                           up_sums[2 * square:],
+                           torch.cat((down_sums[:square].view(u, u), down_sums[square:2 * square].view(u, u)), 1),
+                           down_sums[2 * square:]]
+    else:
+        functions.grads = [up_sums[:2], up_sums[2], down_sums[:2], down_sums[2:]]
     return pre[:n_level0]
 
 
