@@ -174,6 +174,21 @@ def _live_tile(in_row, row, n):
 
 
 @triton.jit
+def _row(r, n, in_row, BLOCK: tl.constexpr):
+    """This program's r-th node of the level (of n): its index, whether it exists, and its tile mask."""
+    row = tl.program_id(0) * BLOCK + r
+    return row, row < n, _live_tile(in_row, row, n)
+
+
+@triton.jit
+def _store_square(ptr, block, U: tl.constexpr, U_B: tl.constexpr):
+    """Store the (U, U) part of a (U_B, U_B) block row-major at ``ptr`` (a weight-gradient partial)."""
+    within = tl.arange(0, U_B)
+    inside = (within[:, None] < U) & (within[None, :] < U)
+    tl.store(ptr + within[:, None] * U + within[None, :], block, mask=inside)
+
+
+@triton.jit
 def _square(ptr, row_stride, U: tl.constexpr, U_B: tl.constexpr):
     """The (U, U) block at ``ptr`` whose rows are ``row_stride`` apart (zero-padded to U_B)."""
     within = tl.arange(0, U_B)
@@ -209,9 +224,7 @@ def up_forward_linear(up_ptr, children_ptr, w_ptr, b_ptr, mask_ptr, start, first
     w_right = _square(w_ptr + U * U, U, U, U_B)
     bias = tl.load(b_ptr + within, mask=within < U, other=0.0)
     for r in range(0, BLOCK):
-        row = tl.program_id(0) * BLOCK + r
-        live = row < n
-        m = _live_tile(in_row, row, n)
+        row, live, m = _row(r, n, in_row, BLOCK)
         internal = (first + row).to(tl.int64)
         left = tl.load(children_ptr + 2 * internal, mask=live, other=0)
         right = tl.load(children_ptr + 2 * internal + 1, mask=live, other=0)
@@ -230,9 +243,7 @@ def down_forward_linear(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, wd_p
     element, in_row = _node_tile(K, U, K_B, U_B)
     within = tl.arange(0, U_B)
     for r in range(0, BLOCK):
-        row = tl.program_id(0) * BLOCK + r
-        live = row < n
-        m = _live_tile(in_row, row, n)
+        row, live, m = _row(r, n, in_row, BLOCK)
         node = (start + row).to(tl.int64)
         total = tl.zeros((K_B, U_B), dtype=tl.float32)
         for t in range(tl.load(begin_ptr + node, mask=live, other=0), tl.load(begin_ptr + node + 1, mask=live,
@@ -269,9 +280,7 @@ def down_backward_linear(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, righ
     acc_b_left = tl.zeros((U_B,), dtype=tl.float32)
     acc_b_right = tl.zeros((U_B,), dtype=tl.float32)
     for r in range(0, BLOCK):
-        row = tl.program_id(0) * BLOCK + r
-        live = row < n
-        m = _live_tile(in_row, row, n)
+        row, live, m = _row(r, n, in_row, BLOCK)
         internal = (first + row).to(tl.int64)
         node = (start + row).to(tl.int64)
         child_left = tl.load(left_ptr + internal, mask=live, other=0)
@@ -291,10 +300,8 @@ def down_backward_linear(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, righ
         acc_b_left += tl.sum(g_left, axis=0)
         acc_b_right += tl.sum(g_right, axis=0)
     out = partial_ptr + (block_base + tl.program_id(0)).to(tl.int64) * (2 * U * U + 2 * U)
-    square = within[:, None] * U + within[None, :]
-    inside = (within[:, None] < U) & (within[None, :] < U)
-    tl.store(out + square, acc_left, mask=inside)
-    tl.store(out + U * U + square, acc_right, mask=inside)
+    _store_square(out, acc_left, U, U_B)
+    _store_square(out + U * U, acc_right, U, U_B)
     tl.store(out + 2 * U * U + within, acc_b_left, mask=within < U)
     tl.store(out + 2 * U * U + U + within, acc_b_right, mask=within < U)
 
@@ -311,9 +318,7 @@ def up_backward_linear(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, w_p
     acc_right = tl.zeros((U_B, U_B), dtype=tl.float32)
     acc_b = tl.zeros((U_B,), dtype=tl.float32)
     for r in range(0, BLOCK):
-        row = tl.program_id(0) * BLOCK + r
-        live = row < n
-        m = _live_tile(in_row, row, n)
+        row, live, m = _row(r, n, in_row, BLOCK)
         node = (start + row).to(tl.int64)
         g = tl.load(grad_up_ptr + node * E + element, mask=m, other=0.0)
         for t in range(tl.load(begin_ptr + node, mask=live, other=0), tl.load(begin_ptr + node + 1, mask=live,
@@ -335,8 +340,6 @@ def up_backward_linear(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, w_p
             acc_b += tl.sum(g, axis=0)
     if INTERNAL:
         out = partial_ptr + (block_base + tl.program_id(0)).to(tl.int64) * (2 * U * U + U)
-        square = within[:, None] * U + within[None, :]
-        inside = (within[:, None] < U) & (within[None, :] < U)
-        tl.store(out + square, acc_left, mask=inside)
-        tl.store(out + U * U + square, acc_right, mask=inside)
+        _store_square(out, acc_left, U, U_B)
+        _store_square(out + U * U, acc_right, U, U_B)
         tl.store(out + 2 * U * U + within, acc_b, mask=within < U)
