@@ -296,8 +296,7 @@ def _node_ordered(down_masks) -> torch.Tensor | None:
     """The per-level down masks as one (n_internal, 2, E) tensor in node order (the kernels index it by node)."""
     if down_masks is None:
         return None
-    present = [mask for mask in down_masks[1:]]
-    return torch.cat(present) if present else None
+    return torch.cat(down_masks[1:]) if len(down_masks) > 1 else None
 
 
 # Nodes per program of the linear kernels (walked one after another: the weights load once per program).
@@ -444,7 +443,7 @@ def draw_masks(sizes: list[tuple[tuple[int, ...], float]], device: torch.device,
 
 def propagate_handwritten(model, graph, dropout: bool,
                           triton_levels: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """``StraeModel.propagate`` for diagonal functions, with the same dropout masks drawn in the same order.
+    """``StraeModel.propagate`` (either function kind), with the same dropout masks drawn in the same order.
     ``triton_levels``: each level as one Triton kernel (CUDA, or the interpreter in tests)."""
     recipe, functions, config = model.recipe, model.functions, model.config
     p_embedding = recipe.embedding_dropout if dropout else 0.0
