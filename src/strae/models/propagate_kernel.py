@@ -198,8 +198,11 @@ def _square(ptr, row_stride, U: tl.constexpr, U_B: tl.constexpr):
 
 @triton.jit
 def _times(x, w):
-    """out[c, j] = sum_i x[c, i] w[i, j]: each channel's row times the block."""
-    return tl.sum(x[:, :, None] * w[None, :, :], axis=1)
+    """out[c, j] = sum_i x[c, i] w[i, j]: each channel's row times the block. Summed over the last axis against the
+    block's transpose, never as sum(x[:, :, None] * w[None, :, :], axis=1): Triton's combine pass rewrites that form
+    into a tt.dot, which runs fp32 as TF32 on NVIDIA (~1e-3 relative; at k16 u16 it failed the first-use check on an
+    H200, 2026-11-26). tests/test_propagation.py asserts no kernel holds a tt.dot."""
+    return _times_transposed(x, tl.trans(w))
 
 
 @triton.jit
