@@ -194,3 +194,20 @@ def test_the_level_kernels_compile_for_an_h100_without_one(tmp_path):
     env["TRITON_DEFAULT_FP_FUSION"] = "1"
     result = subprocess.run([sys.executable, "-c", COMPILE], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0 and result.stdout.count("compiled") == 4 * 7, result.stderr[-3000:]
+
+
+def test_every_index_array_starts_16_byte_aligned():
+    """Triton specialises a kernel on each pointer argument's 16-byte alignment: the plan's index arrays, slices of
+    one buffer, must all start aligned whatever the batch, or a run compiles new kernel variants batch after batch."""
+    from strae.models.propagation import LevelPlan
+
+    model = StraeModel(config("ce", "entangled", "diagonal", k=8, u=3), load_recipe("banyan"))
+    misaligned = set()
+    for seed in range(4):  # batches of different sizes: the arrays' lengths (odd or even) differ between them
+        ids, lengths = padded(tiny_corpus(13 + seed, seed=seed))
+        plan = LevelPlan(model.graph(ids, lengths), torch.float32, triton_levels=True)
+        arrays = {name: value for name, value in vars(plan).items() if isinstance(value, torch.Tensor)
+                  and value.dtype == torch.int64}
+        assert {"up_children", "roots", "up_begin", "up_entries", "down_left", "down_right"} <= set(arrays)
+        misaligned |= {name for name, value in arrays.items() if value.data_ptr() % 16}
+    assert not misaligned

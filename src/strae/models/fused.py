@@ -159,7 +159,10 @@ def induce_fused(leaf_embeddings: torch.Tensor, packed: PackedBatch, functions: 
     span_start = torch.cat((leaf_rows, leaf_rows.new_empty(n_internal)))
     span_end = span_start.clone()
     # Launch arguments must be real allocations even where a batch has no merges (or no dropout).
-    merges = torch.empty(3, max(n_internal, 1), dtype=torch.long, device=device)  # left, right, height
+    # left, right, height; rows of an even width, so each row starts 16-byte aligned whatever n_internal (Triton
+    # specialises the kernel on its pointers' alignment: odd widths compiled a second variant mid-run)
+    width = max(n_internal, 1)
+    merges = torch.empty(3, width + width % 2, dtype=torch.long, device=device)
     roots = torch.empty(batch, dtype=torch.long, device=device)
     scratch = torch.zeros(1, dtype=torch.int32, device=device)
     function_p = dropout.function_p if dropout is not None else 0.0

@@ -76,11 +76,16 @@ class LevelPlan:
             arrays["down_children"] = np.concatenate(
                 [np.concatenate((graph.down_left[a:b], graph.down_right[a:b])) for a, b in zip(bounds, bounds[1:])]
                 or [np.zeros(0, dtype=np.int64)])
+        # Each array starts 16-byte aligned in the one buffer (its length padded to an even count): Triton
+        # specialises a kernel on its pointer arguments' 16-byte alignment, so slices at odd offsets made new
+        # variants to compile batch after batch (seconds of compiles inside a fresh run's first timed steps).
         names = list(arrays)
         sizes = [len(arrays[name]) for name in names]
-        flat = torch.from_numpy(np.concatenate([np.asarray(arrays[name], dtype=np.int64) for name in names]))
-        for name, piece in zip(names, flat.to(graph.device).split(sizes)):
-            setattr(self, name, piece)
+        flat = torch.from_numpy(np.concatenate([np.pad(np.asarray(arrays[name], dtype=np.int64), (0, size % 2))
+                                                for name, size in zip(names, sizes)]))
+        pieces = flat.to(graph.device).split([size + size % 2 for size in sizes])
+        for name, size, piece in zip(names, sizes, pieces):
+            setattr(self, name, piece[:size])
         if triton_levels:
             self.up_parents = (self.up_begin, self.up_entries)
             self.down_parents = (self.down_begin, self.down_entries)
