@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                         "and triton on CUDA)")
     parser.add_argument("--scatter", default="index_add", choices=SCATTER_MODES,
                         help="as `strae train --scatter`: torch's index_add or host-presorted sums (models/scatter.py)")
-    parser.add_argument("--propagation", default="autograd", choices=PROPAGATION_MODES,
+    parser.add_argument("--propagation", default="auto", choices=PROPAGATION_MODES,
                         help="as `strae train --propagation`: autograd or the hand-derived backward "
                         "(models/propagation.py)")
     parser.add_argument("--nondeterministic", action="store_true",
@@ -238,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         kernel = model.kernel_choice(device)
     except ValueError as error:
         raise SystemExit(f"benchmarks/train_throughput.py: {error}") from error
+    mode = model.propagation_mode(device)  # auto resolved: handwritten where the induction runs Triton
     levels = model.levels_choice(device)  # the handwritten passes' level engine (torch | triton | autograd)
     if levels.used == "torch" and "first-use check" in levels.reason:
         print(f"note: {levels.reason}", file=sys.stderr)
@@ -299,8 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
-          f"induction_kernel={kernel.used} scatter={args.scatter} propagation={args.propagation}"
-          f"{'' if args.propagation == 'autograd' else '/' + levels.used} "
+          f"induction_kernel={kernel.used} scatter={args.scatter} propagation={mode}"
+          f"{'' if mode == 'autograd' else '/' + levels.used} "
           f"deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={'en' if real else 'synthetic'} "

@@ -124,7 +124,13 @@ def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_record
     choice = model.levels_choice(torch.device("cpu"))  # the interpreter stands in for CUDA
     assert (choice.used, choice.reason) == ("triton", "the induction runs Triton; first-use check passed")
     assert StraeModel(cfg, propagation="handwritten").levels_choice(torch.device("cpu")).used == "torch"
+    assert StraeModel(cfg, propagation="autograd").levels_choice(torch.device("cpu")).used == "autograd"
+    # auto (the default): handwritten exactly where the induction runs Triton, autograd elsewhere (CPU runs as before)
+    assert StraeModel(cfg).propagation_mode(torch.device("cpu")) == "autograd"
     assert StraeModel(cfg).levels_choice(torch.device("cpu")).used == "autograd"
+    auto = StraeModel(cfg, induction_kernel="triton")
+    assert (auto.propagation_mode(torch.device("cpu")), auto.levels_choice(torch.device("cpu")).used) == (
+        "handwritten", "triton")
     linear = StraeModel(config("ce", "sentential", "linear"), induction_kernel="triton", propagation="handwritten")
     assert linear.levels_choice(torch.device("cpu")).used == "triton"
     # and a model trained two steps on them follows the torch levels

@@ -161,6 +161,10 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
     # the induction engine: auto on CPU is the torch loop (the Triton kernel is for CUDA)
     assert {k: record["provenance"]["induction_kernel"][k] for k in ("requested", "used")} == {
         "requested": "auto", "used": "torch"}
+    # and so auto's up/down passes are autograd's, as every CPU run before the handwritten passes
+    propagation = record["provenance"]["propagation"]
+    assert (propagation["requested"], propagation["mode"], propagation["levels"]["used"]) == (
+        "auto", "autograd", "autograd")
 
     # rerunning a completed run is a no-op
     before = (out / "model.pt").stat().st_mtime_ns

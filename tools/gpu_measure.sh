@@ -7,8 +7,8 @@
 # stdout/stderr to $OUT/logs/STEP.{out,err}. A step that fails or runs out of time adds a "[step] FAILED" line with
 # its stderr tail and the next step runs. Steps, in order (budget = its own time limit; the whole run also stops
 # starting steps at the deadline, so the sum of the budgets may exceed it):
-#   banyan-triton     train_throughput, Banyan, fused Triton induction        budget  90 s (first compile)
-#   banyan-handwritten  the same with --propagation handwritten (Triton level kernels)   budget 70 s (compiles)
+#   banyan-triton     train_throughput, Banyan, fused Triton induction, autograd passes   budget 90 s (first compile)
+#   banyan-handwritten  the same with --propagation handwritten (Triton levels; auto on CUDA)  budget 70 s
 #   cuda-checks-handwritten  cuda_checks (determinism + resume) of that engine, 60 steps budget 150 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -21,7 +21,7 @@
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
-# one call reaches about the first six; ONLY="name name ..." runs just those steps (e.g. a second call).
+# (the 2026-11-26 H200 call ran all thirteen in 364 s); ONLY="name name ..." runs just those steps (e.g. a second call).
 # Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python), GPU_MEASURE_DEADLINE_S (555),
 # DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5 untimed steps first: the Triton
 # kernel compiles once per new batch shape, 2026-11-25's H100 run timed one compile with 2 warm-up steps), RUNS (1,4,8), CHECK_STEPS (60),
@@ -104,7 +104,7 @@ print(f"torch={torch.__version__} triton={version} cuda_available={torch.cuda.is
 ' 2>&1 | tr '\n' ' ')"
 
 # budget 90 s: ~15 s start-up (CUDA context, batches) + the first Triton compile and first-use check + 25 steps
-step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton
+step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation autograd
 # budget 70 s: the up/down passes as one function with a hand-derived backward, each level one Triton kernel
 # (models/propagation.py, propagate_kernel.py; compiles 4 kernels on first use, then a first-use check)
 step banyan-handwritten 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten
@@ -121,18 +121,21 @@ step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs
     --log-dir "$LOGS" -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation handwritten \
     --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
 # budget 50 s: banyan-triton without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
-step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic
+step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic \
+    --propagation autograd
 # budget 50 s: deterministic again, the message passing's sums presorted on the host (models/scatter.py)
-step banyan-presorted 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --scatter presorted
+step banyan-presorted 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --scatter presorted \
+    --propagation autograd
 # budget 80 s: Self-StrAE's preset is sentential, linear, CECO, k16 u16 (named here so the line cannot drift)
-step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton
+step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation autograd
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 --log-dir "$LOGS" \
-    -- --model banyan --device "$DEVICE" --induction-kernel triton --batch-size "$BATCH" --steps "$STEPS" \
-    --split-steps 0 --data-dir "$DATA"
+    -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation autograd --batch-size "$BATCH" \
+    --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
 # budget 150 s: four strae train runs (60 + 60 + 30 + 40 steps at batch 512) with dev evaluations and checkpoints
 step cuda-checks 150 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
-    --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}"
+    --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}" -- --propagation autograd
 # budget 60 s: RoBERTa-medium (table6 shape) MLM, batch 64, 100 timed steps per layout at ~20 steps/s
 step roberta 60 "$PY" benchmarks/roberta_throughput.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
     --steps "$ROBERTA_STEPS" --precision bf16 --attention sdpa --packing none,sentences "${ROBERTA_DATA[@]}"

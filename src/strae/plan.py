@@ -220,7 +220,7 @@ def train_flags(config: dict[str, Any], model: str, setting: str, language: str 
         flags.append("--nondeterministic")
     if scale.get("scatter", "index_add") != "index_add":  # likewise: only a non-default engine choice is spelled
         flags.append(f"--scatter {scale['scatter']}")
-    if scale.get("propagation", "autograd") != "autograd":
+    if scale.get("propagation", "auto") != "auto":
         flags.append(f"--propagation {scale['propagation']}")
     return " ".join(flags)
 

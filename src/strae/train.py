@@ -119,11 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how the message passing sums rows: torch's index_add, or index structures sorted once on "
                    "the host (models/scatter.py: no sort per call under CUDA's deterministic mode; GPU speed not "
                    "measured yet); the same numbers either way; recorded in train.json")
-    p.add_argument("--propagation", default="autograd", choices=PROPAGATION_MODES,
+    p.add_argument("--propagation", default="auto", choices=PROPAGATION_MODES,
                    help="how the up and down passes are differentiated: autograd over each level's ops, or one "
                    "function with a hand-derived backward (models/propagation.py; on CUDA each tree level is one "
-                   "Triton kernel); same forward numbers, gradients equal to rounding; recorded "
-                   "in train.json")
+                   "Triton kernel); same forward numbers, gradients equal to rounding. auto (default): handwritten "
+                   "where the induction runs Triton (CUDA), autograd elsewhere; recorded in train.json")
     p.add_argument("--nondeterministic", action="store_true",
                    help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")
     p.add_argument(
@@ -565,7 +565,8 @@ def build_state(job: Job) -> State:
         raise SystemExit(f"strae train: {error}") from error
     optimizer = torch.optim.Adam(model.parameters(), lr=job.settings.lr)
     # the handwritten passes' level engine (torch, or the Triton kernels where the induction runs Triton)
-    propagation = {"mode": job.args.propagation, "levels": model.levels_choice(job.device).record()}
+    propagation = {"requested": job.args.propagation, "mode": model.propagation_mode(job.device),
+                   "levels": model.levels_choice(job.device).record()}
     return State(model, optimizer, engine_sha, determinism, induction_kernel, float32_matmul=float32_matmul,
                  propagation=propagation)
 

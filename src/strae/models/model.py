@@ -33,7 +33,7 @@ __all__ = ["StraeModel", "fast_dropout"]
 
 class StraeModel(nn.Module):
     def __init__(self, config: ModelConfig, recipe: Recipe | None = None, induction_kernel: str = "auto",
-                 scatter: str = "index_add", propagation: str = "autograd") -> None:
+                 scatter: str = "index_add", propagation: str = "auto") -> None:
         super().__init__()
         config.validate()
         self.config = config
@@ -43,7 +43,7 @@ class StraeModel(nn.Module):
             raise ValueError(f"scatter {scatter!r} is not one of {', '.join(SCATTER_MODES)}")
         self.scatter = scatter
         # How the up and down passes are differentiated (models/propagation.py): torch autograd over each level's
-        # ops, or one function with a hand-derived backward. Same forward numbers.
+        # ops, or one function with a hand-derived backward, or auto (see propagation_mode). Same forward numbers.
         if propagation not in PROPAGATION_MODES:
             raise ValueError(f"propagation {propagation!r} is not one of {', '.join(PROPAGATION_MODES)}")
         self.propagation = propagation
@@ -116,14 +116,22 @@ class StraeModel(nn.Module):
             self._kernel_choices[device.type] = choose_kernel(self.induction_kernel, device, self.functions)
         return self._kernel_choices[device.type]
 
+    def propagation_mode(self, device: torch.device) -> str:
+        """The passes' mode on ``device``. ``auto``: handwritten where the induction runs Triton (CUDA; on an H200
+        3.4x Banyan's and 1.7x Self-StrAE's autograd step, README "The handwritten passes"), autograd elsewhere (on
+        CPU the two run at the same speed, and autograd's numbers stay those of every earlier CPU run)."""
+        if self.propagation != "auto":
+            return self.propagation
+        return "handwritten" if self.kernel_choice(device).used == "triton" else "autograd"
+
     def levels_choice(self, device: torch.device) -> KernelChoice:
         """Which engine runs each level of the handwritten passes on ``device``: the Triton level kernels wherever
         the induction runs Triton (one switch, ``induction_kernel``) and they pass a first-use check against the
         torch levels, else the torch levels. Decided once per device type; ``record()`` goes to train.json."""
         if device.type not in self._levels_choices:
             induction = self.kernel_choice(device)
-            if self.propagation != "handwritten":
-                choice = KernelChoice("auto", "autograd", "propagation autograd")
+            if self.propagation_mode(device) != "handwritten":
+                choice = KernelChoice("auto", "autograd", f"propagation {self.propagation}")
             elif induction.used != "triton":
                 choice = KernelChoice("auto", "torch", "the induction runs torch")
             elif self.embedding.weight.dtype != torch.float32:
@@ -151,7 +159,7 @@ class StraeModel(nn.Module):
         """Differentiable up and down passes over ``graph``; returns (up, down), each (n_nodes, E) in node order."""
         if dropout is None:
             dropout = self.training
-        if self.propagation == "handwritten":
+        if self.propagation_mode(graph.device) == "handwritten":
             return propagate_handwritten(self, graph, dropout,
                                          triton_levels=self.levels_choice(graph.device).used == "triton")
         p_embedding = self.recipe.embedding_dropout if dropout else 0.0

@@ -32,7 +32,8 @@ import torch
 
 from strae.models.dropout import keep_scale
 
-PROPAGATION_MODES = ("autograd", "handwritten")
+# auto: handwritten where the induction runs Triton (CUDA), autograd elsewhere (StraeModel.propagation_mode)
+PROPAGATION_MODES = ("auto", "autograd", "handwritten")
 
 
 class LevelPlan:
