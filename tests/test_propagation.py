@@ -81,7 +81,7 @@ def test_training_follows_the_autograd_engine(objective, structure, functions):
 
 
 def test_an_unknown_propagation_is_refused():
-    with pytest.raises(ValueError, match="propagation 'tape' is not one of autograd, handwritten"):
+    with pytest.raises(ValueError, match="propagation 'tape' is not one of auto, autograd, handwritten"):
         StraeModel(config("ce", "entangled", "diagonal"), propagation="tape")
 
 
