@@ -151,3 +151,23 @@ def test_config_roundtrip_presets_and_errors():
         ModelConfig.preset("banyan", objective="mse")
     with pytest.raises(ValueError, match="unknown key"):
         ModelConfig.from_dict({"modle": "banyan"})
+
+
+def test_build_graph_set_operations_give_np_unique_exactly():
+    """trees.py replaces np.unique / argsort on the host path of build_graph with faster forms; they must give the
+    very same arrays (the node numbering decides summation order and mask order downstream)."""
+    from strae.models.trees import _stable_order, _unique_small_ints, _unique_sorted
+
+    rng = np.random.default_rng(0)
+    cases = [rng.integers(0, n, size) for n, size in ((25000, 16000), (5, 40), (1, 3), (100, 1))]
+    cases += [np.zeros(0, dtype=np.int64), np.array([7, 3, 7, 0, 3, 3]), rng.integers(0, 10**9, 300)]
+    for values in cases:
+        expected = np.unique(values, return_index=True, return_inverse=True)
+        for function in (_unique_sorted,) + ((_unique_small_ints,) if values.max(initial=0) < 10**6 else ()):
+            got = function(values)
+            assert all(np.array_equal(e, g) for e, g in zip(expected, got, strict=True)), function.__name__
+        assert np.array_equal(_stable_order(values), np.argsort(values, kind="stable"))
+    heights = rng.integers(0, 40, 5000)
+    assert np.array_equal(_stable_order(heights), np.argsort(heights, kind="stable"))
+    big = np.array([70000, 3, 70000, 1])  # beyond int16: the plain sort
+    assert np.array_equal(_stable_order(big), np.argsort(big, kind="stable"))
