@@ -539,8 +539,9 @@ def build_graph(induction: Induction, tokens: torch.Tensor, structure: str,
     root_levels, root_nodes = root_levels[by_level], root_nodes[by_level]
     levels, first = np.unique(root_levels, return_index=True)
     bounds = dict(zip(levels.tolist(), zip(first.tolist(), np.append(first[1:], len(root_levels)).tolist())))
+    local = torch.from_numpy(node_local[root_nodes]).to(device)  # one host-to-device copy, then a view per level
     for level, (start, end) in bounds.items():
-        root_local[level] = torch.from_numpy(node_local[root_nodes[start:end]]).to(device)
+        root_local[level] = local[start:end]
     root_csr = None if level_sizes is None else Csr.build_many(
         node_local[root_nodes], bounds, {level: int(level_sizes[level]) for level in bounds}, device)
     return Graph(structure=structure, level_offsets=offsets_np.tolist(),
