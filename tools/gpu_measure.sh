@@ -4,7 +4,7 @@
 #     bash tools/offline_unpack.sh && source bundle/env.sh      # once: venv, wheels, resources/
 #     bash tools/gpu_measure.sh                                 # <= 9.5 minutes (GPU_MEASURE_DEADLINE_S)
 # Each step prints one line; the lines go to $OUT/gpu_measure.txt (prefixed [step]) and to stdout, each step's
-# stdout/stderr to $OUT/logs/STEP.{out,err}. A step that fails or runs out of time adds a "[step] FAILED" line with
+# stdout/stderr to $OUT/logs/STEP.{out,err} (each concurrent copy's to $OUT/logs/STEP/). A step that fails or runs out of time adds a "[step] FAILED" line with
 # its stderr tail and the next step runs. Steps, in order (budget = its own time limit; the whole run also stops
 # starting steps at the deadline, so the sum of the budgets may exceed it):
 #   banyan-triton     train_throughput, Banyan, fused Triton induction, autograd passes   budget 90 s (first compile)
@@ -118,8 +118,8 @@ step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective c
     --propagation handwritten
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
-    --log-dir "$LOGS" -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation handwritten \
-    --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
+    --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --induction-kernel triton \
+    --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
 # budget 50 s: banyan-triton without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
 step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic \
     --propagation autograd
@@ -130,7 +130,7 @@ step banyan-presorted 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel tr
 step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation autograd
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
-step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 --log-dir "$LOGS" \
+step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 --log-dir "$LOGS/concurrent" \
     -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation autograd --batch-size "$BATCH" \
     --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
 # budget 150 s: four strae train runs (60 + 60 + 30 + 40 steps at batch 512) with dev evaluations and checkpoints
