@@ -5,8 +5,8 @@
 #     bash tools/gpu_measure.sh                                 # <= 9.5 minutes (GPU_MEASURE_DEADLINE_S)
 # Each step prints one line; the lines go to $OUT/gpu_measure.txt (prefixed [step]) and to stdout, each step's
 # stdout/stderr to $OUT/logs/STEP.{out,err} (each concurrent copy's to $OUT/logs/STEP/). A step that fails or runs
-# out of time adds a "[step] FAILED" line with its stderr tail and the next step runs. Steps, in order (budget = its own time limit; the whole run also stops
-# starting steps at the deadline, so the sum of the budgets may exceed it):
+# out of time adds a "[step] FAILED" line with its stderr tail and the next step runs. Steps, in order (budget = its
+# own time limit; the whole run also stops starting steps at the deadline, so the sum of the budgets may exceed it):
 #   banyan-triton     train_throughput, Banyan, fused Triton induction, autograd passes   budget 90 s (first compile)
 #   banyan-handwritten  the same with --propagation handwritten (Triton levels; auto on CUDA)  budget 70 s
 #   cuda-checks-handwritten  cuda_checks (determinism + resume) of that engine, 60 steps budget 150 s
