@@ -21,10 +21,12 @@
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
-# (the 2026-11-26 H200 call ran all thirteen in 364 s); ONLY="name name ..." runs just those steps (e.g. a second call).
-# Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python), GPU_MEASURE_DEADLINE_S (555),
-# DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5 untimed steps first: the Triton
-# kernel compiles once per new batch shape, 2026-11-25's H100 run timed one compile with 2 warm-up steps), RUNS (1,4,8), CHECK_STEPS (60),
+# (the 2026-11-26 H200 call ran all thirteen in 364 s); ONLY="name name ..." runs just those steps (e.g. a second
+# call).
+# Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
+# GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
+# untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
+# inside the timed steps), RUNS (1,4,8), CHECK_STEPS (60),
 # ROBERTA_BATCH (64), ROBERTA_STEPS (100), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
 # A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
 #     ROBERTA_BATCH=4 ROBERTA_STEPS=1 bash tools/gpu_measure.sh
@@ -130,9 +132,9 @@ step banyan-presorted 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel tr
 step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation autograd
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
-step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 --log-dir "$LOGS/concurrent" \
-    -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation autograd --batch-size "$BATCH" \
-    --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
+step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
+    --log-dir "$LOGS/concurrent" -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation autograd \
+    --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
 # budget 150 s: four strae train runs (60 + 60 + 30 + 40 steps at batch 512) with dev evaluations and checkpoints
 step cuda-checks 150 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
     --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}" -- --propagation autograd
