@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from strae import paths, plan
 from strae.report import progress
@@ -149,6 +150,11 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     first = chunk_cut_off_once(workdir, run_dir / "checkpoint.pt")  # cut off mid-training; the tail snapshots it
     assert first.returncode == 75, first.stdout + first.stderr
     assert not (run_dir / "encoder.json").exists() and (run_dir / "checkpoint.pt").exists()
+    # the job itself checkpointed where the signal found it (strae train on SIGTERM), not at an earlier checkpoint
+    train_log = next((workdir / "logs/train").rglob("seed0.log")).read_text()
+    stopped_at = re.search(r"stopped by SIGTERM at epoch \d+, batch \d+, step (\d+); checkpoint written", train_log)
+    assert stopped_at, train_log[-2000:]
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=False)["global_step"] == int(stopped_at[1])
     latest = progress.latest_snapshot(workdir / "results", RUN)
     assert latest is not None, first.stdout
     step, scores = latest

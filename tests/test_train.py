@@ -195,6 +195,72 @@ def test_max_steps_then_extend(tiny, tmp_path):
     assert json.loads((out / "train.json").read_text())["history"][-1]["global_step"] == 6
 
 
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_signal_stops_at_a_step_boundary_with_a_checkpoint_and_resumes_identically(tiny, tmp_path, signame):
+    """A time-boxed chunk's SIGTERM (or Ctrl-C) loses nothing: the run checkpoints after the step it is in, exits
+    128 + signal with train.json still running, and the same command finishes it with the weights of an
+    uninterrupted run."""
+    import os
+    import signal
+
+    reference = tmp_path / "reference"
+    assert trainer.train(train_args(tiny, reference)) == 0
+    out = tmp_path / "stopped"
+    args = train_args(tiny, out)  # default cadence (every 120 s): no periodic checkpoint in a run this short
+
+    def send(global_step: int) -> None:
+        if global_step == 8:  # epoch 2, batch 2 (6 batches per epoch)
+            os.kill(os.getpid(), getattr(signal, signame))
+
+    previous = signal.getsignal(signal.SIGINT)
+    assert trainer.train(args, step_callback=send) == 128 + getattr(signal, signame)
+    assert signal.getsignal(signal.SIGINT) is previous  # handlers restored
+    saved = torch.load(out / "checkpoint.pt", weights_only=False)
+    # the signal arrives after step 8's bookkeeping; the loop finishes the step it then starts (9) and stops
+    assert (saved["global_step"], saved["epoch"], saved["batch_in_epoch"]) == (9, 1, 3)
+    assert saved["timings"]["sessions"][-1]["stopped_by"] == signame
+    assert saved["timings"]["sessions"][-1]["end_step"] == 9
+    # train.json is left as the session's start wrote it (a workflow deletes it as incomplete meanwhile)
+    record = json.loads((out / "train.json").read_text())
+    assert record["status"] == "running" and not (out / "model.pt").exists()
+    assert "stopped_by" not in record["timings"]["sessions"][-1]
+    assert trainer.train(args) == 0
+    expected, got = final_state(reference), final_state(out)
+    for name in expected:
+        assert torch.equal(expected[name], got[name]), name
+    resumed = json.loads((out / "train.json").read_text())
+    assert [e["dev"]["loss"] for e in resumed["history"]] == [
+        e["dev"]["loss"] for e in json.loads((reference / "train.json").read_text())["history"]]
+    assert [s.get("stopped_by") for s in resumed["timings"]["sessions"]] == [signame, None]
+
+
+def test_checkpoints_by_time_unless_steps_are_given(tiny, tmp_path, monkeypatch):
+    """Default cadence: a mid-epoch checkpoint once --checkpoint-every-s seconds have passed since the last one;
+    --checkpoint-every-steps N replaces it with every N steps."""
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(trainer.time, "monotonic", lambda: clock["now"])
+
+    def tick(seconds: float):
+        def callback(global_step: int) -> None:
+            clock["now"] += seconds
+            if global_step == 5:
+                raise Interrupt("simulated kill after step 5")
+        return callback
+
+    steps_of = {}
+    for name, extra, seconds in (("slow", (), 50.0), ("fast", (), 1.0), ("every_s", ("--checkpoint-every-s", "2"), 1.0),
+                                 ("steps", ("--checkpoint-every-steps", "4"), 50.0),
+                                 ("off", ("--checkpoint-every-s", "0"), 500.0)):
+        out = tmp_path / name
+        with pytest.raises(Interrupt):
+            trainer.train(train_args(tiny, out, *extra), step_callback=tick(seconds))
+        path = out / "checkpoint.pt"
+        steps_of[name] = torch.load(path, weights_only=False)["global_step"] if path.exists() else None
+    # the clock moves after each step's checkpoint check: slow (50 s per step) is due at step 4 (150 s >= 120),
+    # fast (1 s) never within 5 steps, every 2 s at steps 3 and 5, every 4 steps at step 4, off never
+    assert steps_of == {"slow": 4, "fast": None, "every_s": 5, "steps": 4, "off": None}
+
+
 def test_changed_settings_refuse_to_resume(tiny, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(Interrupt):

@@ -7,7 +7,7 @@
 # Every argument goes to snakemake after the profile (targets, and options such as `--configfile F` LAST).
 # Steps, each recorded as lines in logs/campaign/campaign.txt (copied to $OUT) and on stdout; a failing step is recorded and the next runs:
 #   1. snakemake --profile $PROFILE --rerun-incomplete ARGS, under `timeout` until CHUNK_S - SNAPSHOT_S; a training
-#      job cut off keeps its checkpoint.pt (not a declared output) and resumes from it on the next call
+#      job cut off checkpoints after its current step (strae train on SIGTERM) and resumes there on the next call
 #   2. snapshot (until CHUNK_S - WRAPUP_S): each unfinished run's checkpoint exported with the run's own flags to
 #      results/snapshots/<lang>/<model>/<setting>/seed<N>/step<STEP> and evaluated (paper variant) to
 #      ...step<STEP>.paper.json (python -m strae.report.progress snapshot; a step already evaluated is skipped)
@@ -55,7 +55,8 @@ PROGRESS=("$PY" -m strae.report.progress)
 record "# chunk $STAMP git=$(git rev-parse --short HEAD 2>/dev/null || echo none) CHUNK_S=$CHUNK_S: $*"
 
 # 1. the workflow until the tail. SIGTERM to snakemake's process group (timeout's default) stops the training jobs
-#    too; snakemake deletes their train.json as incomplete, checkpoint.pt stays.
+#    too, each after checkpointing where it stands; snakemake deletes their train.json as incomplete, checkpoint.pt
+#    stays.
 rc=0
 timeout --kill-after="$KILL_S" "$(left_until $((CHUNK_S - SNAPSHOT_S)))" \
     "$SNAKEMAKE" --profile "$PROFILE" --rerun-incomplete "$@" >"$SNAKEMAKE_LOG" 2>&1 || rc=$?

@@ -95,3 +95,53 @@ def restore_rng_states(states: dict[str, Any]) -> None:
     random.setstate(states["python"])
     if "cuda" in states and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(states["cuda"])
+
+
+class StopRequest:
+    """SIGTERM / SIGINT ask a training loop to stop at its next step boundary instead of dying mid-step.
+
+    Why: a time-boxed chunk (tools/campaign_chunk.sh's `timeout`, a SLURM wall-time, Ctrl-C) used to lose every
+    step since the last periodic checkpoint. With this, the loop checkpoints where it stands and exits 128 +
+    signal; rerunning the same command resumes from exactly there. A second signal is not intercepted (the
+    handlers are restored after the first): it stops the process the usual way. Handlers are only installed from
+    the main thread (Python allows no other), and restored on exit."""
+
+    SIGNALS = ("SIGTERM", "SIGINT")
+
+    def __init__(self) -> None:
+        self.signal: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None
+
+    @property
+    def name(self) -> str:
+        import signal
+
+        return signal.Signals(self.signal).name if self.signal is not None else ""
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        self.signal = signum
+        self._restore()
+
+    def _restore(self) -> None:
+        import signal
+
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous = {}
+
+    def __enter__(self) -> StopRequest:
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            for name in self.SIGNALS:
+                signum = getattr(signal, name)
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._restore()

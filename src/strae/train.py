@@ -5,9 +5,10 @@ point and restarted with the same command ends with bit-identical weights (CPU, 
 
 - the order of sentences in epoch ``e`` is a pure function of ``(seed, e)`` (not of the global RNG), so a
   resumed run regenerates the same batches and skips the ones already done;
-- ``checkpoint.pt`` (written atomically every ``--checkpoint-every-steps`` steps and at every epoch end) holds
-  the model, the optimizer, every RNG state (torch, CUDA, numpy, python), the epoch, the position in the
-  epoch and the running epoch statistics;
+- ``checkpoint.pt`` (written atomically every ``--checkpoint-every-s`` seconds — or every
+  ``--checkpoint-every-steps`` steps when given — at every epoch end, and when SIGTERM / SIGINT asks the run to
+  stop) holds the model, the optimizer, every RNG state (torch, CUDA, numpy, python), the epoch, the position in
+  the epoch and the running epoch statistics;
 - dev evaluation runs under ``torch.random.fork_rng`` so it never perturbs the training RNG stream.
 
 Divergence guard: a non-finite loss or gradient norm, or a collapsed encoder at an epoch end (dev sentence
@@ -67,6 +68,7 @@ from strae.runs import (
     snapshot_block,
 )
 from strae.runtime import (
+    StopRequest,
     capture_rng_states,
     configure_determinism,
     configure_float32_matmul,
@@ -130,7 +132,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--record-failure", action="store_true", help="exit 0 after recording a diverged/collapsed run as failed"
     )
     p.add_argument("--max-steps", type=int, help="stop (and finish the run) after this many optimizer steps")
-    p.add_argument("--checkpoint-every-steps", type=int, default=100, help="0 = only at epoch ends")
+    # Seconds, not steps, by default: a checkpoint (~150 MB for Banyan with Adam's moments, ~0.4 s to write) every
+    # 100 steps was 0.2% of a CPU run's time (~2 s/step) but ~15% of a GPU run's (~0.03 s/step).
+    p.add_argument("--checkpoint-every-s", type=float, default=120.0,
+                   help="seconds between mid-epoch checkpoints (0 = only at epoch ends; default 120); a stop by "
+                   "SIGTERM / SIGINT checkpoints where the run stands anyway")
+    p.add_argument("--checkpoint-every-steps", type=int,
+                   help="a mid-epoch checkpoint every N steps instead of by time (0 = only at epoch ends)")
     p.add_argument("--dev-max-sentences", type=int, help="evaluate dev loss on the first N dev sentences only")
     p.add_argument("--collapse-sentences", type=int, default=1024, help="dev sentences used by the collapse check")
     # 0.999, not 0.99: freshly initialised / anisotropic models legitimately reach 0.99 (all roots share a large
@@ -164,7 +172,8 @@ class TrainSettings:
     batch_size: int
     clip_grad_norm: float
     max_steps: int | None
-    checkpoint_every_steps: int
+    checkpoint_every_steps: int | None  # None: by time (checkpoint_every_s)
+    checkpoint_every_s: float
     data_dir: str
     tokenizer: str
     optimizer: str = "adam"
@@ -255,7 +264,8 @@ def resolve(args: argparse.Namespace):
         model=args.model, language=args.lang, seed=args.seed, setting=args.setting or config.setting_name(),
         recipe=recipe.name, lr=recipe.lr_for(config.objective), epochs=recipe.epochs, batch_size=recipe.batch_size,
         clip_grad_norm=recipe.clip_grad_norm, max_steps=args.max_steps,
-        checkpoint_every_steps=args.checkpoint_every_steps, data_dir=str(data_dir), tokenizer=str(tokenizer_path),
+        checkpoint_every_steps=args.checkpoint_every_steps, checkpoint_every_s=args.checkpoint_every_s,
+        data_dir=str(data_dir), tokenizer=str(tokenizer_path),
     )
     return config, resolved, settings, (train, dev), tokenizer_sha
 
@@ -446,7 +456,8 @@ def write_outputs(job: Job, dest: Path, model: torch.nn.Module, record: RunRecor
 # --------------------------------------------------------------------------------------------- training
 def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None] | None = None) -> int:
     """Run ``strae train``. ``step_callback(global_step)`` is called after each optimizer step (and after any
-    checkpoint of that step); tests use it to interrupt a run the way a kill would."""
+    checkpoint of that step); tests use it to interrupt a run the way a kill would. SIGTERM / SIGINT stop the run
+    at the next step boundary with a checkpoint there (exit status 128 + signal; the same command resumes)."""
     job = prepare(build_parser().parse_args(argv))
     if job.args.export_checkpoint is not None:
         return export_checkpoint(job)
@@ -460,14 +471,18 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     if already_completed(job, state, previous):
         return 0
     record = start_session(job, state)
-    try:
-        while state.epoch < job.settings.epochs and not steps_exhausted(job, state):
-            if run_epoch(job, state, record, step_callback):
-                break  # --max-steps ended the epoch early
-    except TrainingFailed as failure:
-        state.session["ended"] = time.time()
-        return record.fail(job.out, str(failure), job.args.record_failure)
-    return finish(job, state, record)
+    with StopRequest() as state.stop:
+        try:
+            while state.epoch < job.settings.epochs and not steps_exhausted(job, state):
+                outcome = run_epoch(job, state, record, step_callback)
+                if outcome == "stopped" or state.stop.requested:
+                    return stopped(job, state)
+                if outcome == "max_steps":
+                    break  # --max-steps ended the epoch early
+        except TrainingFailed as failure:
+            state.session["ended"] = time.time()
+            return record.fail(job.out, str(failure), job.args.record_failure)
+        return finish(job, state, record)
 
 
 @dataclass
@@ -513,6 +528,8 @@ class State:
                                                               "sessions": []})
     epoch_sums: dict[str, float] = field(default_factory=dict)
     session: dict[str, Any] = field(default_factory=dict)
+    last_checkpoint: float = field(default_factory=lambda: time.monotonic())  # the last checkpoint (or start)
+    stop: StopRequest = field(default_factory=StopRequest)  # set by SIGTERM / SIGINT while train() runs
 
     def __post_init__(self) -> None:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
@@ -632,8 +649,10 @@ def start_session(job: Job, state: State) -> RunRecord:
     return record
 
 
-def run_epoch(job: Job, state: State, record: RunRecord, step_callback: Callable[[int], None] | None) -> bool:
-    """Train the rest of epoch ``state.epoch``, evaluate dev, checkpoint; True when --max-steps cut it short."""
+def run_epoch(job: Job, state: State, record: RunRecord, step_callback: Callable[[int], None] | None) -> str:
+    """Train the rest of epoch ``state.epoch``, evaluate dev, checkpoint. Returns "completed", "max_steps" (cut
+    short by --max-steps; evaluated) or "stopped" (a signal asked to stop: checkpointed where it stands, no dev
+    evaluation)."""
     order = epoch_order(len(job.train_corpus), job.settings.seed, state.epoch)
     batches = batch_indices(order, job.settings.batch_size)
     if state.batch_in_epoch == 0:
@@ -645,13 +664,15 @@ def run_epoch(job: Job, state: State, record: RunRecord, step_callback: Callable
             if steps_exhausted(job, state):
                 break
             train_step(job, state, batches[position], bar)
+            if state.stop.requested:
+                return "stopped"  # stopped() checkpoints here
             if checkpoint_due(job, state, len(batches)):
                 save_progress(job, state, record)
             if step_callback is not None:
                 step_callback(state.global_step)
     partial = state.batch_in_epoch < len(batches)
     end_epoch(job, state, record, partial, tick)
-    return partial
+    return "max_steps" if partial else "completed"
 
 
 def epoch_progress_bar(job: Job, state: State, n_batches: int):
@@ -721,19 +742,32 @@ def accumulate(sums: dict[str, float], values: dict[str, float], n_sentences: in
 
 
 def checkpoint_due(job: Job, state: State, n_batches: int) -> bool:
-    """Every --checkpoint-every-steps steps, but not on an epoch's last batch (the epoch end checkpoints)."""
-    every = job.settings.checkpoint_every_steps
-    return bool(every) and state.global_step % every == 0 and state.batch_in_epoch < n_batches
+    """Every --checkpoint-every-s seconds since the last checkpoint (or every --checkpoint-every-steps steps when
+    given), but not on an epoch's last batch (the epoch end checkpoints)."""
+    if state.batch_in_epoch >= n_batches:
+        return False
+    every_steps = job.settings.checkpoint_every_steps
+    if every_steps is not None:
+        return bool(every_steps) and state.global_step % every_steps == 0
+    every_s = job.settings.checkpoint_every_s
+    return every_s > 0 and time.monotonic() - state.last_checkpoint >= every_s
 
 
 def save_progress(job: Job, state: State, record: RunRecord) -> None:
-    """checkpoint.pt at the current position, then train.json (still running)."""
+    """checkpoint.pt at the current position, then train.json (still running; not once a signal asked to stop:
+    see stopped())."""
+    write_checkpoint(job, state)
+    if not state.stop.requested:
+        record.to_disk(job.out)
+
+
+def write_checkpoint(job: Job, state: State) -> None:
     save_checkpoint(job.out / CHECKPOINT_FILE, {
         "fingerprint": job.fingerprint, "model": state.model.state_dict(), "optimizer": state.optimizer.state_dict(),
         "rng": capture_rng_states(), **{key: getattr(state, key) for key in PROGRESS_KEYS},
         "model_config": job.config.to_dict(), "engine_sha256": state.engine_sha,
     })
-    record.to_disk(job.out)
+    state.last_checkpoint = time.monotonic()
 
 
 def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: float) -> None:
@@ -830,6 +864,19 @@ def finish(job: Job, state: State, record: RunRecord) -> int:
         f"; model.pt holds epoch {selection['epoch']}'s weights (dev loss {selection['dev_loss']:.4f})")
     log(f"{job.out}: completed ({state.global_step} steps, {state.timings['train_seconds']:.0f} s training){kept}")
     return 0
+
+
+def stopped(job: Job, state: State) -> int:
+    """A signal stopped the run: checkpoint.pt where it stands (its sessions say why this one ended; train.json
+    shows them once resumed). Exit status 128 + signal.
+
+    train.json is NOT rewritten here: it is the train rule's declared output, and a Snakemake stopped by the same
+    signal deletes it as incomplete meanwhile; written after that, it would look complete to the next run."""
+    state.session.update(ended=time.time(), end_step=state.global_step, stopped_by=state.stop.name)
+    write_checkpoint(job, state)
+    log(f"{job.out}: stopped by {state.stop.name} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step "
+        f"{state.global_step}; checkpoint written: the same command resumes from there")
+    return 128 + int(state.stop.signal)
 
 
 def export_checkpoint(job: Job) -> int:

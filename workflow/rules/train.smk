@@ -1,7 +1,8 @@
 # One job = one (language, model preset, setting, seed) run. The setting name carries the model switches and k/u;
 # every other hyper-parameter comes from config (models.<preset>, scale) as explicit flags (strae.plan.train_flags).
 # --record-failure: a diverged seed writes train.json with status "failed" and exits 0, so tables report it.
-# Interrupting leaves checkpoint.pt (not a declared output, so Snakemake keeps it): a re-run resumes from it.
+# Interrupting leaves checkpoint.pt (not a declared output, so Snakemake keeps it; SIGTERM writes it after the
+# current step): a re-run resumes from it.
 
 
 rule train:
