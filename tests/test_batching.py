@@ -48,3 +48,30 @@ def test_pad_batch_and_collate_pad_with_pad_id():
     assert lengths.dtype == torch.long and lengths.tolist() == [2, 4]
     ids, lengths = pad_batch([[7], [], [1, 2, 3]], pad_id=0)  # python lists, an empty row
     assert ids.tolist() == [[7, 0, 0], [0, 0, 0], [1, 2, 3]] and lengths.tolist() == [1, 0, 3]
+
+
+def test_collate_gathers_a_flat_corpus_as_the_row_by_row_padding(tmp_path):
+    """TokenizedCorpus (one flat ids array + offsets, memory-mapped) takes the vectorised gather: the same tensors
+    as padding its sentences one by one, for random batches, repeated and empty sentences and a one-row batch."""
+    import pytest
+
+    from strae.data.tokenized import TokenizedCorpus
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 40, size=300)
+    lengths[[3, 17]] = 0
+    ids = rng.integers(0, 1000, size=int(lengths.sum())).astype(np.int32)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    np.save(tmp_path / "train.ids.npy", ids)
+    np.save(tmp_path / "train.offsets.npy", offsets)
+    (tmp_path / "train.json").write_text(
+        f'{{"vocab_size": 1000, "pad_id": 1000, "n_sentences": 300, "n_tokens": {int(lengths.sum())}}}')
+    corpus = TokenizedCorpus(tmp_path, "train")
+    assert isinstance(corpus.ids, np.ndarray) and isinstance(corpus.offsets, np.ndarray)  # the fast path applies
+    for indices in [rng.permutation(300)[:64], np.array([3, 17, 3]), np.array([299]), rng.integers(0, 300, 128)]:
+        expected = pad_batch([corpus[int(i)] for i in indices], 1000)
+        got = collate(corpus, indices, 1000)
+        assert torch.equal(got[0], expected[0]) and torch.equal(got[1], expected[1])
+        assert got[0].dtype == torch.long and got[1].dtype == torch.long
+    with pytest.raises(IndexError):
+        collate(corpus, np.array([0, 300]), 1000)
