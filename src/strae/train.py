@@ -710,26 +710,31 @@ def training_step(model, optimizer: torch.optim.Optimizer, params: list[torch.Te
                   ids: torch.Tensor, lengths: torch.Tensor, where: str) -> dict[str, float]:
     """One optimizer step, as `strae train` takes it (benchmarks/train_throughput.py times this very function, host
     syncs included: the loss and metrics are read back after the forward, the gradient norm after backward). A
-    non-finite loss or gradient norm raises TrainingFailed before the optimizer touches the weights."""
-    loss, metrics = model.loss(ids, lengths)
-    loss_value = float(loss.detach())
-    if not math.isfinite(loss_value):
-        raise TrainingFailed(f"non-finite training loss ({loss_value}) at {where}")
+    non-finite loss or gradient norm raises TrainingFailed before the optimizer touches the weights.
+
+    The loss and metrics are read back after backward and the gradient norm have been queued, not between forward
+    and backward: each read waits for the GPU, and on a host-bound GPU step the host would idle through the
+    objective's products instead of launching the backward meanwhile. Same numbers, same checks."""
+    loss, metrics = model.loss(ids, lengths, read_back=False)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     grad_norm = clip_gradients(params, clip_grad_norm)
-    if not torch.isfinite(grad_norm):
+    loss_value = float(loss.detach())  # the step's first host sync
+    if not math.isfinite(loss_value):
+        raise TrainingFailed(f"non-finite training loss ({loss_value}) at {where}")
+    norm_value = float(grad_norm)
+    if not math.isfinite(norm_value):
         raise TrainingFailed(f"non-finite gradient norm at {where}")
     optimizer.step()
-    return {"loss": loss_value, "grad_norm": float(grad_norm), **{k: float(v) for k, v in metrics.items()}}
+    return {"loss": loss_value, "grad_norm": norm_value, **{k: float(v) for k, v in metrics.items()}}
 
 
 def clip_gradients(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
     """The gradients' total norm (before clipping); they are clipped to ``max_norm`` when it is > 0."""
     if max_norm > 0:
         return torch.nn.utils.clip_grad_norm_(params, max_norm)
-    return torch.linalg.vector_norm(
-        torch.stack([torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]))
+    # the per-tensor norms in one multi-tensor op (clip_grad_norm_'s own route), not one launch per parameter
+    return torch.linalg.vector_norm(torch.stack(torch._foreach_norm([p.grad for p in params if p.grad is not None])))
 
 
 def accumulate(sums: dict[str, float], values: dict[str, float], n_sentences: int, n_tokens: int,

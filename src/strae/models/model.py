@@ -225,16 +225,21 @@ class StraeModel(nn.Module):
         return Pass(induction, graph, up, down)
 
     # ----------------------------------------------------------------------------------------------- public API
-    def loss(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, dict[str, float]]:
-        """The objective's loss on a padded batch, and its metrics (``strae.objectives``)."""
+    def loss(self, ids: torch.Tensor, lengths: torch.Tensor,
+             read_back: bool = True) -> tuple[torch.Tensor, dict[str, float | torch.Tensor]]:
+        """The objective's loss on a padded batch, and its metrics (``strae.objectives``). ``read_back=False``:
+        device-computed metrics (the loss, the objective's terms) stay detached 0-dim tensors, so the forward does
+        not wait for the GPU (training_step reads them after launching backward: on a host-bound GPU step the
+        host then queues the backward while the objective's products run)."""
         # Structure is induced without gradients; only the message passing is differentiated, as in the
         # reference models (the merge order is a discrete choice with no gradient anyway).
         first = self.run_pass(ids, lengths)
         passes = Passes(first, again=lambda: self.run_pass(ids, lengths, again=first), dembedding=self.dembedding)
         loss, terms = self.objective.loss(passes)
-        metrics = {"loss": float(loss.detach()), "n_nodes": float(first.graph.n_nodes),
-                   "n_tokens": float(sum(int(x) for x in lengths.tolist())), "n_sentences": float(ids.shape[0]),
-                   **terms}
+        metrics = {"loss": loss.detach(), "n_nodes": float(first.graph.n_nodes),
+                   "n_tokens": float(first.induction.n_leaves), "n_sentences": float(ids.shape[0]), **terms}
+        if read_back:
+            metrics = {key: float(value) for key, value in metrics.items()}
         return loss, metrics
 
     @torch.no_grad()

@@ -53,8 +53,10 @@ class Objective:
         self.bf16 = precision == "bf16"
         self.temperature = temperature
 
-    def loss(self, passes: Passes) -> tuple[torch.Tensor, dict[str, float]]:
-        """The loss and this objective's own metrics (the engine adds loss and the batch counts)."""
+    def loss(self, passes: Passes) -> tuple[torch.Tensor, dict[str, float | torch.Tensor]]:
+        """The loss and this objective's own metrics (the engine adds loss and the batch counts). A metric computed
+        on the device stays a detached 0-dim tensor: reading it back is a host sync, which the engine defers until
+        the step's backward has been launched (``StraeModel.loss(read_back=False)``)."""
         raise NotImplementedError
 
     def gemm_shapes(self, graph: Graph, size: int, vocab: int) -> GemmShapes:

@@ -10,7 +10,7 @@ class CrossEntropy(Objective):
 
     def loss(self, passes: Passes):
         ce = self.cross_entropy(passes.dembedding, passes.first)
-        return ce, {"ce": float(ce.detach())}
+        return ce, {"ce": ce.detach()}
 
     def gemm_shapes(self, graph, size, vocab):
         return cross_entropy_gemm_shapes(graph.level_offsets[1], size, vocab)

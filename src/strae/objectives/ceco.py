@@ -14,7 +14,7 @@ class CrossEntropyContrastive(Objective):
         ce = self.cross_entropy(passes.dembedding, first)
         contrastive = self.contrastive(first.up[first.n_leaves:], first.down[first.n_leaves:])
         loss = 0.5 * (ce + contrastive)
-        return loss, {"ce": float(ce.detach()), "contrastive": float(contrastive.detach())}
+        return loss, {"ce": ce.detach(), "contrastive": contrastive.detach()}
 
     def gemm_shapes(self, graph, size, vocab):
         leaves = graph.level_offsets[1]

@@ -10,7 +10,7 @@ class Contrastive(Objective):
 
     def loss(self, passes: Passes):
         contrastive = self.contrastive(passes.first.up, passes.first.down)
-        return contrastive, {"contrastive": float(contrastive.detach())}
+        return contrastive, {"contrastive": contrastive.detach()}
 
     def gemm_shapes(self, graph, size, vocab):
         return contrastive_gemm_shapes(graph.n_nodes, size)

@@ -20,7 +20,7 @@ class StrCSE(Objective):
     def loss(self, passes: Passes):
         first, second = passes.first, passes.again()
         ce = 0.5 * (self.cross_entropy(passes.dembedding, first) + self.cross_entropy(passes.dembedding, second))
-        metrics: dict[str, float] = {}
+        metrics: dict[str, float | torch.Tensor] = {}
         n = first.n_leaves
         if second.graph is first.graph:  # same trees: node i of one pass is node i of the other
             a, b = first.down[n:], second.down[n:]
@@ -30,7 +30,7 @@ class StrCSE(Objective):
             metrics["strcse_paired"] = pairs[0].numel() / max(first.graph.n_nodes - n, 1)
         contrastive = self.contrastive(a, b)
         loss = 0.5 * (ce + contrastive)
-        return loss, {**metrics, "ce": float(ce.detach()), "contrastive": float(contrastive.detach())}
+        return loss, {**metrics, "ce": ce.detach(), "contrastive": contrastive.detach()}
 
     def gemm_shapes(self, graph, size, vocab):
         # at most every non-terminal is paired (all of them when both passes share their trees)
