@@ -75,3 +75,17 @@ def test_collate_gathers_a_flat_corpus_as_the_row_by_row_padding(tmp_path):
         assert got[0].dtype == torch.long and got[1].dtype == torch.long
     with pytest.raises(IndexError):
         collate(corpus, np.array([0, 300]), 1000)
+
+
+def test_batch_at_step_keeps_its_epoch_order_without_sharing_it():
+    """The epoch's permutation is computed once per epoch (cached); a caller that modifies its batch must not
+    change the next step's batches."""
+    first = batch_at_step(100, 32, seed=5, step=1)
+    first[:] = -1
+    again = batch_at_step(100, 32, seed=5, step=1)
+    assert np.array_equal(again, epoch_order(100, 5, 0)[32:64])
+    for step in range(12):  # across epoch boundaries (3 steps per epoch) and back
+        epoch, within = divmod(step, 3)
+        assert np.array_equal(batch_at_step(100, 32, seed=5, step=step),
+                              epoch_order(100, 5, epoch)[within * 32:(within + 1) * 32])
+    assert np.array_equal(batch_at_step(100, 32, seed=5, step=0), epoch_order(100, 5, 0)[:32])

@@ -5,6 +5,7 @@ the batches an uninterrupted one would and skips those already done.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,7 +28,16 @@ def batch_at_step(n_items: int, batch_size: int, seed: int, step: int) -> np.nda
     if n_items < batch_size:
         raise SystemExit(f"corpus has {n_items} sentences, fewer than one batch ({batch_size})")
     epoch, within = divmod(step, n_items // batch_size)
-    return epoch_order(n_items, seed, epoch)[within * batch_size : (within + 1) * batch_size]
+    return _cached_epoch_order(n_items, seed, epoch)[within * batch_size : (within + 1) * batch_size].copy()
+
+
+@functools.lru_cache(maxsize=2)
+def _cached_epoch_order(n_items: int, seed: int, epoch: int) -> np.ndarray:
+    """:func:`epoch_order`, kept for the steps of its epoch: a permutation of a 440k-sentence corpus costs ~11 ms,
+    which step-counting trainers (RoBERTa: ~0.04 s GPU steps) paid at every step. Read-only (shared)."""
+    order = epoch_order(n_items, seed, epoch)
+    order.flags.writeable = False
+    return order
 
 
 def pad_batch(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
