@@ -8,8 +8,11 @@ the two ``model.pt`` files compared: ``determinism=identical`` or ``determinism=
 (b) resume: a third run stopped by an exception after step ``--interrupt-at`` (a checkpoint every
 ``--checkpoint-every`` steps before it, so the work since the last one is lost), then resumed by the same call;
 its final weights against the first run's: ``resume=identical``, ``resume=differs`` with the max abs diff, or
-``resume=crashed`` with the error. Every run goes through ``strae.train.train`` (the entry point of ``strae
-train``) in this process, the interruption through its ``step_callback`` hook, as tests/test_train.py does.
+``resume=crashed`` with the error. (c) sigterm: a fourth run sent SIGTERM after step ``--interrupt-at`` (what a
+chunk's time limit does): it must stop after the step it is in with a checkpoint there (exit 143) and, rerun, end
+with the first run's weights: ``sigterm=identical`` (or ``differs`` / ``crashed`` / ``not_stopped``). Every run
+goes through ``strae.train.train`` (the entry point of ``strae train``) in this process, the interruption through
+its ``step_callback`` hook, as tests/test_train.py does.
 
 Without ``--data-dir`` a tiny corpus (a SentencePiece model and a few hundred random sentences) is made in the work
 folder. The line also gives each part's seconds, torch, the device and the first run's recorded
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import signal
@@ -103,6 +107,8 @@ def run_args(args: argparse.Namespace, out: Path, seed: int) -> list[str]:
 
 def train(argv: list[str], step_callback=None) -> None:
     status = trainer.train(argv, step_callback=step_callback)
+    if status == 128 + signal.SIGTERM:  # the caller's timeout: strae train checkpointed and stopped
+        raise Stopped
     if status != 0:
         raise RuntimeError(f"strae train exited with status {status}")
 
@@ -137,6 +143,29 @@ def check_resume(args: argparse.Namespace, work: Path) -> str:
     except (Exception, SystemExit) as error:  # noqa: BLE001 - the line reports the crash (e.g. RNG state on load)
         return f"resume=crashed resume_error={one_line(error)!r}"
     return verdict("resume", weights(work / "first"), weights(work / "resumed"))
+
+
+def check_sigterm(args: argparse.Namespace, work: Path) -> str:
+    argv = run_args(args, work / "sigterm", args.seed)
+
+    def send(global_step: int) -> None:
+        if global_step == args.interrupt_at:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    status = trainer.train(argv, step_callback=send)
+    if status != 128 + signal.SIGTERM:
+        return f"sigterm=not_stopped sigterm_status={status}"
+    saved = torch.load(work / "sigterm" / trainer.CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    if saved["global_step"] != args.interrupt_at + 1:  # the step after the signal's, not an earlier checkpoint
+        return f"sigterm=wrong_checkpoint sigterm_checkpoint_step={saved['global_step']}"
+    if args.perturb:  # as in check_resume: an inexact state must be reported (tests)
+        next(t for t in saved["model"].values() if t.is_floating_point()).add_(1e-3)
+        torch.save(saved, work / "sigterm" / trainer.CHECKPOINT_FILE)
+    try:
+        train(argv)
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - the line reports the crash
+        return f"sigterm=crashed sigterm_error={one_line(error)!r}"
+    return verdict("sigterm", weights(work / "first"), weights(work / "sigterm"))
 
 
 def recorded(run_dir: Path) -> str:
@@ -211,25 +240,29 @@ def main(argv: list[str] | None = None) -> int:
     args.device = str(device)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="strae-cuda-checks-"))
     data = "tiny" if args.data_dir is None else "corpus"
-    results = {name: (f"{name}=stopped(SIGTERM)", 0.0) for name in ("determinism", "resume")}
+    results = {name: (f"{name}=stopped(SIGTERM)", 0.0) for name in ("determinism", "resume", "sigterm")}
     previous = signal.signal(signal.SIGTERM, stop)
     try:
         if args.data_dir is None:
             args.data_dir, args.tokenizer = make_tiny_corpus(work / "tiny", args.tiny_sentences)
         results["determinism"] = timed(check_determinism, args, work)
         results["resume"] = timed(check_resume, args, work)
+        results["sigterm"] = timed(check_sigterm, args, work)
     except Stopped:
         pass  # the line below says which part did not finish
     finally:
         signal.signal(signal.SIGTERM, previous)
         (determinism, determinism_s), (resume, resume_s) = results["determinism"], results["resume"]
+        sigterm, sigterm_s = results["sigterm"]
         print(f"cuda_checks model={args.model} data={data} batch={args.batch_size} steps={args.steps} "
               f"interrupt_at={args.interrupt_at} checkpoint_every={args.checkpoint_every} {determinism} "
-              f"determinism_s={determinism_s:.1f} {resume} resume_s={resume_s:.1f} {recorded(work / 'first')} "
+              f"determinism_s={determinism_s:.1f} {resume} resume_s={resume_s:.1f} {sigterm} "
+              f"sigterm_s={sigterm_s:.1f} {recorded(work / 'first')} "
               f"torch={torch.__version__} device={describe_device(device).replace(' ', '_')}", flush=True)
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
-    return 0 if determinism == "determinism=identical" and resume == "resume=identical" else 1
+    passed = (determinism, resume, sigterm) == ("determinism=identical", "resume=identical", "sigterm=identical")
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

@@ -92,7 +92,8 @@ def test_cuda_checks_on_cpu_finds_identical_reruns_and_resume(capsys, torch_thre
     fields = check_fields(lines[0])
     assert status == 0, lines[0]
     assert fields["determinism"] == "identical" and fields["resume"] == "identical", lines[0]
-    assert float(fields["determinism_s"]) > 0 and float(fields["resume_s"]) > 0
+    assert fields["sigterm"] == "identical", lines[0]
+    assert float(fields["determinism_s"]) > 0 and float(fields["resume_s"]) > 0 and float(fields["sigterm_s"]) > 0
     assert fields["torch"] == torch.__version__ and fields["device"].startswith("cpu:")
     assert json.loads(fields["provenance.determinism"])["deterministic"] is True
     assert fields["provenance.induction_kernel"] == "torch"
@@ -105,6 +106,7 @@ def test_cuda_checks_reports_runs_that_differ(capsys, torch_threads):
     assert status == 1
     assert fields["determinism"] == "differs" and float(fields["determinism_max_abs_diff"]) > 0
     assert fields["resume"] == "differs" and float(fields["resume_max_abs_diff"]) > 0
+    assert fields["sigterm"] == "differs" and float(fields["sigterm_max_abs_diff"]) > 0
 
 
 def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():

@@ -9,7 +9,7 @@
 # own time limit; the whole run also stops starting steps at the deadline, so the sum of the budgets may exceed it):
 #   banyan-triton     train_throughput, Banyan, fused Triton induction, autograd passes   budget 90 s (first compile)
 #   banyan-handwritten  the same with --propagation handwritten (Triton levels; auto on CUDA)  budget 70 s
-#   cuda-checks-handwritten  cuda_checks (determinism + resume) of that engine, 60 steps budget 150 s
+#   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
@@ -17,7 +17,7 @@
 #   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
 #   selfstrae-triton  train_throughput, Self-StrAE CECO k16 u16, Triton       budget  80 s
 #   concurrent        concurrent_throughput 1,4,8 copies of banyan-triton     budget 200 s
-#   cuda-checks       cuda_checks: determinism + resume, Banyan, 60 steps     budget 150 s
+#   cuda-checks       cuda_checks: determinism, resume, SIGTERM, 60 steps    budget 180 s
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
@@ -110,8 +110,9 @@ step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel trito
 # budget 70 s: the up/down passes as one function with a hand-derived backward, each level one Triton kernel
 # (models/propagation.py, propagate_kernel.py; compiles 4 kernels on first use, then a first-use check)
 step banyan-handwritten 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten
-# budget 150 s: four strae train runs (60 + 60 + 30 + 40 steps at batch 512) with the engine a campaign would use
-step cuda-checks-handwritten 150 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
+# budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
+# would use
+step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
     --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}" -- --propagation handwritten
 step banyan-handwritten-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton \
     --propagation handwritten --nondeterministic
@@ -135,8 +136,9 @@ step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco -
 step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent" -- --model banyan --device "$DEVICE" --induction-kernel triton --propagation autograd \
     --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
-# budget 150 s: four strae train runs (60 + 60 + 30 + 40 steps at batch 512) with dev evaluations and checkpoints
-step cuda-checks 150 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
+# budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with dev evaluations and
+# checkpoints
+step cuda-checks 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
     --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}" -- --propagation autograd
 # budget 60 s: RoBERTa-medium (table6 shape) MLM, batch 64, 100 timed steps per layout at ~20 steps/s
 step roberta 60 "$PY" benchmarks/roberta_throughput.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
