@@ -296,7 +296,8 @@ def main(argv: list[str] | None = None) -> int:
     step_shapes = [objective_gemm_shapes(model, ids, lengths) for ids, lengths in prepared[args.warmup:]]
     objective_flop = sum(gemm_flop(shapes) for shapes in step_shapes) / args.steps
     low_precision = recipe.loss_precision == "bf16" and bf16_autocast_supported(device)
-    rate = gemm_rate(step_shapes[0], device, torch.bfloat16 if low_precision else torch.float32)
+    with model.objective.matmul_precision(device):  # tf32: the rate of TF32 products on CUDA
+        rate = gemm_rate(step_shapes[0], device, torch.bfloat16 if low_precision else torch.float32)
     bound = n_tokens / args.steps / (objective_flop / rate)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "

@@ -122,6 +122,33 @@ def test_the_objective_takes_precision_and_temperature_from_the_recipe(recipe_na
 
 
 @pytest.mark.parametrize("objective", OBJECTIVE_NAMES)
+def test_tf32_loss_precision_is_fp32_off_cuda_and_switches_only_inside_a_term(monkeypatch, objective):
+    """``loss_precision: tf32`` (a named speed setting): on a CPU the loss and gradients are the fp32 recipe's, bit
+    for bit; on CUDA each term runs with TF32 products and the process' full-fp32 setting comes back after."""
+    results = []
+    for precision in ("fp32", "tf32"):
+        torch.manual_seed(5)
+        config = ModelConfig(model="selfstrae", structure="sentential", functions="linear", objective=objective, k=4,
+                             u=2, vocab_size=VOCAB)
+        recipe = recipes.resolve("selfstrae", [("loss_precision", precision, "test")]).recipe
+        model = StraeModel(config, recipe).train()
+        assert model.objective.precision == precision
+        loss, _ = model.loss(*batch())
+        loss.backward()
+        results.append([loss.detach()] + [p.grad.clone() for p in model.parameters() if p.grad is not None])
+    assert all(torch.equal(a, b) for a, b in zip(*results))
+    # the switch itself, as on CUDA: "high" (TF32) inside the block, the process setting restored after
+    seen = []
+    monkeypatch.setattr(torch, "set_float32_matmul_precision", lambda value: seen.append(value))
+    monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "highest")
+    with model.objective.matmul_precision(torch.device("cuda")):
+        seen.append("inside")
+    assert seen == ["high", "inside", "highest"]
+    with pytest.raises(ValueError, match="tf32"):
+        recipes.resolve("selfstrae", [("loss_precision", "tf16", "test")])
+
+
+@pytest.mark.parametrize("objective", OBJECTIVE_NAMES)
 @pytest.mark.parametrize("structure", ["entangled", "sentential"])
 def test_declared_matrix_products_are_the_ones_the_loss_computes(monkeypatch, objective, structure):
     """What the throughput benchmark reads (``gemm_shapes``) = the products the terms form, term by term."""

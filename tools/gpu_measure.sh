@@ -12,6 +12,7 @@
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
+#   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
 #   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
@@ -21,8 +22,8 @@
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
-# (the 2026-11-26 H200 call ran all thirteen in 364 s); ONLY="name name ..." runs just those steps (e.g. a second
-# call).
+# (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
+# just those steps (e.g. a second call).
 # Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
@@ -119,6 +120,9 @@ step banyan-handwritten-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --
 # budget 60 s: Self-StrAE's linear functions, the handwritten passes' linear Triton levels
 step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten
+# budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)
+step selfstrae-tf32 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation handwritten --set loss_precision=tf32
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --induction-kernel triton \

@@ -1,6 +1,7 @@
 """What an objective sees of a training step (``Pass``, ``Passes``) and what it provides (``Objective``)."""
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -41,14 +42,16 @@ class Passes:
 
 class Objective:
     """A training objective: ``loss`` combines its terms into (loss, metrics), ``gemm_shapes`` declares the
-    matrix products they cost. ``precision`` (fp32 | bf16) and ``temperature`` come from the run's recipe
-    (``loss_precision``, ``temperature``), once per run; the terms still keep fp32 where the device has no bf16."""
+    matrix products they cost. ``precision`` (fp32 | bf16 | tf32) and ``temperature`` come from the run's recipe
+    (``loss_precision``, ``temperature``), once per run; the terms still keep fp32 where the device has no bf16.
+    tf32: the terms' products run on CUDA's TF32 tensor cores (fp32 in and out; everything outside the objective,
+    the message passing included, stays full fp32); on a CPU it is fp32."""
 
     name: ClassVar[str]
 
     def __init__(self, *, precision: str, temperature: float) -> None:
-        if precision not in ("fp32", "bf16"):
-            raise ValueError(f"loss_precision {precision!r}: expected fp32 or bf16")
+        if precision not in ("fp32", "bf16", "tf32"):
+            raise ValueError(f"loss_precision {precision!r}: expected fp32, bf16 or tf32")
         self.precision = precision
         self.bf16 = precision == "bf16"
         self.temperature = temperature
@@ -66,8 +69,25 @@ class Objective:
     # The terms, at this run's precision.
     def cross_entropy(self, dembedding: torch.nn.Linear, pass_: Pass) -> torch.Tensor:
         """Mean CE of reconstructing each leaf's token from its downward embedding."""
-        return leaf_cross_entropy(dembedding, pass_.down[:pass_.n_leaves], pass_.graph.leaf_tokens, self.bf16)
+        with self.matmul_precision(pass_.down.device):
+            return leaf_cross_entropy(dembedding, pass_.down[:pass_.n_leaves], pass_.graph.leaf_tokens, self.bf16)
 
     def contrastive(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Symmetric InfoNCE: row i of ``a`` is the positive of row i of ``b``."""
-        return symmetric_contrastive(a, b, self.temperature, self.bf16)
+        with self.matmul_precision(a.device):
+            return symmetric_contrastive(a, b, self.temperature, self.bf16)
+
+    @contextlib.contextmanager
+    def matmul_precision(self, device: torch.device):
+        """TF32 products inside a term when the recipe says tf32 and the term runs on CUDA; the process setting
+        (full fp32, runtime.configure_float32_matmul) is restored after. The fused terms compute their gradients in
+        their forward, so every product of a term runs inside this block."""
+        if self.precision != "tf32" or device.type != "cuda":
+            yield
+            return
+        before = torch.get_float32_matmul_precision()
+        torch.set_float32_matmul_precision("high")
+        try:
+            yield
+        finally:
+            torch.set_float32_matmul_precision(before)
