@@ -66,9 +66,10 @@ def corpus_batches(directory: Path, batch_size: int, rng: np.random.Generator):
         yield [corpus[int(i)] for i in rng.integers(0, len(corpus), size=batch_size)]
 
 
-def to_padded(sentences, pad_id: int, device: torch.device):
-    ids, lengths = pad_batch(sentences, pad_id)
-    return ids.to(device), lengths.to(device)
+def to_padded(sentences, pad_id: int):
+    """A padded batch on the host, as `strae train` hands it to the model (which packs it there and sends the
+    tokens to the device in one asynchronous copy)."""
+    return pad_batch(sentences, pad_id)
 
 
 def objective_gemm_shapes(model: StraeModel, ids: torch.Tensor, lengths: torch.Tensor) -> list[tuple[int, int, int]]:
@@ -247,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
               "path; these numbers say nothing about the kernel's speed on a GPU", file=sys.stderr)
     optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr_for(config.objective))
     n_extra = args.split_steps
-    prepared = [to_padded(next(batches), vocab_size, device) for _ in range(args.warmup + args.steps + n_extra)]
+    prepared = [to_padded(next(batches), vocab_size) for _ in range(args.warmup + args.steps + n_extra)]
     extra = prepared[args.warmup + args.steps:]
     prepared = prepared[:args.warmup + args.steps]
 

@@ -171,3 +171,36 @@ def test_build_graph_set_operations_give_np_unique_exactly():
     assert np.array_equal(_stable_order(heights), np.argsort(heights, kind="stable"))
     big = np.array([70000, 3, 70000, 1])  # beyond int16: the plain sort
     assert np.array_equal(_stable_order(big), np.argsort(big, kind="stable"))
+
+
+def test_a_host_batch_for_a_cuda_model_is_packed_on_the_host_and_sent_in_one_async_copy(monkeypatch):
+    """strae train hands the model host tensors: pack_batch checks and packs them on the host (no read-back from
+    the device) and sends the tokens once, pinned and non-blocking. The copy is intercepted here (no GPU)."""
+    from strae.models.trees import pack_batch
+
+    ids = torch.tensor([[3, 4, 5, 9], [6, 7, 9, 9]])
+    lengths = torch.tensor([3, 2])
+    copies = []
+    to = torch.Tensor.to
+
+    def fake_to(self, *args, **kwargs):
+        target = args[0] if args else kwargs.get("device")
+        if isinstance(target, torch.device) and target.type == "cuda":
+            copies.append((target, kwargs.get("non_blocking"), self.is_pinned_marker))
+            return self
+        return to(self, *args, **kwargs)
+
+    def fake_pin(self):
+        self.is_pinned_marker = True
+        return self
+
+    monkeypatch.setattr(torch.Tensor, "to", fake_to)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", fake_pin)
+    packed = pack_batch(ids, lengths, 9, device=torch.device("cuda"))
+    assert copies == [(torch.device("cuda"), True, True)]
+    expected = pack_batch(ids, lengths, 9)
+    assert torch.equal(packed.tokens, expected.tokens) and packed.tokens.tolist() == [3, 4, 5, 6, 7]
+    assert packed.lengths == [3, 2] and packed.offsets.tolist() == [0, 3, 5]
+    with pytest.raises(ValueError, match="token ids must lie"):  # checked on the host, before any copy
+        pack_batch(torch.tensor([[3, 12]]), torch.tensor([2]), 9, device=torch.device("cuda"))
+    assert len(copies) == 1

@@ -700,10 +700,11 @@ def train_step(job: Job, state: State, indices: np.ndarray, bar) -> None:
 
 
 def optimizer_step(job: Job, state: State, ids: torch.Tensor, lengths: torch.Tensor) -> dict[str, float]:
-    """Forward, backward, clip, step; a non-finite loss or gradient norm fails the run."""
+    """Forward, backward, clip, step; a non-finite loss or gradient norm fails the run. The batch stays on the
+    host: the model packs it there and sends its tokens in one asynchronous copy (trees.pack_batch)."""
     where = f"epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step + 1}"
-    return training_step(state.model, state.optimizer, state.params, job.settings.clip_grad_norm,
-                         ids.to(job.device), lengths.to(job.device), where)
+    return training_step(state.model, state.optimizer, state.params, job.settings.clip_grad_norm, ids, lengths,
+                         where)
 
 
 def training_step(model, optimizer: torch.optim.Optimizer, params: list[torch.Tensor], clip_grad_norm: float,

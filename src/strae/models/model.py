@@ -103,7 +103,7 @@ class StraeModel(nn.Module):
     def induce(self, ids: torch.Tensor, lengths: torch.Tensor, structure: str | None = None,
                dropout: bool | None = None) -> tuple[PackedBatch, Induction]:
         """Greedy trees of a padded batch; ``dropout`` None = as in training mode (model.training)."""
-        packed = pack_batch(ids, lengths, self.config.vocab_size)
+        packed = pack_batch(ids, lengths, self.config.vocab_size, device=self.embedding.weight.device)
         leaves = self.embedding.weight.detach()[packed.tokens]
         dropout = self.induction_dropout(packed, structure or self.config.structure, dropout)
         if self.kernel_choice(leaves.device).used == "triton":

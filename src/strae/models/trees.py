@@ -50,7 +50,17 @@ class PackedBatch:
     offsets: np.ndarray  # (B + 1,) start of each sentence in ``tokens``
 
 
-def pack_batch(ids: torch.Tensor, lengths: torch.Tensor, vocab_size: int) -> PackedBatch:
+def pack_batch(ids: torch.Tensor, lengths: torch.Tensor, vocab_size: int,
+               device: torch.device | None = None) -> PackedBatch:
+    """The batch's tokens, sentence after sentence, checked. ``device``: where ``tokens`` go (default: ``ids``'
+    device). A host batch for a CUDA model is packed and checked on the host and sent in one asynchronous copy:
+    packing on the GPU read lengths and token ranges back (four host syncs at every training step, the first of
+    them waiting for the previous step's queued work)."""
+    device = ids.device if device is None else torch.device(device)
+    if ids.device.type == "cpu" and device.type == "cuda":
+        packed = pack_batch(ids, lengths.cpu(), vocab_size)
+        packed.tokens = packed.tokens.pin_memory().to(device, non_blocking=True)
+        return packed
     if ids.dim() != 2:
         raise ValueError(f"ids: expected a (batch, time) LongTensor, got shape {tuple(ids.shape)}")
     lengths_list = [int(x) for x in lengths.tolist()]
