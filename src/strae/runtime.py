@@ -123,8 +123,12 @@ class StopRequest:
         return signal.Signals(self.signal).name if self.signal is not None else ""
 
     def _handle(self, signum: int, frame: Any) -> None:
+        import sys
+
         self.signal = signum
         self._restore()
+        print(f"\n{self.name}: stopping after the current step, with a checkpoint there (send it again to stop at "
+              "once, losing the work since the last checkpoint)", file=sys.stderr, flush=True)
 
     def _restore(self) -> None:
         import signal
