@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -228,14 +229,17 @@ class StepLoop:
         # zeroed before the caller's pass: under gradient accumulation it calls backward() once per micro-batch
         self.optimizer.zero_grad(set_to_none=True)
         loss, metrics = forward_backward(self.step)
-        if not torch.isfinite(loss):  # checked before the update: the checkpoint never holds diverged weights
-            raise TrainingFailed(f"non-finite loss {loss.item()} at step {self.step}")
+        # the step's one read-back, before the update (the checkpoint never holds diverged weights) and not after
+        # it: read after the optimizer step, it made the host wait for AdamW before preparing the next batch
+        value = float(loss)
+        if not math.isfinite(value):
+            raise TrainingFailed(f"non-finite loss {value} at step {self.step}")
         if clip_grad_norm > 0:  # 0 = no clipping
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), clip_grad_norm)
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
-        return loss.item(), metrics
+        return value, metrics
 
     def save(self, elapsed: float) -> None:
         """checkpoint.pt at the current step, then train.json (its timings say how far the run got)."""
