@@ -114,6 +114,30 @@ def test_pack_first_fit_decreasing_layout():
     assert rows.labels[1, :4].tolist() == [-100, 1, 2, -100]
 
 
+def test_pack_moves_every_sentence_as_slice_copies_did():
+    """pack() places the ids with one gather; the rows must be those of copying each sentence's slice in turn
+    (the earlier implementation, kept here as the reference), for masked batches of many lengths."""
+    special = SpecialIds(N_PIECES)
+    for seed in range(5):
+        ids, _ = collate(patterned_sentences(40, seed=seed), special, 64)
+        inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(seed))
+        rows = pack(inputs, labels, special, 64)
+        lengths = (inputs != special.pad).sum(1).tolist()
+        expected_inputs = torch.full_like(rows.inputs, special.pad)
+        expected_labels = torch.full_like(rows.labels, -100)
+        for row in range(len(rows)):
+            at = 0
+            for i in dict.fromkeys(rows.segments[row][rows.segments[row] >= 0].tolist()):  # sentences in order
+                n = lengths[i]
+                expected_inputs[row, at:at + n] = inputs[i, :n]
+                expected_labels[row, at:at + n] = labels[i, :n]
+                at += n
+        assert torch.equal(rows.inputs, expected_inputs) and torch.equal(rows.labels, expected_labels)
+        assert rows.inputs.dtype == inputs.dtype and rows.labels.dtype == labels.dtype
+        assert rows.segments.dtype == torch.long
+        assert sorted(set(rows.segments.flatten().tolist()) - {-1}) == list(range(len(lengths)))
+
+
 def test_packed_rows_give_the_padded_batch_per_sentence_losses():
     shape, model = tiny_model()
     _positions_matter(model)

@@ -152,18 +152,24 @@ def pack(inputs: torch.Tensor, labels: torch.Tensor, special: SpecialIds, row_le
             fills.append(lengths[i])
             members.append([i])
     width = max(fills)
-    packed_inputs = torch.full((len(fills), width), special.pad, dtype=inputs.dtype)
-    packed_labels = torch.full((len(fills), width), -100, dtype=labels.dtype)
-    segments = torch.full((len(fills), width), -1, dtype=torch.long)
+    # every sentence's (row, first column), then all ids moved in one gather: three slice copies per sentence
+    # were ~2 ms of host time per 64-sentence step, beside a ~0.04 s GPU step
+    row_of = np.zeros(len(lengths), dtype=np.int64)
+    start_of = np.zeros(len(lengths), dtype=np.int64)
     for row, sentence_ids in enumerate(members):
         at = 0
         for i in sentence_ids:
-            n = lengths[i]
-            packed_inputs[row, at:at + n] = inputs[i, :n]
-            packed_labels[row, at:at + n] = labels[i, :n]
-            segments[row, at:at + n] = i
-            at += n
-    return Rows(packed_inputs, packed_labels, segments)
+            row_of[i], start_of[i] = row, at
+            at += lengths[i]
+    sentence, position = np.nonzero(np.arange(inputs.shape[1])[None, :] < np.asarray(lengths)[:, None])
+    rows, columns = row_of[sentence], start_of[sentence] + position
+    packed_inputs = np.full((len(fills), width), special.pad, dtype=inputs.numpy().dtype)
+    packed_labels = np.full((len(fills), width), -100, dtype=labels.numpy().dtype)
+    segments = np.full((len(fills), width), -1, dtype=np.int64)
+    packed_inputs[rows, columns] = inputs.numpy()[sentence, position]
+    packed_labels[rows, columns] = labels.numpy()[sentence, position]
+    segments[rows, columns] = sentence
+    return Rows(torch.from_numpy(packed_inputs), torch.from_numpy(packed_labels), torch.from_numpy(segments))
 
 
 def mask_for_mlm(ids: torch.Tensor, special: SpecialIds, generator: torch.Generator,
