@@ -209,10 +209,14 @@ def test_signal_stops_at_a_step_boundary_with_a_checkpoint_and_resumes_identical
     def send(global_step: int) -> None:
         if global_step == 8:  # epoch 2, batch 2 (6 batches per epoch)
             os.kill(os.getpid(), getattr(signal, signame))
+            if signame == "SIGTERM":  # a supervisor's second SIGTERM does not escalate (SIGKILL does)
+                os.kill(os.getpid(), signal.SIGTERM)
+            else:  # a second Ctrl-C does: the usual KeyboardInterrupt
+                assert signal.getsignal(signal.SIGINT) is previous
 
-    previous = signal.getsignal(signal.SIGINT)
+    previous, previous_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert trainer.train(args, step_callback=send) == 128 + getattr(signal, signame)
-    assert signal.getsignal(signal.SIGINT) is previous  # handlers restored
+    assert signal.getsignal(signal.SIGINT) is previous and signal.getsignal(signal.SIGTERM) is previous_term
     saved = torch.load(out / "checkpoint.pt", weights_only=False)
     # the signal arrives after step 8's bookkeeping; the loop finishes the step it then starts (9) and stops
     assert (saved["global_step"], saved["epoch"], saved["batch_in_epoch"]) == (9, 1, 3)

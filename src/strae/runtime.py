@@ -102,9 +102,11 @@ class StopRequest:
 
     Why: a time-boxed chunk (tools/campaign_chunk.sh's `timeout`, a SLURM wall-time, Ctrl-C) used to lose every
     step since the last periodic checkpoint. With this, the loop checkpoints where it stands and exits 128 +
-    signal; rerunning the same command resumes from exactly there. A second signal is not intercepted (the
-    handlers are restored after the first): it stops the process the usual way. Handlers are only installed from
-    the main thread (Python allows no other), and restored on exit."""
+    signal; rerunning the same command resumes from exactly there. After the first signal, Ctrl-C is no longer
+    intercepted (a second one stops the process at once, the way a person expects), while further SIGTERMs are
+    ignored: a supervisor may send more than one (to the process and to its group), and its way to insist is
+    SIGKILL (`timeout --kill-after`, SLURM's KillWait). Handlers are only installed from the main thread (Python
+    allows no other), and restored on exit."""
 
     SIGNALS = ("SIGTERM", "SIGINT")
 
@@ -123,19 +125,22 @@ class StopRequest:
         return signal.Signals(self.signal).name if self.signal is not None else ""
 
     def _handle(self, signum: int, frame: Any) -> None:
+        import signal
         import sys
 
-        self.signal = signum
-        self._restore()
-        print(f"\n{self.name}: stopping after the current step, with a checkpoint there (send it again to stop at "
-              "once, losing the work since the last checkpoint)", file=sys.stderr, flush=True)
+        first = self.signal is None
+        self.signal = self.signal or signum
+        self._restore(only=signal.SIGINT)
+        if first:
+            print(f"\n{self.name}: stopping after the current step, with a checkpoint there (Ctrl-C again stops at "
+                  "once, losing the work since the last checkpoint)", file=sys.stderr, flush=True)
 
-    def _restore(self) -> None:
+    def _restore(self, only: int | None = None) -> None:
         import signal
 
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
-        self._previous = {}
+        for signum in [only] if only is not None else list(self._previous):
+            if signum in self._previous:
+                signal.signal(signum, self._previous.pop(signum))
 
     def __enter__(self) -> StopRequest:
         import signal
