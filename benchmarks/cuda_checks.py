@@ -135,14 +135,19 @@ def check_resume(args: argparse.Namespace, work: Path) -> str:
         return f"resume=not_interrupted(--interrupt-at {args.interrupt_at} not reached before --steps {args.steps})"
     checkpoint = work / "resumed" / trainer.CHECKPOINT_FILE
     if args.perturb:  # a resume that does not restore the saved state exactly must be reported (tests)
-        saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
-        next(t for t in saved["model"].values() if t.is_floating_point()).add_(1e-3)
-        torch.save(saved, checkpoint)
+        perturb(checkpoint)
     try:
         train(argv)
     except (Exception, SystemExit) as error:  # noqa: BLE001 - the line reports the crash (e.g. RNG state on load)
         return f"resume=crashed resume_error={one_line(error)!r}"
     return verdict("resume", weights(work / "first"), weights(work / "resumed"))
+
+
+def perturb(checkpoint: Path) -> None:
+    """--perturb: shift one saved weight, so the resumed run cannot match (the checks must say so)."""
+    saved = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    next(t for t in saved["model"].values() if t.is_floating_point()).add_(1e-3)
+    torch.save(saved, checkpoint)
 
 
 def check_sigterm(args: argparse.Namespace, work: Path) -> str:
@@ -159,8 +164,7 @@ def check_sigterm(args: argparse.Namespace, work: Path) -> str:
     if saved["global_step"] != args.interrupt_at + 1:  # the step after the signal's, not an earlier checkpoint
         return f"sigterm=wrong_checkpoint sigterm_checkpoint_step={saved['global_step']}"
     if args.perturb:  # as in check_resume: an inexact state must be reported (tests)
-        next(t for t in saved["model"].values() if t.is_floating_point()).add_(1e-3)
-        torch.save(saved, work / "sigterm" / trainer.CHECKPOINT_FILE)
+        perturb(work / "sigterm" / trainer.CHECKPOINT_FILE)
     try:
         train(argv)
     except (Exception, SystemExit) as error:  # noqa: BLE001 - the line reports the crash

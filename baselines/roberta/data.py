@@ -163,11 +163,12 @@ def pack(inputs: torch.Tensor, labels: torch.Tensor, special: SpecialIds, row_le
             at += lengths[i]
     sentence, position = np.nonzero(np.arange(inputs.shape[1])[None, :] < np.asarray(lengths)[:, None])
     rows, columns = row_of[sentence], start_of[sentence] + position
-    packed_inputs = np.full((len(fills), width), special.pad, dtype=inputs.numpy().dtype)
-    packed_labels = np.full((len(fills), width), -100, dtype=labels.numpy().dtype)
+    inputs_np, labels_np = inputs.numpy(), labels.numpy()
+    packed_inputs = np.full((len(fills), width), special.pad, dtype=inputs_np.dtype)
+    packed_labels = np.full((len(fills), width), -100, dtype=labels_np.dtype)
     segments = np.full((len(fills), width), -1, dtype=np.int64)
-    packed_inputs[rows, columns] = inputs.numpy()[sentence, position]
-    packed_labels[rows, columns] = labels.numpy()[sentence, position]
+    packed_inputs[rows, columns] = inputs_np[sentence, position]
+    packed_labels[rows, columns] = labels_np[sentence, position]
     segments[rows, columns] = sentence
     return Rows(torch.from_numpy(packed_inputs), torch.from_numpy(packed_labels), torch.from_numpy(segments))
 
