@@ -272,6 +272,42 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     np.testing.assert_allclose(vectors[0], expected, rtol=1e-5, atol=1e-6)
 
 
+def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, monkeypatch):
+    """A time-boxed chunk's SIGTERM: the step under way finishes, checkpoint.pt is written there (not only at the
+    --checkpoint-every-steps cadence), train.json keeps the running status, exit 128 + 15; the same command then
+    ends on the uninterrupted run's weights."""
+    import os
+    import signal
+
+    from baselines.multiview import train
+
+    parses = tmp_path / "parses"
+    _write_fake_parses(parses)
+    common = ["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4",
+              "--batch-size", "10", "--checkpoint-every-steps", "100", "--quiet"]
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    assert train.main(common + ["--out", str(straight)]) == 0
+    step = train.train_step
+
+    def step_then_signal(job, progress):
+        metrics = step(job, progress)
+        if progress.step == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return metrics
+
+    monkeypatch.setattr(train, "train_step", step_then_signal)
+    assert train.main(common + ["--out", str(stopped)]) == 128 + signal.SIGTERM
+    assert torch.load(stopped / "checkpoint.pt", weights_only=False)["step"] == 2
+    record = json.loads((stopped / "train.json").read_text())
+    assert record["status"] == "running" and record["timings"]["steps"] == 0
+    monkeypatch.setattr(train, "train_step", step)
+    assert train.main(common + ["--out", str(stopped)]) == 0
+    a = torch.load(straight / "model.pt", weights_only=True)["state_dict"]
+    b = torch.load(stopped / "model.pt", weights_only=True)["state_dict"]
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+
+
 # ------------------------------------------------------------------------------------------------ workflow
 def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     from test_workflow import copy_workdir, snakemake

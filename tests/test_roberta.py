@@ -473,6 +473,53 @@ def test_dev_selection_keeps_the_best_scored_weights_and_survives_a_resume(tmp_p
     assert all(torch.allclose(v, model.state_dict()[k], atol=1e-6) for k, v in resumed.state_dict().items())
 
 
+def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_weights(tmp_path):
+    """RoBERTa / SimCSE's step loop under a time-boxed chunk's SIGTERM: the step under way finishes, checkpoint.pt
+    is written there, train.json is left alone (a workflow deletes it as incomplete meanwhile), the command exits
+    128 + 15, and rerunning it ends on an uninterrupted run's weights."""
+    import os
+    import signal
+
+    from baselines.roberta.train import run_steps
+    from strae.runs import CHECKPOINT_FILE, RunRecord
+    from strae.runtime import StoppedBySignal
+
+    special = tiny_model()[0].special
+    ids, _ = collate(patterned_sentences(4), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(0))
+
+    def run(run_dir, signal_at=None):
+        torch.manual_seed(0)
+        _, model = tiny_model()  # dropout on: the resumed RNG streams must continue where they stopped
+
+        def forward_backward(step):
+            if step == signal_at:
+                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), signal.SIGTERM)  # a supervisor's repeat does not escalate
+            loss = mlm_loss(model, pack(inputs, labels, special, 64))
+            loss.backward()
+            return loss.detach(), {}
+
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(5, 0))
+        status = run_steps(run_dir=run_dir, record=RunRecord(), model=model, optimizer=optimizer,
+                           scheduler=scheduler, total_steps=5, forward_backward=forward_backward, clip_grad_norm=1.0,
+                           checkpoint_every=100, log_every=1, max_minutes=None, description="test")
+        return status, model
+
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(StoppedBySignal, match="stopped by SIGTERM at step 2/5") as stop:
+        run(tmp_path / "stopped", signal_at=1)
+    assert stop.value.exit_status == 128 + signal.SIGTERM and signal.getsignal(signal.SIGTERM) is previous
+    assert torch.load(tmp_path / "stopped" / CHECKPOINT_FILE, weights_only=False)["step"] == 2
+    assert not (tmp_path / "stopped" / "train.json").exists()
+    status, resumed = run(tmp_path / "stopped")
+    _, straight = run(tmp_path / "straight")
+    assert status == "completed"
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=1e-6, msg=name)
+
+
 def test_simcse_scores_stsb_dev_like_its_script(tiny_run, tmp_path):
     dev_file = tmp_path / "dev.csv"
     dev_file.write_text("sent1,sent2,score\nthe cat sat on the mat,a cat sat on a mat,4.5\n"

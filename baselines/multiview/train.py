@@ -10,7 +10,8 @@ first ``--max-sentences`` kept sentences of the parse (the budget; the paper its
 sentences) and can be capped at ``--max-steps``.
 
 Run directory: ``vocab.json``, ``checkpoint.pt`` (every ``--checkpoint-every-steps`` steps: model, optimiser, RNG,
-step, history; rerunning the same command resumes from it), ``model.pt`` (config + weights), ``parser.json`` (the
+step, history; also where SIGTERM / SIGINT stop the run, after the current step, exit status 128 + signal;
+rerunning the same command resumes from it), ``model.pt`` (config + weights), ``parser.json`` (the
 spaCy pipeline the parse used; the encoder parses eval sentences with the same one), ``train.json``, and
 ``encoder.json`` written last.
 """
@@ -41,7 +42,14 @@ from strae.runs import (
     save_checkpoint,
     save_weights,
 )
-from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
+from strae.runtime import (
+    StopRequest,
+    capture_rng_states,
+    describe_device,
+    resolve_device,
+    restore_rng_states,
+    seed_everything,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -234,17 +242,23 @@ def train(job: Job, progress: Progress) -> int:
     bar = tqdm(total=job.total_steps, initial=progress.step, desc=f"train-multiview {job.args.model}", unit="batch",
                disable=job.args.quiet)
     try:
-        while progress.step < job.total_steps:
-            metrics = train_step(job, progress)
-            bar.update(1)
-            bar.set_postfix(loss=f"{metrics['loss']:.3f}", top1=f"{metrics['context_top1']:.2f}")
-            if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:
-                save_progress(job, progress)
+        with StopRequest() as stop:
+            while progress.step < job.total_steps and not stop.requested:
+                metrics = train_step(job, progress)
+                bar.update(1)
+                bar.set_postfix(loss=f"{metrics['loss']:.3f}", top1=f"{metrics['context_top1']:.2f}")
+                if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:
+                    save_progress(job, progress)
     except (TrainingFailed, ValueError) as error:  # ValueError: a batch the model refuses (make_batch, loss)
         bar.close()
         write_train_json(job, progress)
         return job.record.fail(job.out, str(error), job.args.record_failure)
     bar.close()
+    if progress.step < job.total_steps:  # SIGTERM / SIGINT: checkpoint where it stands, train.json untouched
+        save_progress(job, progress, write_record=False)  # (a Snakemake stopped by the same signal deletes it)
+        print(f"{job.out}: stopped by {stop.name} at step {progress.step}/{job.total_steps}; checkpoint written: "
+              "the same command resumes from there", file=sys.stderr)
+        return 128 + int(stop.signal)
     return finish(job, progress)
 
 
@@ -269,13 +283,14 @@ def train_step(job: Job, progress: Progress) -> dict[str, Any]:
     return metrics
 
 
-def save_progress(job: Job, progress: Progress) -> None:
-    """checkpoint.pt (the full per-step history), then train.json."""
+def save_progress(job: Job, progress: Progress, write_record: bool = True) -> None:
+    """checkpoint.pt (the full per-step history), then (``write_record``) train.json."""
     save_checkpoint(job.out / CHECKPOINT_FILE, {
         "recipe": job.recipe, "model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
         "rng": capture_rng_states(), "step": progress.step, "history": progress.history,
         "train_seconds": progress.train_seconds})
-    write_train_json(job, progress)
+    if write_record:
+        write_train_json(job, progress)
 
 
 def write_train_json(job: Job, progress: Progress) -> None:

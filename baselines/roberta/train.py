@@ -43,6 +43,8 @@ from strae.runs import (
     save_weights,
 )
 from strae.runtime import (
+    StoppedBySignal,
+    StopRequest,
     bf16_autocast_supported,
     capture_rng_states,
     describe_device,
@@ -112,7 +114,9 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
     selects exactly as an uninterrupted one.
 
     Returns "completed" or "stopped" (time budget hit; checkpoint saved, rerun the same command to resume).
-    Raises :class:`strae.runs.TrainingFailed` on a non-finite loss. ``record`` (train.json) is updated in place.
+    Raises :class:`strae.runs.TrainingFailed` on a non-finite loss, and :class:`strae.runtime.StoppedBySignal`
+    after SIGTERM / SIGINT, which stop the loop after the current step with a checkpoint there (train.json is then
+    left as it was). ``record`` (train.json) is updated in place.
     """
     loop = StepLoop(run_dir, record, model, optimizer, scheduler, total_steps, signature)
     loop.resume()
@@ -120,8 +124,9 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
         record.blocks["final_weights"] = loop.selection = loop.selection or dev.describe()
     clock, window = SessionClock(loop.elapsed_before, max_minutes), LossWindow()
     model.train()
-    with tqdm(total=total_steps, initial=loop.step, desc=description, dynamic_ncols=True, mininterval=5) as bar:
-        while loop.step < total_steps:
+    with StopRequest() as stop, tqdm(total=total_steps, initial=loop.step, desc=description, dynamic_ncols=True,
+                                     mininterval=5) as bar:
+        while loop.step < total_steps and not stop.requested:
             loss, metrics = loop.one_step(forward_backward, clip_grad_norm)
             window.add(loss)
             bar.update(1)
@@ -134,6 +139,12 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
                 loop.save(clock.elapsed())
             if clock.over_budget() and loop.step < total_steps:
                 break
+    if stop.requested and loop.step < total_steps:
+        # train.json is the train rule's declared output, and a Snakemake stopped by the same signal deletes it as
+        # incomplete meanwhile: rewritten now, it would look complete to the next run (see strae.train.stopped)
+        loop.save(clock.elapsed(), write_record=False)
+        raise StoppedBySignal(stop.signal, f"{run_dir}: stopped by {stop.name} at step {loop.step}/{total_steps}; "
+                              "checkpoint written: the same command resumes from there")
     loop.finish(clock.elapsed())
     if loop.step < total_steps:
         return "stopped"
@@ -241,8 +252,9 @@ class StepLoop:
         self.step += 1
         return value, metrics
 
-    def save(self, elapsed: float) -> None:
-        """checkpoint.pt at the current step, then train.json (its timings say how far the run got)."""
+    def save(self, elapsed: float, write_record: bool = True) -> None:
+        """checkpoint.pt at the current step, then (``write_record``) train.json: its timings say how far the run
+        got."""
         save_checkpoint(self.checkpoint_path, dict(
             model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(), rng=capture_rng_states(), step=self.step,
@@ -250,7 +262,8 @@ class StepLoop:
             selection=self.selection))
         # train.json after the checkpoint: it never reports steps a resumed run would not find
         self.record.timings.update(steps_done=self.step, train_seconds=round(elapsed, 1))
-        self.record.to_disk(self.run_dir)
+        if write_record:
+            self.record.to_disk(self.run_dir)
 
     def score_on_dev(self, dev: DevSelection) -> None:
         """Score the current weights (eval mode, the training RNG streams untouched); best.pt when they are the
@@ -334,6 +347,9 @@ def train_and_finish(args: argparse.Namespace, record: RunRecord, *, weights: Ca
                            max_minutes=args.max_minutes, **loop)
     except TrainingFailed as error:
         return record.fail(args.out, str(error), args.record_failure)
+    except StoppedBySignal as stop:
+        print(stop, file=sys.stderr)
+        return stop.exit_status
     return finish_run(args.out, record, status, weights(), encoder_fields)
 
 

@@ -97,6 +97,19 @@ def restore_rng_states(states: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(states["cuda"])
 
 
+class StoppedBySignal(Exception):
+    """A training loop stopped by SIGTERM / SIGINT (:class:`StopRequest`) after checkpointing where it stood; the
+    command exits with :attr:`exit_status` (128 + signal, the shell's convention for a signalled process)."""
+
+    def __init__(self, signum: int, message: str):
+        super().__init__(message)
+        self.signal = signum
+
+    @property
+    def exit_status(self) -> int:
+        return 128 + int(self.signal)
+
+
 class StopRequest:
     """SIGTERM / SIGINT ask a training loop to stop at its next step boundary instead of dying mid-step.
 
