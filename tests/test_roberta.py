@@ -69,6 +69,23 @@ def test_relative_positions_replace_absolute_and_ignore_padding():
     assert (other - torch.roll(batched[1:, :11], 1, dims=1)).abs().max() > 1e-3
 
 
+def test_collate_gives_the_padded_lists_ids():
+    """The array-op collate equals the straightforward one (a Python list per sentence, padded): truncation to
+    max_length, an empty sentence, and numpy id arrays of another integer type."""
+    from strae.data.batching import pad_batch
+
+    special = tiny_model()[0].special
+    rng = np.random.default_rng(3)
+    sentences = [rng.integers(0, special.n_pieces, n).astype(dtype) for n, dtype in
+                 [(5, np.int32), (0, np.int64), (70, np.uint16), (62, np.int64), (1, np.int32)]]
+    for max_length in (64, 8):
+        expected, _ = pad_batch([[special.bos, *s[:max_length - 2].tolist(), special.eos] for s in sentences],
+                                special.pad)
+        ids, attention = collate(sentences, special, max_length)
+        assert ids.dtype == torch.long and torch.equal(ids, expected)
+        assert torch.equal(attention, (expected != special.pad).long())
+
+
 def test_default_shape_is_banyan_table6_size():
     # Banyan Table 6: RoBERTa (M) ≈ 10M parameters without the embedding matrix and the LM head
     shape = RobertaShape(n_pieces=16)
