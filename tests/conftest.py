@@ -10,6 +10,11 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Tests are CPU-only: Triton kernels run on Triton's CPU interpreter. Triton reads this when its modules are
 # imported (its own library functions are decorated then), so it is set before any test can import triton.
 os.environ["TRITON_INTERPRET"] = "1"
+# One intra-op thread per process unless the caller chose (before torch is imported; subprocesses inherit it): the
+# tests' models are tiny, and on a 2-core machine two threads spin-wait whenever another process holds a core (a
+# test's own subprocess, a training run beside the suite): a 30-step tiny RoBERTa test took 95 s with two threads
+# beside one busy core and under 1 s with one.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def _find_mirror() -> Path | None:

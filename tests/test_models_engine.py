@@ -161,6 +161,9 @@ def test_build_graph_set_operations_give_np_unique_exactly():
     rng = np.random.default_rng(0)
     cases = [rng.integers(0, n, size) for n, size in ((25000, 16000), (5, 40), (1, 3), (100, 1))]
     cases += [np.zeros(0, dtype=np.int64), np.array([7, 3, 7, 0, 3, 3]), rng.integers(0, 10**9, 300)]
+    # from _PACKED_SORT_MIN keys a packed value sort: ties (many), keys as large as a level's (lc * n_occ + rc),
+    # and keys too large to pack with their positions (the argsort again)
+    cases += [rng.integers(0, 5, 3000), rng.integers(0, 20000**2, 8000), rng.integers(0, 2**62, 2000)]
     for values in cases:
         expected = np.unique(values, return_index=True, return_inverse=True)
         for function in (_unique_sorted,) + ((_unique_small_ints,) if values.max(initial=0) < 10**6 else ()):
@@ -204,3 +207,6 @@ def test_a_host_batch_for_a_cuda_model_is_packed_on_the_host_and_sent_in_one_asy
     with pytest.raises(ValueError, match="token ids must lie"):  # checked on the host, before any copy
         pack_batch(torch.tensor([[3, 12]]), torch.tensor([2]), 9, device=torch.device("cuda"))
     assert len(copies) == 1
+    # build_graph reads the packing's host copy of the tokens, not the device's (no copy back)
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda self: pytest.fail("tokens copied back from the device"))
+    assert packed.tokens_on_host().tolist() == [3, 4, 5, 6, 7]

@@ -227,7 +227,7 @@ def test_parents_csr_is_the_lexsort_order():
     from strae.models.propagation import _parents_csr
 
     rng = np.random.default_rng(0)
-    for n_level0, m, n_levels in ((50, 40, 7), (3, 1, 2), (200, 180, 30)):
+    for n_level0, m, n_levels in ((50, 40, 7), (3, 1, 2), (200, 180, 30), (9000, 8500, 30)):
         n_nodes = n_level0 + m
         level = np.concatenate((np.zeros(n_level0, dtype=np.int64), np.sort(rng.integers(1, n_levels, m))))
         left, right = rng.integers(0, n_nodes, m), rng.integers(0, n_nodes, m)  # (entangled: shared children)

@@ -152,7 +152,8 @@ class StraeModel(nn.Module):
     def build(self, induction: Induction, packed: PackedBatch, structure: str | None = None) -> Graph:
         structure = structure or self.config.structure
         # The decoder child order only matters where a decoder runs; evaluation graphs keep it too.
-        return build_graph(induction, packed.tokens, structure, self.recipe.decoder_child_order, self.scatter)
+        return build_graph(induction, packed.tokens_on_host(), structure, self.recipe.decoder_child_order,
+                           self.scatter)
 
     # ------------------------------------------------------------------------------------------ message passing
     def propagate(self, graph: Graph, dropout: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -252,7 +253,7 @@ class StraeModel(nn.Module):
     def node_counts(self, ids: torch.Tensor, lengths: torch.Tensor) -> dict[str, int]:
         """Total nodes (leaves included) of the batch's trees as sentential trees and as one entangled graph."""
         packed, induction = self.induce(ids, lengths, dropout=False)
-        entangled = build_graph(induction, packed.tokens, "entangled")
+        entangled = build_graph(induction, packed.tokens_on_host(), "entangled")
         return {"sentential": int(induction.up.shape[0]), "entangled": int(entangled.n_nodes)}
 
     @torch.no_grad()
