@@ -123,25 +123,41 @@ def _metric_column(metric: str, where: str) -> str:
     return METRIC_COLUMNS[metric]
 
 
-def _seed_values(scores: pd.DataFrame, selector: dict[str, Any], tasks: list[str],
+_SELECTOR_COLUMNS = ("language", "model", "eval_setting", "variant")  # a cell's rows; selector keys below
+_SELECTOR_KEYS = ("language", "model", "setting", "variant")
+
+
+class ScoreGroups:
+    """The whole-set rows of a scores table (subset ""), grouped once by (language, model, eval setting, variant):
+    a table's cells each read one group instead of filtering every row again (a paper-scale scores.csv has
+    thousands of rows and the tables hundreds of cells; this was most of `strae report` and of its tests)."""
+
+    def __init__(self, scores: pd.DataFrame):
+        self.scores = scores
+        self.groups: dict[tuple, pd.DataFrame] | None = None  # grouped when a cell first reads scores
+
+    def rows(self, selector: dict[str, Any]) -> pd.DataFrame:
+        if self.groups is None:
+            whole = self.scores[self.scores["subset"] == ""]
+            self.groups = dict(iter(whole.groupby(list(_SELECTOR_COLUMNS), sort=False)))
+        group = self.groups.get(tuple(selector[name] for name in _SELECTOR_KEYS))
+        return group if group is not None else self.scores.iloc[:0]
+
+
+def _seed_values(scores: ScoreGroups, selector: dict[str, Any], tasks: list[str],
                  metric: str = SPEARMAN) -> tuple[dict[int, float], set[int]]:
     """Per-seed value of `metric` (mean over `tasks`; NaN if a task is missing for that seed) and the set of failed
     seeds."""
     value_column = _metric_column(metric, "metric")
-    mask = (
-        (scores["language"] == selector["language"])
-        & (scores["model"] == selector["model"])
-        & (scores["eval_setting"] == selector["setting"])
-        & (scores["variant"] == selector["variant"])
-        & (scores["subset"] == "")
-        & (scores["task"].isin(tasks))
-    )
-    rows = scores[mask]
+    rows = scores.rows(selector)
+    rows = rows.loc[rows["task"].isin(tasks), ["seed", "status", "task", value_column]]  # only what is read
     failed = {int(s) for s in rows.loc[rows["status"] == "failed", "seed"].dropna()}
     values: dict[int, float] = {}
     for seed, group in rows[rows["status"] != "failed"].groupby("seed"):
-        by_task = group.dropna(subset=[value_column]).drop_duplicates("task").set_index("task")[value_column]
-        values[int(seed)] = float(by_task[tasks].mean()) if set(tasks) <= set(by_task.index) else math.nan
+        measured = group.dropna(subset=[value_column]).drop_duplicates("task")  # a task's first measured row
+        by_task = dict(zip(measured["task"], measured[value_column]))
+        values[int(seed)] = (float(pd.Series([by_task[task] for task in tasks], dtype=float).mean())
+                             if set(tasks) <= by_task.keys() else math.nan)
     return values, failed - set(values)
 
 
@@ -193,6 +209,7 @@ def build_table(
     paper = load_paper_table(paper_file)
     param_counts = param_counts or {}
     halves = table.get("halves") or {None: {"aggregate": table.get("aggregate", "mean")}}
+    scores = ScoreGroups(scores)
     records = []
     for half_name, half in halves.items():
         aggregate = half.get("aggregate", "mean")
@@ -221,7 +238,7 @@ def build_table(
     return pd.DataFrame.from_records(records, columns=CELL_COLUMNS)
 
 
-def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: pd.DataFrame) -> int | None:
+def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: ScoreGroups) -> int | None:
     """The seed with the highest mean over the row's task columns (one initialisation per row, as the papers'
     "best performing initialisation"); None when no seed has every task."""
     totals: dict[int, list[float]] = {}
