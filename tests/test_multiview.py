@@ -235,14 +235,26 @@ def _write_fake_parses(directory: Path, n_books: int = 2, per_book: int = 30, se
                                          "parser": {"package": "fake", "pipeline": "xx_fake_parser"}})
 
 
+def _tiny_train_args(tmp_path, checkpoint_every_steps: int) -> list[str]:
+    """`strae train-multiview` arguments of a tiny run on fake parses written under ``tmp_path`` (no --out)."""
+    parses = tmp_path / "parses"
+    _write_fake_parses(parses)
+    return ["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4",
+            "--batch-size", "10", "--checkpoint-every-steps", str(checkpoint_every_steps), "--quiet"]
+
+
+def _assert_same_weights(a_dir, b_dir) -> None:
+    a = torch.load(a_dir / "model.pt", weights_only=True)["state_dict"]
+    b = torch.load(b_dir / "model.pt", weights_only=True)["state_dict"]
+    for key in a:
+        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+
+
 def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     from baselines.multiview import train
     from baselines.multiview.encoder import MultiviewEncoder
 
-    parses = tmp_path / "parses"
-    _write_fake_parses(parses)
-    common = ["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4",
-              "--batch-size", "10", "--checkpoint-every-steps", "1", "--quiet"]
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
     assert train.main(common + ["--out", str(straight)]) == 0
     assert train.main(common + ["--out", str(resumed), "--max-steps", "2"]) == 0
@@ -250,10 +262,7 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     assert first["status"] == "completed" and first["timings"]["steps"] == 2
     (resumed / "encoder.json").unlink()  # extend the time-boxed run: resumes from its checkpoint
     assert train.main(common + ["--out", str(resumed)]) == 0
-    a = torch.load(straight / "model.pt", weights_only=True)["state_dict"]
-    b = torch.load(resumed / "model.pt", weights_only=True)["state_dict"]
-    for key in a:
-        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+    _assert_same_weights(straight, resumed)
     record = json.loads((straight / "train.json").read_text())
     assert record["status"] == "completed" and record["timings"]["steps"] == 6
     assert record["data"]["context_pairs_per_epoch"] == 2 * 2 * 9 * 3  # 2 books x 3 batches x 9 pairs x 2 dirs
@@ -281,10 +290,7 @@ def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, 
 
     from baselines.multiview import train
 
-    parses = tmp_path / "parses"
-    _write_fake_parses(parses)
-    common = ["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4",
-              "--batch-size", "10", "--checkpoint-every-steps", "100", "--quiet"]
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=100)
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
     assert train.main(common + ["--out", str(straight)]) == 0
     step = train.train_step
@@ -302,10 +308,7 @@ def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, 
     assert record["status"] == "running" and record["timings"]["steps"] == 0
     monkeypatch.setattr(train, "train_step", step)
     assert train.main(common + ["--out", str(stopped)]) == 0
-    a = torch.load(straight / "model.pt", weights_only=True)["state_dict"]
-    b = torch.load(stopped / "model.pt", weights_only=True)["state_dict"]
-    for key in a:
-        torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
+    _assert_same_weights(straight, stopped)
 
 
 # ------------------------------------------------------------------------------------------------ workflow
