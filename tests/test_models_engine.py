@@ -163,12 +163,14 @@ def test_build_graph_set_operations_give_np_unique_exactly():
     cases += [np.zeros(0, dtype=np.int64), np.array([7, 3, 7, 0, 3, 3]), rng.integers(0, 10**9, 300)]
     # from _PACKED_SORT_MIN keys a packed value sort: ties (many), keys as large as a level's (lc * n_occ + rc),
     # and keys too large to pack with their positions (the argsort again)
-    cases += [rng.integers(0, 5, 3000), rng.integers(0, 20000**2, 8000), rng.integers(0, 2**62, 2000)]
+    cases += [rng.integers(0, 5, 3000), rng.integers(0, 20000**2, 8000), rng.integers(0, 2**62, 2000),
+              rng.integers(0, 2**30, 2000).astype(np.int32)]  # packed in int64, not overflowing int32
     for values in cases:
         expected = np.unique(values, return_index=True, return_inverse=True)
         for function in (_unique_sorted,) + ((_unique_small_ints,) if values.max(initial=0) < 10**6 else ()):
             got = function(values)
             assert all(np.array_equal(e, g) for e, g in zip(expected, got, strict=True)), function.__name__
+            assert got[0].dtype == expected[0].dtype, function.__name__
         assert np.array_equal(_stable_order(values), np.argsort(values, kind="stable"))
     heights = rng.integers(0, 40, 5000)
     assert np.array_equal(_stable_order(heights), np.argsort(heights, kind="stable"))

@@ -446,9 +446,9 @@ def _stable_argsort(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pack take the argsort."""
     n = len(keys)
     if n >= _PACKED_SORT_MIN and keys.min() >= 0 and int(keys.max()) < np.iinfo(np.int64).max // n - 1:
-        packed = np.sort(keys * n + np.arange(n))
+        packed = np.sort(keys.astype(np.int64, copy=False) * n + np.arange(n))  # int64 whatever the keys' type
         ordered, order = np.divmod(packed, n)
-        return order, ordered
+        return order, ordered.astype(keys.dtype, copy=False)
     order = np.argsort(keys, kind="stable")
     return order, keys[order]
 
