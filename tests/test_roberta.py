@@ -310,10 +310,11 @@ def tiny_run(tmp_path_factory, mirror):
     tokenizer = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
     common = ["--lang", "en", "--seed", "0", "--corpus", str(corpus), "--tokenizer", str(tokenizer), "--steps", "4",
               *TINY_ARGS]
-    _cli("train-roberta", *common, "--out", str(tmp / "straight"), "--checkpoint-every", "100")
-    # interrupted after its first step (zero time budget), then resumed with the same command
+    _cli("train-roberta", *common, "--out", str(tmp / "straight"), "--checkpoint-every-steps", "100")
+    # interrupted after its first step (zero time budget), then resumed with the same command (the first time
+    # spelled --checkpoint-every, the flag's earlier name, which still parses)
     _cli("train-roberta", *common, "--out", str(tmp / "resumed"), "--max-minutes", "0", "--checkpoint-every", "100")
-    _cli("train-roberta", *common, "--out", str(tmp / "resumed"), "--checkpoint-every", "100")
+    _cli("train-roberta", *common, "--out", str(tmp / "resumed"), "--checkpoint-every-steps", "100")
     return tmp
 
 
@@ -412,8 +413,9 @@ def test_resume_refuses_a_checkpoint_from_other_settings(tmp_path):
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(3, 0))
         record = RunRecord()
         return run_steps(run_dir=tmp_path, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
-                         total_steps=3, forward_backward=forward_backward, clip_grad_norm=1.0, checkpoint_every=100,
-                         log_every=1, max_minutes=0, description="test", signature=signature)
+                         total_steps=3, forward_backward=forward_backward, clip_grad_norm=1.0,
+                         checkpoint_every_steps=100, log_every=1, max_minutes=0, description="test",
+                         signature=signature)
 
     assert run({"shape": {"hidden_size": 32}, "lr": 1e-3}) == "stopped"
     with pytest.raises(SystemExit, match=r"other settings \(shape differ\)"):
@@ -469,8 +471,8 @@ def test_dev_selection_keeps_the_best_scored_weights_and_survives_a_resume(tmp_p
         record = RunRecord()
         dev = DevSelection(every=1, metric="scripted", score=lambda m: scripted[len(record.history)])
         status = run_steps(run_dir=run_dir, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
-                           total_steps=4, forward_backward=forward_backward, clip_grad_norm=1.0, checkpoint_every=1,
-                           log_every=1, max_minutes=max_minutes, description="test", dev=dev)
+                           total_steps=4, forward_backward=forward_backward, clip_grad_norm=1.0,
+                           checkpoint_every_steps=1, log_every=1, max_minutes=max_minutes, description="test", dev=dev)
         return status, model, record
 
     status, model, record = run(tmp_path / "straight", None)
@@ -521,7 +523,7 @@ def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(5, 0))
         status = run_steps(run_dir=run_dir, record=RunRecord(), model=model, optimizer=optimizer,
                            scheduler=scheduler, total_steps=5, forward_backward=forward_backward, clip_grad_norm=1.0,
-                           checkpoint_every=100, log_every=1, max_minutes=None, description="test")
+                           checkpoint_every_steps=100, log_every=1, max_minutes=None, description="test")
         return status, model
 
     previous = signal.getsignal(signal.SIGTERM)

@@ -101,7 +101,7 @@ def mlm_loss(model, rows) -> torch.Tensor:
 def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
               scheduler: torch.optim.lr_scheduler.LRScheduler, total_steps: int,
               forward_backward: Callable[[int], tuple[torch.Tensor, dict[str, float]]], clip_grad_norm: float,
-              checkpoint_every: int, log_every: int, max_minutes: float | None, description: str,
+              checkpoint_every_steps: int, log_every: int, max_minutes: float | None, description: str,
               signature: dict[str, Any] | None = None, dev: DevSelection | None = None) -> str:
     """Run optimiser steps ``[start, total_steps)``, resuming from ``run_dir/checkpoint.pt`` when present (refused,
     naming what differs, when written with another ``signature``: the settings that define the optimisation).
@@ -135,7 +135,7 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
                 record.history.append(window.entry(loop.step, scheduler.get_last_lr()[0], metrics))
             if dev is not None and loop.step % dev.every == 0:
                 loop.score_on_dev(dev)
-            if loop.step % checkpoint_every == 0 and loop.step < total_steps:
+            if loop.step % checkpoint_every_steps == 0 and loop.step < total_steps:
                 loop.save(clock.elapsed())
             if clock.over_budget() and loop.step < total_steps:
                 break
@@ -343,7 +343,7 @@ def train_and_finish(args: argparse.Namespace, record: RunRecord, *, weights: Ca
     called after training); a divergence is recorded as a failed run."""
     try:
         status = run_steps(run_dir=args.out, record=record, clip_grad_norm=args.clip_grad_norm,
-                           checkpoint_every=args.checkpoint_every, log_every=args.log_every,
+                           checkpoint_every_steps=args.checkpoint_every_steps, log_every=args.log_every,
                            max_minutes=args.max_minutes, **loop)
     except TrainingFailed as error:
         return record.fail(args.out, str(error), args.record_failure)
@@ -419,7 +419,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-sentences", type=int, default=None, help="read at most this many --corpus lines")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda")
     parser.add_argument("--precision", default="auto", help="auto (bf16 autocast where supported) | fp32 | bf16")
-    parser.add_argument("--checkpoint-every", type=int, default=1000, help="steps between resumable checkpoints")
+    # one name across the trainers (strae train, train-multiview); the earlier spelling still parses (recorded argv)
+    parser.add_argument("--checkpoint-every-steps", "--checkpoint-every", dest="checkpoint_every_steps", type=int,
+                        default=1000, help="steps between resumable checkpoints")
     parser.add_argument("--log-every", type=int, default=50, help="steps per train.json history entry")
     parser.add_argument("--max-minutes", type=float, default=None,
                         help="stop (checkpointed, resumable) after this much wall time")
