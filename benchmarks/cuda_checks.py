@@ -6,7 +6,7 @@
 (a) determinism: the same short run (``--steps`` optimizer steps, same seed) trained twice; every weight tensor of
 the two ``model.pt`` files compared: ``determinism=identical`` or ``determinism=differs`` with the max abs diff.
 (b) resume: a third run stopped by an exception after step ``--interrupt-at`` (a checkpoint every
-``--checkpoint-every`` steps before it, so the work since the last one is lost), then resumed by the same call;
+``--checkpoint-every-steps`` steps before it, so the work since the last one is lost), then resumed by the same call;
 its final weights against the first run's: ``resume=identical``, ``resume=differs`` with the max abs diff, or
 ``resume=crashed`` with the error. (c) sigterm: a fourth run sent SIGTERM after step ``--interrupt-at`` (what a
 chunk's time limit does): it must stop after the step it is in with a checkpoint there (exit 143) and, rerun, end
@@ -100,7 +100,8 @@ def one_line(error: BaseException) -> str:
 def run_args(args: argparse.Namespace, out: Path, seed: int) -> list[str]:
     return ["--model", args.model, "--lang", args.lang, "--seed", str(seed), "--out", str(out),
             "--data-dir", str(args.data_dir), "--tokenizer", str(args.tokenizer), "--batch-size", str(args.batch_size),
-            "--epochs", "1000", "--max-steps", str(args.steps), "--checkpoint-every-steps", str(args.checkpoint_every),
+            "--epochs", "1000", "--max-steps", str(args.steps),
+            "--checkpoint-every-steps", str(args.checkpoint_every_steps),
             "--dev-max-sentences", str(args.dev_sentences), "--collapse-sentences", str(args.dev_sentences),
             "--device", args.device, "--progress-interval", "60", *args.train_args]
 
@@ -206,7 +207,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--lang", default="en", help="only a label in the run records")
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--steps", type=int, default=60, help="optimizer steps per run")
-    parser.add_argument("--checkpoint-every", type=int, default=None, help="default: a third of --steps")
+    parser.add_argument("--checkpoint-every-steps", "--checkpoint-every", dest="checkpoint_every_steps", type=int,
+                        default=None, help="default: a third of --steps")
     parser.add_argument("--interrupt-at", type=int, default=None,
                         help="step after which the resume run is killed (default: half of --steps)")
     parser.add_argument("--dev-sentences", type=int, default=256, help="dev sentences of each epoch-end evaluation")
@@ -217,12 +219,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--perturb", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.train_args = train_args
-    args.checkpoint_every = args.checkpoint_every or args.steps // 3
+    args.checkpoint_every_steps = args.checkpoint_every_steps or args.steps // 3
     args.interrupt_at = args.interrupt_at or args.steps // 2
     if (args.data_dir is None) != (args.tokenizer is None):
         parser.error("--data-dir and --tokenizer go together")
-    if not 0 < args.checkpoint_every < args.interrupt_at < args.steps:
-        parser.error("need 0 < --checkpoint-every < --interrupt-at < --steps (a checkpoint before the kill)")
+    if not 0 < args.checkpoint_every_steps < args.interrupt_at < args.steps:
+        parser.error("need 0 < --checkpoint-every-steps < --interrupt-at < --steps (a checkpoint before the kill)")
     return args
 
 
@@ -259,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         (determinism, determinism_s), (resume, resume_s) = results["determinism"], results["resume"]
         sigterm, sigterm_s = results["sigterm"]
         print(f"cuda_checks model={args.model} data={data} batch={args.batch_size} steps={args.steps} "
-              f"interrupt_at={args.interrupt_at} checkpoint_every={args.checkpoint_every} {determinism} "
+              f"interrupt_at={args.interrupt_at} checkpoint_every_steps={args.checkpoint_every_steps} {determinism} "
               f"determinism_s={determinism_s:.1f} {resume} resume_s={resume_s:.1f} {sigterm} "
               f"sigterm_s={sigterm_s:.1f} {recorded(work / 'first')} "
               f"torch={torch.__version__} device={describe_device(device).replace(' ', '_')}", flush=True)

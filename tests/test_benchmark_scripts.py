@@ -69,8 +69,8 @@ def test_concurrent_throughput_reports_a_failed_copy_with_its_stderr(capsys):
     assert "N=1 FAILED copy 0 rc=2" in line and "no-such-model" in line and "tokens/s" not in line
 
 
-CHECK_ARGS = ["--device", "cpu", "--threads", "1", "--batch-size", "16", "--steps", "8", "--checkpoint-every", "3",
-              "--interrupt-at", "5", "--tiny-sentences", "96", "--dev-sentences", "32"]
+CHECK_ARGS = ["--device", "cpu", "--threads", "1", "--batch-size", "16", "--steps", "8",
+              "--checkpoint-every-steps", "3", "--interrupt-at", "5", "--tiny-sentences", "96", "--dev-sentences", "32"]
 
 
 @pytest.fixture
