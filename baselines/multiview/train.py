@@ -256,9 +256,8 @@ def train(job: Job, progress: Progress) -> int:
     bar.close()
     if progress.step < job.total_steps:  # SIGTERM / SIGINT: checkpoint where it stands, train.json untouched
         save_progress(job, progress, write_record=False)  # (a Snakemake stopped by the same signal deletes it)
-        print(f"{job.out}: stopped by {stop.name} at step {progress.step}/{job.total_steps}; checkpoint written: "
-              "the same command resumes from there", file=sys.stderr)
-        return 128 + int(stop.signal)
+        print(stop.stopped_line(job.out, f"step {progress.step}/{job.total_steps}"), file=sys.stderr)
+        return stop.exit_status
     return finish(job, progress)
 
 

@@ -143,8 +143,7 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
         # train.json is the train rule's declared output, and a Snakemake stopped by the same signal deletes it as
         # incomplete meanwhile: rewritten now, it would look complete to the next run (see strae.train.stopped)
         loop.save(clock.elapsed(), write_record=False)
-        raise StoppedBySignal(stop.signal, f"{run_dir}: stopped by {stop.name} at step {loop.step}/{total_steps}; "
-                              "checkpoint written: the same command resumes from there")
+        raise StoppedBySignal(stop, stop.stopped_line(run_dir, f"step {loop.step}/{total_steps}"))
     loop.finish(clock.elapsed())
     if loop.step < total_steps:
         return "stopped"

@@ -98,16 +98,13 @@ def restore_rng_states(states: dict[str, Any]) -> None:
 
 
 class StoppedBySignal(Exception):
-    """A training loop stopped by SIGTERM / SIGINT (:class:`StopRequest`) after checkpointing where it stood; the
-    command exits with :attr:`exit_status` (128 + signal, the shell's convention for a signalled process)."""
+    """A training loop stopped by SIGTERM / SIGINT (:class:`StopRequest`) after checkpointing where it stood,
+    raised where the loop cannot return the command's exit status itself; the message is
+    :meth:`StopRequest.stopped_line`."""
 
-    def __init__(self, signum: int, message: str):
+    def __init__(self, stop: StopRequest, message: str):
         super().__init__(message)
-        self.signal = signum
-
-    @property
-    def exit_status(self) -> int:
-        return 128 + int(self.signal)
+        self.exit_status = stop.exit_status
 
 
 class StopRequest:
@@ -136,6 +133,16 @@ class StopRequest:
         import signal
 
         return signal.Signals(self.signal).name if self.signal is not None else ""
+
+    @property
+    def exit_status(self) -> int:
+        """128 + signal: the shell's convention for a process a signal stopped."""
+        return 128 + int(self.signal)
+
+    def stopped_line(self, run_dir: Any, position: str) -> str:
+        """What a loop reports once it has checkpointed at ``position`` after the signal (every trainer alike)."""
+        return (f"{run_dir}: stopped by {self.name} at {position}; checkpoint written: the same command resumes "
+                "from there")
 
     def _handle(self, signum: int, frame: Any) -> None:
         import signal

@@ -880,9 +880,9 @@ def stopped(job: Job, state: State) -> int:
     signal deletes it as incomplete meanwhile; written after that, it would look complete to the next run."""
     state.session.update(ended=time.time(), end_step=state.global_step, stopped_by=state.stop.name)
     write_checkpoint(job, state)
-    log(f"{job.out}: stopped by {state.stop.name} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step "
-        f"{state.global_step}; checkpoint written: the same command resumes from there")
-    return 128 + int(state.stop.signal)
+    log(state.stop.stopped_line(job.out, f"epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step "
+                                          f"{state.global_step}"))
+    return state.stop.exit_status
 
 
 def export_checkpoint(job: Job) -> int:

@@ -63,8 +63,7 @@ def pack_batch(ids: torch.Tensor, lengths: torch.Tensor, vocab_size: int,
     them waiting for the previous step's queued work)."""
     device = ids.device if device is None else torch.device(device)
     if ids.device.type == "cpu" and device.type == "cuda":
-        packed = pack_batch(ids, lengths.cpu(), vocab_size)
-        packed.host_tokens = packed.tokens.numpy()
+        packed = pack_batch(ids, lengths.cpu(), vocab_size)  # its host_tokens stay: build_graph reads them
         packed.tokens = packed.tokens.pin_memory().to(device, non_blocking=True)
         return packed
     if ids.dim() != 2:
@@ -453,12 +452,18 @@ def _stable_argsort(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, keys[order]
 
 
-def _unique_sorted(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """np.unique(keys, return_index=True, return_inverse=True) without its generic overhead (one stable sort)."""
+def _sorted_runs(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, keys[order], new) of the stable sort, ``new`` marking where a run of equal keys starts."""
     order, ordered = _stable_argsort(keys)
     new = np.empty(len(keys), dtype=bool)
     new[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return order, ordered, new
+
+
+def _unique_sorted(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(keys, return_index=True, return_inverse=True) without its generic overhead (one stable sort)."""
+    order, ordered, new = _sorted_runs(keys)
     inverse = np.empty(len(keys), dtype=np.int64)
     inverse[order] = np.cumsum(new) - 1
     return ordered[new], order[new], inverse
@@ -512,13 +517,10 @@ def build_graph(induction: Induction, tokens: torch.Tensor | np.ndarray, structu
             a, b = level_bounds[level - 1], level_bounds[level]
             occ = by_height[a:b]
             lc, rc = node_of[left_by_height[a:b]], node_of[right_by_height[a:b]]
-            # np.unique of the (left node, right node) keys, inlined: each distinct pair becomes one node, numbered
-            # in key order, represented by its first occurrence; the occurrences are numbered in sorted order
-            # directly (one scatter, no inverse array)
-            order, ordered = _stable_argsort(lc * n_occ + rc)
-            new = np.empty(len(order), dtype=bool)
-            new[:1] = True
-            np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+            # the distinct (left node, right node) keys, as np.unique finds them: each becomes one node, numbered in
+            # key order, represented by its first occurrence; the occurrences are numbered in sorted order directly
+            # (one scatter, no inverse array)
+            order, _, new = _sorted_runs(lc * n_occ + rc)
             node_of[n_leaves + occ[order]] = np.cumsum(new) + (offsets[-1] - 1)
             first = order[new]
             lefts.append(lc[first])
