@@ -17,9 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_train_throughput_prints_its_line_with_the_objective_bound(tmp_path):
     result = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "train_throughput.py"), "--model", "banyan", "--synthetic",
-         "--batch-size", "8", "--steps", "1", "--warmup", "1", "--threads", "1", "--device", "cpu"],
+         "--batch-size", "8", "--steps", "1", "--warmup", "1", "--threads", "1", "--device", "cpu",
+         "--host-profile", "host/profile.txt"],
         cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
+    # the host profile of the timed steps: strae train's own step and the graph building under it, by own time
+    profile = (tmp_path / "host/profile.txt").read_text()
+    assert "tottime" in profile and "training_step" in profile and "build_graph" in profile, profile[:2000]
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, result.stdout
     fields = dict(re.findall(r"(\S+)=(\S+)", lines[0]))

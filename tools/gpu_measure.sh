@@ -9,6 +9,7 @@
 # own time limit; the whole run also stops starting steps at the deadline, so the sum of the budgets may exceed it):
 #   banyan-triton     train_throughput, Banyan, fused Triton induction, autograd passes   budget 90 s (first compile)
 #   banyan-handwritten  the same with --propagation handwritten (Triton levels; auto on CUDA)  budget 70 s
+#   banyan-host-profile  the same under cProfile: host time by Python function (logs/...txt) budget 60 s
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -111,6 +112,10 @@ step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel trito
 # budget 70 s: the up/down passes as one function with a hand-derived backward, each level one Triton kernel
 # (models/propagation.py, propagate_kernel.py; compiles 4 kernels on first use, then a first-use check)
 step banyan-handwritten 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten
+# budget 60 s: the same steps under cProfile: where the host-bound step's CPU time goes, by Python function
+# ($OUT/logs/banyan-host-profile.txt; its tokens/s is slowed by the profiler and is not a measurement)
+step banyan-host-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+    --split-steps 0 --host-profile "$LOGS/banyan-host-profile.txt"
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
 step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
