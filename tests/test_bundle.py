@@ -133,6 +133,23 @@ def test_bundle_carries_the_campaign_files_byte_identical(here):
     assert manifest["sizes"]["total"] == bundle.folder_size(out) - (out / bundle.MANIFEST).stat().st_size
 
 
+def test_env_sh_travels_in_the_bundle_and_finds_the_venv_beside_it(here, tmp_path):
+    """A bundle copied over again after unpacking (a lending tool's carry) still has an env.sh that works."""
+    env = {k: v for k, v in os.environ.items() if k not in ("STRAE_OFFLINE_VENV", "STRAE_DATA_MIRROR", "VIRTUAL_ENV")}
+    source = f"source {here / 'bundle/env.sh'}"
+    before = subprocess.run(["bash", "-c", f"{source} && echo sourced"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True)
+    assert before.returncode == 1 and "sourced" not in before.stdout
+    assert "tools/offline_unpack.sh" in before.stderr and str(here / ".venv-offline") in before.stderr
+    activate = here / ".venv-offline/bin/activate"  # what offline_unpack.sh's venv provides
+    activate.parent.mkdir(parents=True)
+    activate.write_text("export STRAE_TEST_VENV=active\n")
+    after = subprocess.run(["bash", "-c", f'{source} && echo "$STRAE_TEST_VENV $STRAE_DATA_MIRROR $HF_HUB_OFFLINE"'],
+                           cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout.split() == ["active", str(here / "bundle/mirror"), "1"]
+
+
 def _box_from(here: Path, tmp_path: Path) -> Path:
     """A fresh checkout with the bundle copied in, as the box receives them."""
     box = tmp_path / "box"

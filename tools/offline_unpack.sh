@@ -6,7 +6,8 @@
 #   2. the bundle's wheels into it, from the folder only (--no-index: nothing is downloaded)
 #   3. strae importable from this checkout: a .pth file and a `strae` command (no build step, so no setuptools)
 #   4. `strae bundle --unpack`: resources/ restored with their mtimes, evaluation files placed (sha256-checked)
-#   5. BUNDLE/env.sh to source before the campaign's commands, which it prints
+#   5. BUNDLE/env.sh to source before the campaign's commands, which it prints (rewritten with this box's paths;
+#      `strae bundle` wrote a relative one, which serves if the folder is copied over again later)
 # Environment: PYTHON (default python3) the box's interpreter; STRAE_OFFLINE_VENV (default .venv-offline).
 set -euo pipefail
 

@@ -351,7 +351,28 @@ def write_bundle(args: argparse.Namespace) -> int:
     return _finish(out, manifest, args.max_mib)
 
 
+# The environment of the campaign's commands on the box, found relative to this file. tools/offline_unpack.sh
+# rewrites it with its own absolute paths; this copy is what a box has when the folder is copied over again after
+# unpacking (a lending tool's `carry` replaces the whole folder on every call, and with it the unpacked env.sh),
+# and it assumes the documented layout: the bundle in the checkout's root, the venv at .venv-offline beside it.
+ENV_SH = """\
+# written by `strae bundle`: on the box, after `bash tools/offline_unpack.sh`, source it before strae / snakemake
+_strae_bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+_strae_venv=${STRAE_OFFLINE_VENV:-$(dirname "$_strae_bundle")/.venv-offline}
+if [ -f "$_strae_venv/bin/activate" ]; then
+    source "$_strae_venv/bin/activate"
+    export STRAE_DATA_MIRROR="$_strae_bundle/mirror" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+    unset _strae_bundle _strae_venv
+else
+    echo "$_strae_bundle/env.sh: no venv at $_strae_venv: run \\`bash tools/offline_unpack.sh\\` first" >&2
+    unset _strae_bundle _strae_venv
+    return 1 2>/dev/null || exit 1
+fi
+"""
+
+
 def _finish(out: Path, manifest: dict[str, Any], max_mib: float) -> int:
+    (out / "env.sh").write_text(ENV_SH, encoding="utf-8")
     sizes = size_report(out)
     total = folder_size(out)
     for part, size in sizes.items():
