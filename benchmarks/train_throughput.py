@@ -157,6 +157,20 @@ class PhaseTimer:
         return "/".join(f"{1000 * self.totals[p] / steps:.0f}" for p in self.PHASES)
 
 
+def write_torch_profile(path: Path, prof, n_steps: int, device: torch.device) -> None:
+    """The torch profiler's op table by own host time and, on CUDA, by own device time, with the device's busy time
+    per step (the kernels' summed time: how much of a step the GPU works, against s/step)."""
+    averages = prof.key_averages()
+    parts = [f"# {n_steps} steps on {device}\n", "## by own host time\n",
+             averages.table(sort_by="self_cpu_time_total", row_limit=40)]
+    if device.type == "cuda":
+        busy_us = sum(event.self_device_time_total for event in averages if event.device_type.name == "CUDA")
+        parts += [f"\n## by own device time; GPU kernels busy {busy_us / 1e3 / n_steps:.2f} ms per step\n",
+                  averages.table(sort_by="self_device_time_total", row_limit=40)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(parts), encoding="utf-8")
+
+
 def write_host_profile(path: Path, step, batches, device: torch.device) -> None:
     """cProfile over ``batches`` (the GPU synchronised at the end, inside the profile): the host's own time per
     Python function, top 45 by own time and top 30 by cumulative time, as text. The profiler's overhead inflates
@@ -299,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         with profile(activities=activities) as prof:
             for ids, lengths in prepared[args.warmup:]:
                 step(ids, lengths)
-        args.profile.write_text(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40))
+        write_torch_profile(args.profile, prof, len(prepared) - args.warmup, device)
     elif args.host_profile:
         write_host_profile(args.host_profile, step, prepared[args.warmup:], device)
     else:

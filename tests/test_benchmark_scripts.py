@@ -113,6 +113,17 @@ def test_cuda_checks_reports_runs_that_differ(capsys, torch_threads):
     assert fields["sigterm"] == "differs" and float(fields["sigterm_max_abs_diff"]) > 0
 
 
+def test_torch_profile_table_is_written(tmp_path):
+    from torch.profiler import ProfilerActivity, profile
+
+    script = load_script("train_throughput")
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        (torch.randn(64, 64) @ torch.randn(64, 64)).relu().sum()
+    script.write_torch_profile(tmp_path / "p/torch.txt", prof, 1, torch.device("cpu"))
+    text = (tmp_path / "p/torch.txt").read_text()
+    assert "by own host time" in text and "aten::mm" in text and "device time" not in text
+
+
 def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     script = ROOT / "tools" / "gpu_measure.sh"
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)

@@ -10,6 +10,7 @@
 #   banyan-triton     train_throughput, Banyan, fused Triton induction, autograd passes   budget 90 s (first compile)
 #   banyan-handwritten  the same with --propagation handwritten (Triton levels; auto on CUDA)  budget 70 s
 #   banyan-host-profile  the same under cProfile: host time by Python function (logs/...txt) budget 60 s
+#   banyan-torch-profile  the same under torch.profiler: op tables, GPU busy ms per step    budget 60 s
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -116,6 +117,10 @@ step banyan-handwritten 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel 
 # ($OUT/logs/banyan-host-profile.txt; its tokens/s is slowed by the profiler and is not a measurement)
 step banyan-host-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --host-profile "$LOGS/banyan-host-profile.txt"
+# budget 60 s: the same steps under the torch profiler: ops by own host time and by own GPU time, and the GPU's busy
+# time per step (what bounds several runs sharing the card) in $OUT/logs/banyan-torch-profile.txt
+step banyan-torch-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+    --split-steps 0 --profile "$LOGS/banyan-torch-profile.txt"
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
 step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
