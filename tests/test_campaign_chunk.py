@@ -89,6 +89,75 @@ def test_archive_brings_records_and_log_tails_never_weights(tmp_path, monkeypatc
     assert len(tail) == progress.LOG_TAIL_LINES and tail[-2:] == ["bar 1", "bar 2"] and tail[0] == "line 32"
 
 
+def write_progress(path: Path, step: int, total: int, rate: float, age_s: float = 0.0) -> None:
+    (path / "progress.json").write_text(json.dumps({"global_step": step, "total_steps": total,
+                                                    "steps_per_second": rate, "updated_unix": time.time() - age_s}))
+
+
+def test_eta_counts_only_runs_training_now_and_their_evaluation(tmp_path):
+    results = tmp_path / "results"
+    assert progress.eta(results, 10, 5) == (True, ["no run is training now"])
+    path = fake_run(results, {})
+    write_progress(path, 990, 1000, 5.0)  # 2 s of training left + 5 s of evaluation
+    in_time, lines = progress.eta(results, 10, 5)
+    assert in_time and re.search(r"seed0  step 990/1000 at 5\.0 steps/s: ends in ~2 s \+ 5 s evaluation", lines[0])
+    assert progress.eta(results, 6, 5)[0] is False  # 7 s needed
+    write_progress(path, 10, 1000, 0.0)  # no rate yet: cannot say, so not in time
+    assert progress.eta(results, 1e9, 0)[0] is False
+    write_progress(path, 10, 1000, 5.0, age_s=progress.LIVE_S + 5)  # a previous chunk's file: no trainer now
+    assert progress.eta(results, 1, 0) == (True, ["no run is training now"])
+    write_progress(path, 10, 1000, 5.0)
+    (path / "encoder.json").write_text("{}")  # completed runs are not waited for
+    assert progress.eta(results, 1, 0)[0] is True
+    (path / "encoder.json").unlink()
+    (path / "progress.json").write_text('{"global_step": 10')  # half-written: not in time, and said so
+    in_time, lines = progress.eta(results, 1e9, 0)
+    assert not in_time and "progress unreadable" in lines[0]
+
+
+FAKE_SNAKEMAKE = """#!/usr/bin/env bash
+# stands in for snakemake: one run training at FAKE_STEP of FAKE_TOTAL steps at 50 steps/s (its progress.json
+# rewritten every 0.2 s, as strae train does every 10 s), exiting 0 after FAKE_S seconds unless stopped before
+run=results/runs/xx/banyan/s/seed0
+mkdir -p "$run"
+end=$((SECONDS + FAKE_S))
+while ((SECONDS < end)); do
+    printf '{"global_step": %s, "total_steps": %s, "steps_per_second": 50.0, "updated_unix": %s}' \
+        "$FAKE_STEP" "$FAKE_TOTAL" "$(date +%s.%N)" >"$run/progress.tmp"
+    mv "$run/progress.tmp" "$run/progress.json"
+    sleep 0.2
+done
+echo "fake snakemake ended after $FAKE_S s"
+"""
+
+
+@pytest.mark.parametrize("step, expected_rc", [(999, 0), (10, 75)], ids=["ends-in-time", "cut-off"])
+def test_a_run_about_to_end_at_the_cut_finishes_in_the_chunk(tmp_path, step, expected_rc):
+    """At the cut (CHUNK_S - SNAPSHOT_S = 15 s) the fake run still trains for 7 s more; it is let finish when its
+    progress says it ends (evaluation included) before the hard stop (25 s), and stopped at the cut otherwise."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_chunk.sh", tmp_path / "tools")
+    fake = tmp_path / "fake-snakemake"
+    fake.write_text(FAKE_SNAKEMAKE)
+    fake.chmod(0o755)
+    env = dict(chunk_env(45), SNAPSHOT_S="30", KILL_S="5", WRAPUP_S="15", FINISH_EVAL_S="1", SNAKEMAKE=str(fake),
+               FAKE_S="22", FAKE_STEP=str(step), FAKE_TOTAL="1000")
+    started = time.monotonic()
+    result = subprocess.run(["bash", "tools/campaign_chunk.sh", "target"], cwd=tmp_path, env=env, capture_output=True,
+                            text=True, timeout=120)
+    took = time.monotonic() - started
+    assert result.returncode == expected_rc, result.stdout + result.stderr
+    snakemake_log = next((tmp_path / "logs/campaign").glob("chunk-*.log")).read_text()
+    if expected_rc == 0:
+        assert "[snakemake] not cut off at" in result.stdout
+        assert "[eta] xx/banyan/s/seed0  step 999/1000" in result.stdout
+        assert "fake snakemake ended after 22 s" in snakemake_log and 20 < took < 45  # past the cut (15 s)
+    else:
+        assert "[eta] xx/banyan/s/seed0  step 10/1000" in result.stdout and "not cut off" not in result.stdout
+        assert "[snakemake] stopped after" in result.stdout and "fake snakemake ended" not in snakemake_log
+        assert took < 22 + 15
+
+
 def chunk_env(chunk_s: int) -> dict[str, str]:
     # this checkout's sources first: the copied work tree has none, and an installed strae may be another checkout
     return dict(os.environ, CHUNK_S=str(chunk_s), SNAPSHOT_S="40", KILL_S="10", WRAPUP_S="15", SNAPSHOT_JOBS="2",

@@ -267,6 +267,27 @@ def test_checkpoints_by_time_unless_steps_are_given(tiny, tmp_path, monkeypatch)
     assert steps_of == {"slow": 4, "fast": None, "every_s": 5, "steps": 4, "off": None}
 
 
+def test_progress_file_says_where_a_running_run_stands(tiny, tmp_path, monkeypatch):
+    """progress.json (what campaign_chunk.sh's ETA reads): rewritten every PROGRESS_EVERY_S (10 s) of training,
+    the first mark after the session's first step; planned steps = epochs x batches, or --max-steps."""
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(trainer.time, "monotonic", lambda: clock["now"])
+
+    def tick(global_step: int) -> None:  # 6 s per step; killed after step 5
+        clock["now"] += 6.0
+        if global_step == 5:
+            raise Interrupt("simulated kill after step 5")
+
+    for extra, planned in (((), 12), (("--max-steps", "8"), 8)):  # 96 sentences / 16 = 6 batches x 2 epochs
+        out = tmp_path / f"run{planned}"
+        with pytest.raises(Interrupt):
+            trainer.train(train_args(tiny, out, *extra), step_callback=tick)
+        written = json.loads((out / runs.PROGRESS_FILE).read_text())
+        # marks after steps 1 (t=1000), 3 (t=1012: written), 5 (t=1024: written): 2 steps in 12 s
+        assert written["global_step"] == 5 and written["total_steps"] == planned
+        assert written["steps_per_second"] == pytest.approx(2 / 12)
+
+
 def test_changed_settings_refuse_to_resume(tiny, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(Interrupt):

@@ -6,8 +6,10 @@
 #     bash tools/campaign_chunk.sh results/eval/en/banyan/ce_diagonal_entangled_k128_u2/seed{0,1,2,3}.paper.json
 # Every argument goes to snakemake after the profile (targets, and options such as `--configfile F` LAST).
 # Steps, each recorded as lines in logs/campaign/campaign.txt (copied to $OUT) and on stdout; a failing step is recorded and the next runs:
-#   1. snakemake --profile $PROFILE --rerun-incomplete ARGS, under `timeout` until CHUNK_S - SNAPSHOT_S; a training
-#      job cut off checkpoints after its current step (strae train on SIGTERM) and resumes there on the next call
+#   1. snakemake --profile $PROFILE --rerun-incomplete ARGS until CHUNK_S - SNAPSHOT_S (or, when every run training
+#      then will end and be evaluated in time at its recent rate, until CHUNK_S - WRAPUP_S - KILL_S at the latest);
+#      a training job cut off checkpoints after its current step (strae train on SIGTERM) and resumes there on the
+#      next call
 #   2. snapshot (until CHUNK_S - WRAPUP_S): each unfinished run's checkpoint exported with the run's own flags to
 #      results/snapshots/<lang>/<model>/<setting>/seed<N>/step<STEP> and evaluated (paper variant) to
 #      ...step<STEP>.paper.json (python -m strae.report.progress snapshot; a step already evaluated is skipped)
@@ -18,7 +20,8 @@
 # Exit status: 0 the targets are done; 75 the chunk ran out of time (call again); 1 snakemake failed otherwise.
 # Knobs (environment): CHUNK_S (560: one <= 10 minute call with a margin), SNAPSHOT_S (90: the tail after snakemake
 # is stopped), WRAPUP_S (20: summary + archive, inside the tail), KILL_S (15: snakemake's shutdown grace, inside the
-# tail), SNAPSHOT_JOBS (4: runs exported/evaluated at once), PROFILE (profiles/gpu), OUT (./campaign-out),
+# tail), FINISH_EVAL_S (30: what a finished run's evaluation is allowed when deciding to let it finish),
+# SNAPSHOT_JOBS (4: runs exported/evaluated at once), PROFILE (profiles/gpu), OUT (./campaign-out),
 # PYTHON (python), SNAKEMAKE (snakemake).
 set -uo pipefail  # not -e: a failed step is recorded and the next one runs
 
@@ -29,6 +32,7 @@ CHUNK_S=${CHUNK_S:-560}
 SNAPSHOT_S=${SNAPSHOT_S:-90}
 WRAPUP_S=${WRAPUP_S:-20}
 KILL_S=${KILL_S:-15}
+FINISH_EVAL_S=${FINISH_EVAL_S:-30}
 SNAPSHOT_JOBS=${SNAPSHOT_JOBS:-4}
 PROFILE=${PROFILE:-profiles/gpu}
 OUT=${OUT:-$REPO/campaign-out}
@@ -54,21 +58,50 @@ PROGRESS=("$PY" -m strae.report.progress)
 
 record "# chunk $STAMP git=$(git rev-parse --short HEAD 2>/dev/null || echo none) CHUNK_S=$CHUNK_S: $*"
 
-# 1. the workflow until the tail. SIGTERM to snakemake's process group (timeout's default) stops the training jobs
-#    too, each after checkpointing where it stands; snakemake deletes their train.json as incomplete, checkpoint.pt
-#    stays.
+# 1. the workflow until the tail. SIGTERM to snakemake's process group (timeout's) stops the training jobs too, each
+#    after checkpointing where it stands; snakemake deletes their train.json as incomplete, checkpoint.pt stays.
+#    At the cut (CHUNK_S - SNAPSHOT_S) the training is stopped unless every run training then ends, its evaluation
+#    included, before the hard stop (CHUNK_S - WRAPUP_S - KILL_S) at its recent rate (`python -m
+#    strae.report.progress eta`, from the runs' progress.json): then snakemake goes on, and the snapshots get the
+#    time that is left. A run a few steps from its end finishes in this call instead of needing another one.
 rc=0
-timeout --kill-after="$KILL_S" "$(left_until $((CHUNK_S - SNAPSHOT_S)))" \
-    "$SNAKEMAKE" --profile "$PROFILE" --rerun-incomplete "$@" >"$SNAKEMAKE_LOG" 2>&1 || rc=$?
-case $rc in
-    0) status=0; record "[snakemake] done: every target is up to date ($((SECONDS - START)) s)" ;;
-    124 | 137)
-        status=75
-        record "[snakemake] stopped after $((SECONDS - START)) s (rc $rc): call again to resume"
-        # killed hard, it left its lock behind; nothing else runs in this directory now
-        if ((rc == 137)); then "$SNAKEMAKE" --profile "$PROFILE" --unlock "$@" >>"$SNAKEMAKE_LOG" 2>&1; fi ;;
-    *) status=1; record "[snakemake] FAILED rc $rc: $(tail -n 5 "$SNAKEMAKE_LOG" | tr '\n' ' ')" ;;
-esac
+stopped=0
+hard=$((CHUNK_S - WRAPUP_S - KILL_S))
+cut=$((CHUNK_S - SNAPSHOT_S))
+timeout --kill-after="$KILL_S" "$(left_until "$hard")" \
+    "$SNAKEMAKE" --profile "$PROFILE" --rerun-incomplete "$@" >"$SNAKEMAKE_LOG" 2>&1 &
+workflow=$!
+stop_workflow() { stopped=1; kill -TERM "$workflow" 2>/dev/null; }
+trap stop_workflow INT TERM  # the chunk itself asked to stop: the jobs checkpoint, the tail still runs
+running() { kill -0 "$workflow" 2>/dev/null; }
+while running && (($(left_until "$cut") > 0)); do sleep 1; done
+if running && ((!stopped)); then
+    window=$(left_until "$hard")
+    if "${PROGRESS[@]}" eta --within "$window" --eval-s "$FINISH_EVAL_S" >"$CHUNK.eta.txt" 2>&1; then
+        record "[snakemake] not cut off at $((SECONDS - START)) s: every run training now ends within ${window} s"
+    else
+        stop_workflow
+    fi
+    while IFS= read -r line; do record "[eta] $line"; done <"$CHUNK.eta.txt"
+fi
+while :; do  # a trapped signal interrupts wait while the workflow still runs: wait again
+    wait "$workflow"
+    rc=$?
+    running || break
+done
+trap - INT TERM
+if ((rc == 0)); then
+    status=0
+    record "[snakemake] done: every target is up to date ($((SECONDS - START)) s)"
+elif ((stopped || rc == 124 || rc == 137)); then
+    status=75
+    record "[snakemake] stopped after $((SECONDS - START)) s (rc $rc): call again to resume"
+    # killed hard, it left its lock behind; nothing else runs in this directory now
+    if ((rc == 137)); then "$SNAKEMAKE" --profile "$PROFILE" --unlock "$@" >>"$SNAKEMAKE_LOG" 2>&1; fi
+else
+    status=1
+    record "[snakemake] FAILED rc $rc: $(tail -n 5 "$SNAKEMAKE_LOG" | tr '\n' ' ')"
+fi
 
 # 2. snapshots of unfinished runs, each job ending by the deadline it is given
 deadline=$(left_until $((CHUNK_S - WRAPUP_S)))

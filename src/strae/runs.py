@@ -25,6 +25,9 @@ BEST_WEIGHTS_FILE = "best.pt"  # the lowest-dev-loss epoch-end weights so far (r
 TOKENIZER_FILE = "tokenizer.model"
 ENCODER_MANIFEST = "encoder.json"
 LOCK_FILE = ".train.lock"
+# Where a running trainer stands, rewritten every few seconds (global_step, total_steps, steps_per_second,
+# updated_unix): what tools/campaign_chunk.sh reads to let runs that are about to end finish inside its time limit
+PROGRESS_FILE = "progress.json"
 
 # 3: one record for every trainer. Older files keep the same top-level layout (schema_version, status,
 # failure_reason, run, config, history, timings, provenance + trainer blocks), so they read as they are:

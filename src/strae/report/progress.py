@@ -12,6 +12,10 @@ chunk's tail these commands turn that into results a reader can take away:
         and encoder.json stay): --keep-weights keeps it
     python -m strae.report.progress summary
         one line per run directory: status, epoch/step of the planned epochs, latest sentence-task average
+    python -m strae.report.progress eta --within S [--eval-s 30]
+        exit 0 when every run training now (a fresh progress.json, no completion mark) will end, evaluation
+        included, within S seconds at its recent rate; 1 otherwise. One line per run. What campaign_chunk.sh asks
+        before cutting a chunk's training off: a run a few steps from its end finishes instead
     python -m strae.report.progress archive OUT.tar.xz [--extra FILE]...
         every train.json and evaluation JSON, scores and tables under results/, the last lines of each log
 
@@ -37,12 +41,13 @@ import yaml
 
 from strae import paths, plan, recipes
 from strae.io import atomic_path, read_json
-from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, MODEL_FILE, TRAIN_JSON, RunRecord
+from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, MODEL_FILE, PROGRESS_FILE, TRAIN_JSON, RunRecord
 
 VARIANT = "paper"  # the variant the campaign's targets evaluate (results/eval/.../seed<N>.paper.json)
 SNAPSHOTS = "snapshots"
 LOG_TAIL_LINES = 50
 MIN_JOB_S = 5  # a job started with less time than this left cannot finish: reported as skipped instead
+LIVE_S = 60.0  # a progress.json not rewritten for this long (strae train rewrites it every 10 s) has no trainer
 
 
 # ------------------------------------------------------------------------------------------------ runs
@@ -260,6 +265,42 @@ def summary(results: Path, config_path: Path) -> list[str]:
     return lines or ["no run directory under " + str(Path(results) / "runs")]
 
 
+# ------------------------------------------------------------------------------------------------ eta
+def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> list[tuple[str, float]]:
+    """(line, seconds until done) for every run training now: its progress.json rewritten within LIVE_S, no
+    completion mark, not failed. Seconds = the steps left at the rate of its last interval, plus ``eval_s`` for
+    the evaluation job that follows; infinite when the file cannot say (no rate yet, unreadable)."""
+    now = time.time() if now is None else now
+    estimates = []
+    for run, path in run_dirs(results):
+        progress_path = path / PROGRESS_FILE
+        if not progress_path.exists() or (path / ENCODER_MANIFEST).exists() or recorded_status(path) == "failed":
+            continue
+        try:
+            progress = read_json(progress_path)
+            age = now - float(progress["updated_unix"])
+            left = int(progress["total_steps"]) - int(progress["global_step"])
+            rate = float(progress["steps_per_second"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            estimates.append((f"{label(run)}  progress unreadable ({type(error).__name__}: {error})", math.inf))
+            continue
+        if age > LIVE_S:
+            continue  # stopped earlier (a previous chunk): nothing is training it now
+        train_s = max(left, 0) / rate if rate > 0 else math.inf
+        seconds = train_s + eval_s
+        estimates.append((f"{label(run)}  step {progress['global_step']}/{progress['total_steps']} at {rate:.1f} "
+                          f"steps/s: ends in ~{train_s:.0f} s + {eval_s:.0f} s evaluation", seconds))
+    return estimates
+
+
+def eta(results: Path, within_s: float, eval_s: float) -> tuple[bool, list[str]]:
+    """(every run training now ends within ``within_s`` seconds, one line per run)."""
+    estimates = finish_estimates(results, eval_s)
+    if not estimates:
+        return True, ["no run is training now"]
+    return all(seconds <= within_s for _, seconds in estimates), [line for line, _ in estimates]
+
+
 # -------------------------------------------------------------------------------------------- archive
 def archive_files(results: Path) -> list[Path]:
     """What a chunk brings back of results/: records, evaluations, scores and tables (never weights)."""
@@ -308,6 +349,9 @@ def build_parser() -> argparse.ArgumentParser:
     snap.add_argument("--keep-weights", action="store_true",
                       help="keep each evaluated snapshot's model.pt (default: deleted once its scores are written)")
     sub.add_parser("summary", help="one line per run directory")
+    ends = sub.add_parser("eta", help="exit 0 when every run training now ends (evaluated) within --within seconds")
+    ends.add_argument("--within", type=float, required=True, help="seconds from now")
+    ends.add_argument("--eval-s", type=float, default=30.0, help="seconds the evaluation after training takes")
     arch = sub.add_parser("archive", help="write the chunk's results as one .tar.xz")
     arch.add_argument("out", type=Path)
     arch.add_argument("--extra", type=Path, action="append", default=[], help="another file to include")
@@ -321,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
         lines = snapshot_all(args.results, args.logs, config_path, args.deadline_s, args.jobs, args.keep_weights)
     elif args.command == "summary":
         lines = summary(args.results, config_path)
+    elif args.command == "eta":
+        in_time, lines = eta(args.results, args.within, args.eval_s)
+        print("\n".join(lines), flush=True)
+        return 0 if in_time else 1
     else:
         count = write_archive(args.out, args.results, args.logs, args.extra)
         lines = [f"{args.out}: {count} files, {args.out.stat().st_size / 2**20:.2f} MiB"]
