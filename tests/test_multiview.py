@@ -21,6 +21,7 @@ from baselines.multiview.model import (
     node_levels,
 )
 from baselines.multiview.parse import doc_to_tree, iter_parsed, parse_corpus
+from strae import runs
 
 # (token ids, sentence-local heads, -1 = root): a chain, a star, a single token, a mixed tree
 TREES = [
@@ -256,7 +257,10 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
 
     common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    monkeypatch.setattr(runs.ProgressFile, "every_s", 0.0)  # progress.json at every step after the first
     assert train.main(common + ["--out", str(straight)]) == 0
+    written = json.loads((straight / runs.PROGRESS_FILE).read_text())
+    assert (written["global_step"], written["total_steps"]) == (6, 6)
     assert train.main(common + ["--out", str(resumed), "--max-steps", "2"]) == 0
     first = json.loads((resumed / "train.json").read_text())
     assert first["status"] == "completed" and first["timings"]["steps"] == 2

@@ -25,6 +25,7 @@ from baselines.roberta.model import (
 )
 from baselines.roberta.simcse import simcse_loss
 from baselines.roberta.train import linear_warmup_decay, mlm_loss, mlm_token_losses
+from strae import runs
 
 N_PIECES = 40
 
@@ -492,7 +493,7 @@ def test_dev_selection_keeps_the_best_scored_weights_and_survives_a_resume(tmp_p
     assert all(torch.allclose(v, model.state_dict()[k], atol=1e-6) for k, v in resumed.state_dict().items())
 
 
-def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_weights(tmp_path):
+def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_weights(tmp_path, monkeypatch):
     """RoBERTa / SimCSE's step loop under a time-boxed chunk's SIGTERM: the step under way finishes, checkpoint.pt
     is written there, train.json is left alone (a workflow deletes it as incomplete meanwhile), the command exits
     128 + 15, and rerunning it ends on an uninterrupted run's weights."""
@@ -533,8 +534,11 @@ def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_
     assert torch.load(tmp_path / "stopped" / CHECKPOINT_FILE, weights_only=False)["step"] == 2
     assert not (tmp_path / "stopped" / "train.json").exists()
     status, resumed = run(tmp_path / "stopped")
+    monkeypatch.setattr(runs.ProgressFile, "every_s", 0.0)  # progress.json at every step after the first
     _, straight = run(tmp_path / "straight")
     assert status == "completed"
+    written = json.loads((tmp_path / "straight" / runs.PROGRESS_FILE).read_text())
+    assert (written["global_step"], written["total_steps"]) == (5, 5) and written["steps_per_second"] > 0
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=1e-6, msg=name)
 

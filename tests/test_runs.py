@@ -125,3 +125,19 @@ def test_a_second_trainer_on_the_same_run_directory_is_refused(tmp_path):
         runs.lock_run_dir(tmp_path, "strae train")
     held.close()
     runs.lock_run_dir(tmp_path, "strae train").close()
+
+
+def test_progress_file_rate_cadence_and_first_mark(tmp_path, monkeypatch):
+    clock = {"now": 100.0}
+    monkeypatch.setattr(runs.time, "monotonic", lambda: clock["now"])
+    progress = runs.ProgressFile(tmp_path, 50)
+    path = tmp_path / runs.PROGRESS_FILE
+    progress.update(1)  # the session's first step: a mark only (start-up never enters the rate)
+    assert not path.exists()
+    clock["now"] += 4.0
+    progress.update(2)  # within every_s: nothing
+    assert not path.exists()
+    clock["now"] += 8.0
+    progress.update(7)  # 6 steps in 12 s
+    written = json.loads(path.read_text())
+    assert (written["global_step"], written["total_steps"], written["steps_per_second"]) == (7, 50, 0.5)

@@ -268,7 +268,7 @@ def test_checkpoints_by_time_unless_steps_are_given(tiny, tmp_path, monkeypatch)
 
 
 def test_progress_file_says_where_a_running_run_stands(tiny, tmp_path, monkeypatch):
-    """progress.json (what campaign_chunk.sh's ETA reads): rewritten every PROGRESS_EVERY_S (10 s) of training,
+    """progress.json (what campaign_chunk.sh's ETA reads): rewritten every ProgressFile.every_s (10 s) of training,
     the first mark after the session's first step; planned steps = epochs x batches, or --max-steps."""
     clock = {"now": 1000.0}
     monkeypatch.setattr(trainer.time, "monotonic", lambda: clock["now"])

@@ -36,6 +36,7 @@ from strae.io import provenance, read_json, write_json
 from strae.runs import (
     CHECKPOINT_FILE,
     ENCODER_MANIFEST,
+    ProgressFile,
     RunRecord,
     TrainingFailed,
     load_checkpoint,
@@ -241,10 +242,12 @@ def train(job: Job, progress: Progress) -> int:
     job.model.train()
     bar = tqdm(total=job.total_steps, initial=progress.step, desc=f"train-multiview {job.args.model}", unit="batch",
                disable=job.args.quiet)
+    progress_file = ProgressFile(job.out, job.total_steps)  # progress.json, for a time limit's decision
     try:
         with StopRequest() as stop:
             while progress.step < job.total_steps and not stop.requested:
                 metrics = train_step(job, progress)
+                progress_file.update(progress.step)
                 bar.update(1)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", top1=f"{metrics['context_top1']:.2f}")
                 if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:

@@ -35,6 +35,7 @@ from strae.io import provenance, read_json, sha256_file
 from strae.runs import (
     BEST_WEIGHTS_FILE,
     CHECKPOINT_FILE,
+    ProgressFile,
     RunRecord,
     TrainingFailed,
     copy_tokenizer,
@@ -195,6 +196,10 @@ class StepLoop:
     step: int = 0
     elapsed_before: float = 0.0  # training seconds of earlier sessions of a resumed run
     selection: dict[str, Any] = field(default_factory=dict)  # DevSelection's scores so far and the best step
+    progress: ProgressFile = field(init=False)  # progress.json: where the run stands, for a time limit's decision
+
+    def __post_init__(self) -> None:
+        self.progress = ProgressFile(self.run_dir, self.total_steps)
 
     @property
     def checkpoint_path(self) -> Path:
@@ -249,6 +254,7 @@ class StepLoop:
         self.optimizer.step()
         self.scheduler.step()
         self.step += 1
+        self.progress.update(self.step)
         return value, metrics
 
     def save(self, elapsed: float, write_record: bool = True) -> None:

@@ -6,12 +6,14 @@ encoder's ``run_info()`` reads ``train.json`` through it, so the record has one 
 Layout of a run directory (baselines add their own files beside these, e.g. GloVe's ``vectors.bin``):
 ``checkpoint.pt`` (resumable state, during training), ``best.pt`` (the lowest-dev-loss epoch-end weights so far,
 when the recipe keeps those), ``model.pt`` (final weights), ``tokenizer.model`` (copy),
-``train.json`` (this module's :class:`RunRecord`), ``encoder.json`` (written last: the run is usable).
+``train.json`` (this module's :class:`RunRecord`), ``encoder.json`` (written last: the run is usable),
+``progress.json`` (:class:`ProgressFile`, while a trainer runs).
 """
 from __future__ import annotations
 
 import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -132,6 +134,29 @@ class RunRecord:
 
 
 # -------------------------------------------------------------------------------------------- checkpoints
+class ProgressFile:
+    """A running trainer's ``progress.json``: ``{global_step, total_steps, steps_per_second, updated_unix}``,
+    rewritten every ``every_s`` seconds of training (~0.2 ms a write), the rate over the last interval. The first
+    mark is taken at the session's first :meth:`update` (after its first step), so start-up (imports, kernel
+    compiles) never enters the rate. ``python -m strae.report.progress eta`` reads it."""
+
+    every_s = 10.0
+
+    def __init__(self, run_dir: Path, total_steps: int):
+        self.path, self.total_steps = Path(run_dir) / PROGRESS_FILE, total_steps
+        self.mark: tuple[float, int] | None = None  # (monotonic time, step) of the last write or the first update
+
+    def update(self, step: int) -> None:
+        now, mark = time.monotonic(), self.mark
+        if mark is not None and now - mark[0] < self.every_s:
+            return
+        self.mark = (now, step)
+        if mark is not None:
+            write_json(self.path, {"global_step": step, "total_steps": self.total_steps,
+                                   "steps_per_second": (step - mark[1]) / (now - mark[0]),
+                                   "updated_unix": time.time()})
+
+
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     import torch
 

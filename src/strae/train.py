@@ -47,7 +47,7 @@ import torch
 from strae import paths, recipes
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
-from strae.io import provenance, read_json, sha256_file, write_json
+from strae.io import provenance, read_json, sha256_file
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.models.propagation import PROPAGATION_MODES
 from strae.models.scatter import SCATTER_MODES
@@ -55,8 +55,8 @@ from strae.runs import (
     BEST_WEIGHTS_FILE,
     CHECKPOINT_FILE,
     MODEL_FILE,
-    PROGRESS_FILE,
     TOKENIZER_FILE,
+    ProgressFile,
     RunRecord,
     TrainingFailed,
     checkpoint_to_export,
@@ -530,7 +530,7 @@ class State:
     epoch_sums: dict[str, float] = field(default_factory=dict)
     session: dict[str, Any] = field(default_factory=dict)
     last_checkpoint: float = field(default_factory=lambda: time.monotonic())  # the last checkpoint (or start)
-    progress_mark: tuple[float, int] | None = None  # (monotonic time, global_step) of the last progress.json
+    progress: ProgressFile | None = None  # progress.json, made at the session's first step
     stop: StopRequest = field(default_factory=StopRequest)  # set by SIGTERM / SIGINT while train() runs
 
     def __post_init__(self) -> None:
@@ -678,27 +678,14 @@ def run_epoch(job: Job, state: State, record: RunRecord, step_callback: Callable
     return "max_steps" if partial else "completed"
 
 
-# progress.json's cadence: often enough for a time limit's decision (tools/campaign_chunk.sh), ~0.2 ms per write
-PROGRESS_EVERY_S = 10.0
-
-
 def report_progress(job: Job, state: State, n_batches: int) -> None:
-    """Rewrite the run's progress.json when PROGRESS_EVERY_S have passed since the last: the step, the steps the
-    run plans (epochs x batches, or --max-steps) and the rate since the last write. The first mark is set after
-    this session's first step, so start-up (imports, kernel compiles) never enters the rate."""
-    now = time.monotonic()
-    mark = state.progress_mark
-    if mark is not None and now - mark[0] < PROGRESS_EVERY_S:
-        return
-    state.progress_mark = (now, state.global_step)
-    if mark is None:
-        return
-    planned = job.settings.epochs * n_batches
-    if job.settings.max_steps is not None:
-        planned = min(planned, job.settings.max_steps)
-    write_json(job.out / PROGRESS_FILE, {
-        "global_step": state.global_step, "total_steps": planned,
-        "steps_per_second": (state.global_step - mark[1]) / (now - mark[0]), "updated_unix": time.time()})
+    """progress.json after a step: the steps the run plans are epochs x batches, or --max-steps."""
+    if state.progress is None:
+        planned = job.settings.epochs * n_batches
+        if job.settings.max_steps is not None:
+            planned = min(planned, job.settings.max_steps)
+        state.progress = ProgressFile(job.out, planned)
+    state.progress.update(state.global_step)
 
 
 def epoch_progress_bar(job: Job, state: State, n_batches: int):

@@ -47,7 +47,7 @@ VARIANT = "paper"  # the variant the campaign's targets evaluate (results/eval/.
 SNAPSHOTS = "snapshots"
 LOG_TAIL_LINES = 50
 MIN_JOB_S = 5  # a job started with less time than this left cannot finish: reported as skipped instead
-LIVE_S = 60.0  # a progress.json not rewritten for this long (strae train rewrites it every 10 s) has no trainer
+LIVE_S = 60.0  # a progress.json not rewritten for this long (trainers rewrite it every 10 s) has no trainer
 
 
 # ------------------------------------------------------------------------------------------------ runs
