@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Turn what GPU chunks brought back (tools/campaign_chunk.sh's campaign.tar.xz, one or more) into a committed
+# reproduction record, on the machine that keeps the repository:
+#     bash tools/campaign_record.sh NAME CARRY ARCHIVE...
+#     bash tools/campaign_record.sh h100-2026-11-27 reproductions/h100-2026-11-26 /path/to/campaign.tar.xz
+# NAME: the new record (reproductions/NAME); CARRY: the newest earlier record, whose runs and scores join this one
+# (strae aggregate --carry, strae record --carry); ARCHIVE: the chunks' archives, oldest first (a later one's files
+# replace an earlier one's). Steps:
+#   1. each archive's finished runs' train.json and evaluation JSONs copied into results/ (snapshots are left out:
+#      they are partial runs); its campaign.txt (as campaign-N.txt) and log tails kept for the record's campaign/
+#   2. results/scores.csv: results/eval's evaluations + CARRY's scores (strae aggregate --carry)
+#   3. the parameter counts (snakemake results/measure/param_counts.json), every paper table (strae report tables)
+#      and the figures drawn from scores alone (`from_scores: true` in config/tables.yaml; strae figure)
+#   4. strae record --name NAME --carry CARRY (README "Results" regenerated), then campaign/ beside it
+# Evaluations already under results/eval (e.g. runs made on this machine) join the record too; the script lists
+# those that no archive brought, so a stale one is seen before committing (move it away and run again).
+set -euo pipefail
+
+die() { echo "campaign_record: $*" >&2; exit 1; }
+(($# >= 3)) || die "usage: bash tools/campaign_record.sh NAME CARRY ARCHIVE..."
+NAME=$1 CARRY=$2
+shift 2
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+[ ! -e "reproductions/$NAME" ] || die "reproductions/$NAME exists; records are immutable, choose another NAME"
+[ -f "$CARRY/scores.csv" ] && [ -f "$CARRY/manifest.json" ] || die "$CARRY: not a record (no scores.csv/manifest.json)"
+for archive in "$@"; do [ -f "$archive" ] || die "$archive: no such file"; done
+
+PY=${PYTHON:-python}
+STAGE=$(mktemp -d)
+trap 'rm -rf "$STAGE"' EXIT
+mkdir -p "$STAGE/campaign" results
+
+# 1. the archives' finished runs, in order
+shopt -s nullglob
+before=(results/eval/*/*/*/seed*.json)
+for archive in "$@"; do
+    unpacked="$STAGE/unpacked"
+    rm -rf "$unpacked" && mkdir -p "$unpacked"
+    tar -xJf "$archive" -C "$unpacked"
+    if [ -d "$unpacked/results/eval" ]; then
+        (cd "$unpacked" && find results/eval -name 'seed*.json' | tee -a "$STAGE/brought.txt" \
+            | xargs -r cp --parents -t "$REPO")
+    fi
+    if [ -d "$unpacked/results/runs" ]; then
+        (cd "$unpacked" && find results/runs -name train.json -print0 | xargs -0 -r cp --parents -t "$REPO")
+    fi
+    [ -f "$unpacked/results/config.effective.yaml" ] && cp "$unpacked/results/config.effective.yaml" results/
+    # a box's campaign.txt grows call after call: each archive's copy is kept (campaign-1.txt, campaign-2.txt, ...)
+    n=$((${n:-0} + 1))
+    [ -f "$unpacked/campaign.txt" ] && cp "$unpacked/campaign.txt" "$STAGE/campaign/campaign-$n.txt"
+    [ -d "$unpacked/logs" ] && cp -r "$unpacked/logs" "$STAGE/campaign/"
+done
+evaluations=(results/eval/*/*/*/seed*.json)
+((${#evaluations[@]})) || die "no evaluation JSON under results/eval after unpacking $*"
+for path in "${before[@]}"; do
+    if ! grep -qxF "$path" "$STAGE/brought.txt" 2>/dev/null; then
+        echo "campaign_record: $path was already in results/eval (no archive brought it): it joins the record"
+    fi
+done
+
+# 2. scores: this record's evaluations and the carried record's
+strae aggregate --out results/scores.csv --carry "$CARRY/scores.csv" "${evaluations[@]}"
+
+# 3. tables and the figures drawn from scores
+snakemake --cores 1 results/measure/param_counts.json >"$STAGE/param_counts.log" 2>&1 \
+    || die "param counts failed: $(tail -n 5 "$STAGE/param_counts.log")"
+strae report tables --config results/config.effective.yaml --param-counts results/measure/param_counts.json
+mkdir -p results/figures
+"$PY" - <<'EOF' >"$STAGE/figures.txt"
+import yaml
+figures = yaml.safe_load(open("config/tables.yaml", encoding="utf-8")).get("figures") or {}
+print("\n".join(name for name, spec in figures.items() if spec.get("from_scores")))
+EOF
+while IFS= read -r figure; do
+    strae figure "$figure" --tables config/tables.yaml --config results/config.effective.yaml \
+        --scores results/scores.csv --out-png "results/figures/$figure.png" --out-pdf "results/figures/$figure.pdf"
+done <"$STAGE/figures.txt"
+
+# 4. the record, and how the box ran beside it
+strae record --name "$NAME" --carry "$CARRY"
+cp -r "$STAGE/campaign" "reproductions/$NAME/campaign"
+echo "wrote reproductions/$NAME (campaign/: each archive's campaign.txt and the log tails); README results regenerated"
