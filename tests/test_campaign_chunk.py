@@ -258,3 +258,30 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
 
     again = chunk(workdir, 300)  # idempotent: nothing to train, nothing to snapshot, the same archive contents
     assert again.returncode == 0 and "[snapshot] no unfinished run" in again.stdout, again.stdout + again.stderr
+
+
+def test_campaign_record_checks_its_arguments_before_touching_anything(tmp_path):
+    """tools/campaign_record.sh (archives -> a record) refuses, naming why, before it writes anything: too few
+    arguments, an existing record name (records are immutable), a carry that is not a record, a missing archive."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_record.sh", tmp_path / "tools")
+    (tmp_path / "reproductions/old").mkdir(parents=True)
+    (tmp_path / "reproductions/taken").mkdir()
+    archive = tmp_path / "campaign.tar.xz"
+    archive.write_bytes(b"")
+
+    def record(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "tools/campaign_record.sh", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=60)
+
+    for args, why in ((("new", "reproductions/old"), "usage"),
+                      (("taken", "reproductions/old", str(archive)), "records are immutable"),
+                      (("new", "reproductions/old", str(archive)), "not a record"),
+                      (("new", "reproductions/old", "nowhere.tar.xz"), "not a record")):
+        result = record(*args)
+        assert result.returncode == 1 and why in result.stderr, (args, result.stderr)
+    for name in ("scores.csv", "manifest.json"):
+        (tmp_path / "reproductions/old" / name).write_text("")
+    result = record("new", "reproductions/old", "nowhere.tar.xz")
+    assert result.returncode == 1 and "nowhere.tar.xz: no such file" in result.stderr
+    assert not (tmp_path / "results").exists() and not (tmp_path / "reproductions/new").exists()
