@@ -15,6 +15,7 @@
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
+#   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
 #   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
@@ -133,6 +134,10 @@ step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective c
 # budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)
 step selfstrae-tf32 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --set loss_precision=tf32
+# budget 60 s: selfstrae-handwritten under the torch profiler: how much of its 50 ms step the objective's fp32
+# products take on the GPU, and what else ($OUT/logs/selfstrae-torch-profile.txt)
+step selfstrae-torch-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation handwritten --split-steps 0 --profile "$LOGS/selfstrae-torch-profile.txt"
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --induction-kernel triton \
