@@ -23,6 +23,7 @@ import torch
 
 from strae import paths, plan
 from strae.report import progress
+from strae.report import record as record_module
 from test_workflow import REPO, copy_workdir, snakemake
 
 RUN = plan.Run("synth", "banyan", "ce_diagonal_entangled_k128_u2", 0)
@@ -258,6 +259,21 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
 
     again = chunk(workdir, 300)  # idempotent: nothing to train, nothing to snapshot, the same archive contents
     assert again.returncode == 0 and "[snapshot] no unfinished run" in again.stdout, again.stdout + again.stderr
+
+    # the archive -> a record (tools/campaign_record.sh; a campaign's first record carries nothing)
+    shutil.copy2(REPO / "tools/campaign_record.sh", workdir / "tools")
+    (workdir / "README.md").write_text(f"# x\n{record_module.README_BEGIN}\n{record_module.README_END}\n")
+    made = subprocess.run(["bash", "tools/campaign_record.sh", "chunked", "none", "campaign-out/campaign.tar.xz"],
+                          cwd=workdir, capture_output=True, text=True, timeout=600,
+                          env=dict(chunk_env(300), SNAKEMAKE_ARGS="--configfile .test/config.yaml .test/chunk.yaml"))
+    assert made.returncode == 0, made.stdout[-3000:] + made.stderr[-3000:]
+    kept = workdir / "reproductions/chunked"
+    assert json.loads((kept / RUN.run_dir.replace("results/", "", 1) / "train.json").read_text())["status"] == \
+        "completed"
+    rows = (kept / "scores.csv").read_text().splitlines()
+    assert any(f",{RUN.language},{RUN.model},{RUN.setting},0,completed," in row for row in rows), rows[:3]
+    assert (kept / "campaign/campaign-1.txt").read_text().count("# chunk ") == 6  # the box's records, three chunks
+    assert "reproductions/chunked" in (workdir / "README.md").read_text()
 
 
 def test_campaign_record_checks_its_arguments_before_touching_anything(tmp_path):

@@ -4,14 +4,16 @@
 #     bash tools/campaign_record.sh NAME CARRY ARCHIVE...
 #     bash tools/campaign_record.sh h100-2026-11-27 reproductions/h100-2026-11-26 /path/to/campaign.tar.xz
 # NAME: the new record (reproductions/NAME); CARRY: the newest earlier record, whose runs and scores join this one
-# (strae aggregate --carry, strae record --carry); ARCHIVE: the chunks' archives, oldest first (a later one's files
-# replace an earlier one's). Steps:
+# (strae aggregate --carry, strae record --carry), or `none` for a campaign's first record; ARCHIVE: the chunks'
+# archives, oldest first (a later one's files replace an earlier one's). Steps:
 #   1. each archive's finished runs' train.json and evaluation JSONs copied into results/ (snapshots are left out:
 #      they are partial runs); its campaign.txt (as campaign-N.txt) and log tails kept for the record's campaign/
 #   2. results/scores.csv: results/eval's evaluations + CARRY's scores (strae aggregate --carry)
 #   3. the parameter counts (snakemake results/measure/param_counts.json), every paper table (strae report tables)
 #      and the figures drawn from scores alone (`from_scores: true` in config/tables.yaml; strae figure)
-#   4. strae record --name NAME --carry CARRY (README "Results" regenerated), then campaign/ beside it
+#   4. strae record --name NAME [--carry CARRY] (README "Results" regenerated), then campaign/ beside it
+# Environment: SNAKEMAKE_ARGS, the options the chunks gave snakemake after their targets (e.g. `--configfile
+# F`), so the parameter counts come from the same configuration; PYTHON (python).
 # Evaluations already under results/eval (e.g. runs made on this machine) join the record too; the script lists
 # those that no archive brought, so a stale one is seen before committing (move it away and run again).
 set -euo pipefail
@@ -23,7 +25,12 @@ shift 2
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 [ ! -e "reproductions/$NAME" ] || die "reproductions/$NAME exists; records are immutable, choose another NAME"
-[ -f "$CARRY/scores.csv" ] && [ -f "$CARRY/manifest.json" ] || die "$CARRY: not a record (no scores.csv/manifest.json)"
+CARRY_SCORES=() CARRY_RECORD=()
+if [ "$CARRY" != none ]; then
+    [ -f "$CARRY/scores.csv" ] && [ -f "$CARRY/manifest.json" ] \
+        || die "$CARRY: not a record (no scores.csv/manifest.json); \`none\` for a first record"
+    CARRY_SCORES=(--carry "$CARRY/scores.csv") CARRY_RECORD=(--carry "$CARRY")
+fi
 for archive in "$@"; do [ -f "$archive" ] || die "$archive: no such file"; done
 
 PY=${PYTHON:-python}
@@ -60,10 +67,11 @@ for path in "${before[@]}"; do
 done
 
 # 2. scores: this record's evaluations and the carried record's
-strae aggregate --out results/scores.csv --carry "$CARRY/scores.csv" "${evaluations[@]}"
+strae aggregate --out results/scores.csv "${CARRY_SCORES[@]}" "${evaluations[@]}"
 
 # 3. tables and the figures drawn from scores
-snakemake --cores 1 results/measure/param_counts.json >"$STAGE/param_counts.log" 2>&1 \
+# shellcheck disable=SC2086  # SNAKEMAKE_ARGS: the options the campaign's snakemake ran with (e.g. --configfile F)
+snakemake --cores 1 results/measure/param_counts.json ${SNAKEMAKE_ARGS:-} >"$STAGE/param_counts.log" 2>&1 \
     || die "param counts failed: $(tail -n 5 "$STAGE/param_counts.log")"
 strae report tables --config results/config.effective.yaml --param-counts results/measure/param_counts.json
 mkdir -p results/figures
@@ -78,6 +86,6 @@ while IFS= read -r figure; do
 done <"$STAGE/figures.txt"
 
 # 4. the record, and how the box ran beside it
-strae record --name "$NAME" --carry "$CARRY"
+strae record --name "$NAME" "${CARRY_RECORD[@]}"
 cp -r "$STAGE/campaign" "reproductions/$NAME/campaign"
 echo "wrote reproductions/$NAME (campaign/: each archive's campaign.txt and the log tails); README results regenerated"
