@@ -116,6 +116,17 @@ def test_eta_counts_only_runs_training_now_and_their_evaluation(tmp_path):
     assert not in_time and "progress unreadable" in lines[0]
 
 
+def test_summary_of_a_running_run_says_how_much_training_is_left(tmp_path):
+    results = tmp_path / "results"
+    path = fake_run(results, {})
+    torch.save({"epoch": 1, "batch_in_epoch": 3, "global_step": 47}, path / "checkpoint.pt")
+    line = progress.summary_line(results, None, RUN, path)
+    assert line.endswith("running  epoch 1 (+3 batches) step 47  no snapshot evaluated"), line  # no progress.json
+    write_progress(path, 40, 447, 2.0, age_s=3600)  # the last rate, however old: the checkpoint's step counts
+    line = progress.summary_line(results, None, RUN, path)
+    assert line.endswith("no snapshot evaluated  ~200 s of training left (400 steps at 2.0 steps/s)"), line
+
+
 FAKE_SNAKEMAKE = """#!/usr/bin/env bash
 # stands in for snakemake: one run training at FAKE_STEP of FAKE_TOTAL steps at 50 steps/s (its progress.json
 # rewritten every 0.2 s, as strae train does every 10 s), exiting 0 after FAKE_S seconds unless stopped before

@@ -11,7 +11,8 @@ chunk's tail these commands turn that into results a reader can take away:
         evaluated, the snapshot's model.pt is deleted (a campaign leaves one per run per chunk; its scores, train.json
         and encoder.json stay): --keep-weights keeps it
     python -m strae.report.progress summary
-        one line per run directory: status, epoch/step of the planned epochs, latest sentence-task average
+        one line per run directory: status, epoch/step of the planned epochs, latest sentence-task average, and
+        for an unfinished run the training left at its last rate (progress.json): what the next call needs
     python -m strae.report.progress eta --within S [--eval-s 30]
         exit 0 when every run training now (a fresh progress.json, no completion mark) will end, evaluation
         included, within S seconds at its recent rate; 1 otherwise. One line per run. What campaign_chunk.sh asks
@@ -243,7 +244,7 @@ def summary_line(results: Path, config: dict[str, Any] | None, run: plan.Run, pa
         where = position(progress["epoch"], progress["batch_in_epoch"], progress["global_step"], planned)
         latest = latest_snapshot(results, run)
         scores = average_text(latest[1], f"snapshot step {latest[0]}") if latest else "no snapshot evaluated"
-        return f"{label(run)}  running  {where}  {scores}"
+        return f"{label(run)}  running  {where}  {scores}{time_left_text(path, progress['global_step'])}"
     if status in (None, "running"):  # killed before its first checkpoint (train.json may be gone or "running")
         return f"{label(run)}  started  no checkpoint yet"
     history = read_json(path / TRAIN_JSON).get("history") or []
@@ -252,6 +253,19 @@ def summary_line(results: Path, config: dict[str, Any] | None, run: plan.Run, pa
     scores = average_text(paths.eval_json(run.language, run.model, run.setting, run.seed, VARIANT, results=results),
                           "final")
     return f"{label(run)}  {status}  {where}  {scores}"
+
+
+def time_left_text(path: Path, step: int) -> str:
+    """``  ~N s of training left at R steps/s`` from the run's progress.json (its last rate; what the next call's
+    time limit needs), or nothing when there is no usable one."""
+    try:
+        progress = read_json(path / PROGRESS_FILE)
+        left, rate = int(progress["total_steps"]) - step, float(progress["steps_per_second"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    if rate <= 0 or left < 0:
+        return ""
+    return f"  ~{left / rate:.0f} s of training left ({left} steps at {rate:.1f} steps/s)"
 
 
 def summary(results: Path, config_path: Path) -> list[str]:
