@@ -255,14 +255,22 @@ def summary_line(results: Path, config: dict[str, Any] | None, run: plan.Run, pa
     return f"{label(run)}  {status}  {where}  {scores}"
 
 
+def read_progress(path: Path) -> tuple[int, int, float, float]:
+    """A run directory's progress.json as (global_step, total_steps, steps_per_second, updated_unix); OSError,
+    ValueError, KeyError or TypeError when it is missing or unreadable (half-written, an older layout)."""
+    progress = read_json(path / PROGRESS_FILE)
+    return (int(progress["global_step"]), int(progress["total_steps"]), float(progress["steps_per_second"]),
+            float(progress["updated_unix"]))
+
+
 def time_left_text(path: Path, step: int) -> str:
     """``  ~N s of training left at R steps/s`` from the run's progress.json (its last rate; what the next call's
     time limit needs), or nothing when there is no usable one."""
     try:
-        progress = read_json(path / PROGRESS_FILE)
-        left, rate = int(progress["total_steps"]) - step, float(progress["steps_per_second"])
+        _, total, rate, _ = read_progress(path)
     except (OSError, ValueError, KeyError, TypeError):
         return ""
+    left = total - step
     if rate <= 0 or left < 0:
         return ""
     return f"  ~{left / rate:.0f} s of training left ({left} steps at {rate:.1f} steps/s)"
@@ -287,23 +295,19 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
     now = time.time() if now is None else now
     estimates = []
     for run, path in run_dirs(results):
-        progress_path = path / PROGRESS_FILE
-        if not progress_path.exists() or (path / ENCODER_MANIFEST).exists() or recorded_status(path) == "failed":
+        if not (path / PROGRESS_FILE).exists() or (path / ENCODER_MANIFEST).exists() \
+                or recorded_status(path) == "failed":
             continue
         try:
-            progress = read_json(progress_path)
-            age = now - float(progress["updated_unix"])
-            left = int(progress["total_steps"]) - int(progress["global_step"])
-            rate = float(progress["steps_per_second"])
+            step, total, rate, updated = read_progress(path)
         except (OSError, ValueError, KeyError, TypeError) as error:
             estimates.append((f"{label(run)}  progress unreadable ({type(error).__name__}: {error})", math.inf))
             continue
-        if age > LIVE_S:
+        if now - updated > LIVE_S:
             continue  # stopped earlier (a previous chunk): nothing is training it now
-        train_s = max(left, 0) / rate if rate > 0 else math.inf
-        seconds = train_s + eval_s
-        estimates.append((f"{label(run)}  step {progress['global_step']}/{progress['total_steps']} at {rate:.1f} "
-                          f"steps/s: ends in ~{train_s:.0f} s + {eval_s:.0f} s evaluation", seconds))
+        train_s = max(total - step, 0) / rate if rate > 0 else math.inf
+        estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s: ends in ~{train_s:.0f} s + "
+                          f"{eval_s:.0f} s evaluation", train_s + eval_s))
     return estimates
 
 
