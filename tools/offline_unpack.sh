@@ -6,8 +6,8 @@
 #   2. the bundle's wheels into it, from the folder only (--no-index: nothing is downloaded)
 #   3. strae importable from this checkout: a .pth file and a `strae` command (no build step, so no setuptools)
 #   4. `strae bundle --unpack`: resources/ restored with their mtimes, evaluation files placed (sha256-checked)
-#   5. BUNDLE/env.sh to source before the campaign's commands, which it prints (rewritten with this box's paths;
-#      `strae bundle` wrote a relative one, which serves if the folder is copied over again later)
+#   5. BUNDLE/env.sh to source before the campaign's commands, which it prints (rewritten with this box's paths by
+#      `strae bundle --unpack`; `strae bundle` wrote a relative one, which serves if the folder is copied over again)
 # Environment: PYTHON (default python3) the box's interpreter; STRAE_OFFLINE_VENV (default .venv-offline).
 set -euo pipefail
 
@@ -71,16 +71,10 @@ chmod +x "$VENV/bin/strae"
 STRAE_AT=$("$PY" -c 'import strae; print(strae.__file__)')
 [ "$STRAE_AT" = "$REPO/src/strae/__init__.py" ] || die "strae imports from $STRAE_AT, not this checkout"
 
-# 4. resources and evaluation files
+# 4. resources and evaluation files; 5. BUNDLE/env.sh rewritten with this venv's and bundle's paths (by the same
+#    command, strae.bundle.env_script: run from the venv, it knows where the venv is)
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 "$VENV/bin/strae" bundle --unpack "$BUNDLE"
-
-# 5. the environment of the campaign's commands
-cat > "$BUNDLE/env.sh" <<EOF
-# written by tools/offline_unpack.sh: source it before running strae / snakemake on this box
-source "$VENV/bin/activate"
-export STRAE_DATA_MIRROR="$BUNDLE/mirror" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-EOF
 echo "torch $TORCH_BEFORE (the box's own); snakemake $("$VENV/bin/snakemake" --version 2>/dev/null || echo 'not installed')"
 cat <<EOF
 

@@ -41,6 +41,7 @@ from strae.io import atomic_path, git_sha, project_root, sha256_file, write_json
 SCHEMA_VERSION = 1
 DEFAULT_OUT = "bundle"
 MANIFEST = "manifest.json"
+ENV_SH = "env.sh"  # the environment of the campaign's commands on the box (env_script)
 DEFAULT_MAX_MIB = 60.0  # the box takes 64 MiB in all; the checkout's tracked files need ~2.5 of it
 BOX_PYTHON = "3.12"
 # Projects the box has installed (with torch 2.11 + CUDA); their wheels are never carried, so pip keeps the box's own.
@@ -351,17 +352,23 @@ def write_bundle(args: argparse.Namespace) -> int:
     return _finish(out, manifest, args.max_mib)
 
 
-# The environment of the campaign's commands on the box, found relative to this file. tools/offline_unpack.sh
-# rewrites it with its own absolute paths; this copy is what a box has when the folder is copied over again after
-# unpacking (a lending tool's `carry` replaces the whole folder on every call, and with it the unpacked env.sh),
-# and it assumes the documented layout: the bundle in the checkout's root, the venv at .venv-offline beside it.
-ENV_SH = """\
+def env_script(bundle_dir: Path | None = None, venv: Path | None = None) -> str:
+    """``env.sh``, the environment of the campaign's commands on the box: the offline venv activated, the bundle's
+    mirror and offline Hugging Face settings exported. ``strae bundle`` writes it with paths found relative to the
+    file (the documented layout: the bundle in the checkout's root, the venv at .venv-offline beside it), so a box
+    whose bundle folder is copied over again after unpacking (a lending tool's `carry` replaces the whole folder on
+    every call) still has a working one; ``strae bundle --unpack`` rewrites it with the box's own paths."""
+    if bundle_dir is not None and venv is not None:
+        return (f"# written by `strae bundle --unpack` (tools/offline_unpack.sh): source it before running strae / "
+                f"snakemake on this box\nsource \"{venv}/bin/activate\"\n"
+                f"export STRAE_DATA_MIRROR=\"{bundle_dir}/mirror\" {_OFFLINE_EXPORTS}\n")
+    return f"""\
 # written by `strae bundle`: on the box, after `bash tools/offline_unpack.sh`, source it before strae / snakemake
-_strae_bundle=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-_strae_venv=${STRAE_OFFLINE_VENV:-$(dirname "$_strae_bundle")/.venv-offline}
+_strae_bundle=$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)
+_strae_venv=${{STRAE_OFFLINE_VENV:-$(dirname "$_strae_bundle")/.venv-offline}}
 if [ -f "$_strae_venv/bin/activate" ]; then
     source "$_strae_venv/bin/activate"
-    export STRAE_DATA_MIRROR="$_strae_bundle/mirror" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+    export STRAE_DATA_MIRROR="$_strae_bundle/mirror" {_OFFLINE_EXPORTS}
     unset _strae_bundle _strae_venv
 else
     echo "$_strae_bundle/env.sh: no venv at $_strae_venv: run \\`bash tools/offline_unpack.sh\\` first" >&2
@@ -371,8 +378,11 @@ fi
 """
 
 
+_OFFLINE_EXPORTS = "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1"
+
+
 def _finish(out: Path, manifest: dict[str, Any], max_mib: float) -> int:
-    (out / "env.sh").write_text(ENV_SH, encoding="utf-8")
+    (out / ENV_SH).write_text(env_script(), encoding="utf-8")
     sizes = size_report(out)
     total = folder_size(out)
     for part, size in sizes.items():
@@ -457,6 +467,9 @@ def unpack_main(args: argparse.Namespace) -> int:
     registry = (config.get("data") or {}).get("registry") or "config/registry.yaml"
     counts = unpack(Path(args.unpack), resources, registry)
     print(f"unpacked {args.unpack} into {resources}/: " + ", ".join(f"{n} {what}" for what, n in counts.items()))
+    if sys.prefix != sys.base_prefix:  # run from the offline venv (tools/offline_unpack.sh): its own paths
+        (Path(args.unpack) / ENV_SH).write_text(env_script(Path(args.unpack).absolute(), Path(sys.prefix)),
+                                                encoding="utf-8")
     return 0
 
 
