@@ -129,5 +129,6 @@ def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     text = script.read_text()
-    for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput"):
+    for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput",
+                 "roberta_graphs_check"):
         assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name

@@ -23,6 +23,8 @@
 #   concurrent        concurrent_throughput 1,4,8 copies of banyan-triton     budget 200 s
 #   cuda-checks       cuda_checks: determinism, resume, SIGTERM, 60 steps    budget 180 s
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
+#   roberta-graphs    roberta_throughput, packed, eager vs --cuda-graphs on (40 warm-up steps) budget 90 s
+#   roberta-graphs-check  roberta_graphs_check: graphed = eager (no dropout), repeatable  budget 90 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
 # (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
@@ -162,6 +164,13 @@ step cuda-checks 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-
 # budget 60 s: RoBERTa-medium (table6 shape) MLM, batch 64, 100 timed steps per layout at ~20 steps/s
 step roberta 60 "$PY" benchmarks/roberta_throughput.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
     --steps "$ROBERTA_STEPS" --precision bf16 --attention sdpa --packing none,sentences "${ROBERTA_DATA[@]}"
+# budget 90 s: the CUDA-graph step against the eager one; the warm-up steps capture the buckets a batch meets (an
+# English batch of 64 packed sentences met 6 in 400 steps; each first meeting captures one graph pair)
+step roberta-graphs 90 "$PY" benchmarks/roberta_throughput.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
+    --steps "$ROBERTA_STEPS" --warmup 40 --precision bf16 --attention sdpa --packing sentences --cuda-graphs off,on \
+    "${ROBERTA_DATA[@]}"
+# budget 90 s: the graphed step computes the eager one's function (dropout off, fp32) and repeats itself exactly
+step roberta-graphs-check 90 "$PY" benchmarks/roberta_graphs_check.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH"
 # budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)
 step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
 

@@ -9,7 +9,9 @@ Speed without changing the objective: the step's sentences are packed several to
 (``--packing sentences``; ``none`` pads each to the step's longest), attention runs through torch's fused SDPA with
 the relative-position scores as its additive mask (``--attention eager`` is the explicit reference), bf16 autocast
 where the device supports it (``--precision``), and ``--grad-accumulation N`` splits a step into N forward/backward
-passes whose gradients sum to the full batch's exactly (the loss is normalised by the whole step's masked count).
+passes whose gradients sum to the full batch's exactly (the loss is normalised by the whole step's masked count);
+on CUDA, ``--cuda-graphs on`` replays each step's forward and backward as CUDA graphs over rows padded to shape buckets
+(``baselines.roberta.graphs``: the same loss; the step stops being bound by launching ~1,600 small kernels).
 
 The step loop (checkpointing, resume, time budget, divergence handling, train.json) is shared with
 ``baselines.roberta.simcse`` through :func:`run_steps`.
@@ -439,6 +441,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device, autocast, precision = configure_device(args)
+    if args.cuda_graphs == "on" and device.type != "cuda":  # before anything is loaded or written
+        raise SystemExit(f"--cuda-graphs on needs a CUDA device (this run's device: {device.type}); "
+                         "use --cuda-graphs off")
     data = load_data(args)
     shape = model_shape(args, data.tokenizer.vocab_size)
     # seeded right before the model is built: the initial weights and dropout depend on --seed alone
@@ -449,13 +454,14 @@ def main(argv: list[str] | None = None) -> int:
                           seed=args.seed, config=config, device=device, precision=precision)
     return train_and_finish(
         args, record, model=model, optimizer=optimizer, scheduler=scheduler, total_steps=args.steps,
-        forward_backward=mlm_step(args, data.corpus, shape.special, model, device, autocast),
+        forward_backward=mlm_step(args, data.corpus, shape.special, model, device, autocast, precision),
         description=f"roberta-mlm {args.lang} seed{args.seed}", signature=resume_signature(args, config),
         weights=lambda: {"shape": shape.to_dict(), "state_dict": model.state_dict(), "objective": "mlm"},
         encoder_fields={"model": "roberta", "objective": "mlm"})
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from baselines.roberta.graphs import GRAPH_MODES
     from baselines.roberta.model import ATTENTION_IMPLEMENTATIONS, SHAPES
 
     parser = argparse.ArgumentParser(prog="strae train-roberta", description=__doc__.split("\n\n")[0])
@@ -486,6 +492,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="forward/backward passes per step (the effective batch stays --batch-size)")
     parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa",
                         help="sdpa: fused kernel, position scores as its additive mask; eager: explicit softmax")
+    parser.add_argument("--cuda-graphs", choices=GRAPH_MODES, default="off",
+                        help="on (CUDA only): each step's forward and backward replayed as CUDA graphs, rows padded "
+                             "to shape buckets (baselines/roberta/graphs.py; same loss, other dropout draws)")
     add_common_arguments(parser)
     return parser
 
@@ -561,6 +570,7 @@ def run_config(args: argparse.Namespace, data: TrainingData, shape, model, devic
         "batch_size": args.batch_size, "max_length": args.max_length, "mask_probability": args.mask_probability,
         "mask_replacement": {"mask": 0.8, "random": 0.1, "keep": 0.1}, "clip_grad_norm": args.clip_grad_norm,
         "packing": args.packing, "grad_accumulation": args.grad_accumulation, "attention": args.attention,
+        "cuda_graphs": cuda_graphs_record(args.cuda_graphs),
         "precision": precision, "data_dir": data.data_dir, "corpus_file": args.corpus,
         "corpus": corpus_provenance(data.data_dir, args.corpus, "train", len(data.corpus)),
         "tokenizer": {"path": str(data.tokenizer_path), "sha256": sha256_file(data.tokenizer_path)},
@@ -571,18 +581,38 @@ def run_config(args: argparse.Namespace, data: TrainingData, shape, model, devic
 
 
 def resume_signature(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any]:
-    """What a checkpoint must have been written with to be resumed. Not the packing, attention kernel, precision
-    or accumulation: they change how a step is computed (speed, rounding), not what is optimised, so a run may
-    switch them between sessions."""
+    """What a checkpoint must have been written with to be resumed. Not the packing, attention kernel, precision,
+    accumulation or CUDA graphs: they change how a step is computed (speed, rounding), not what is optimised, so a
+    run may switch them between sessions."""
     return {"weight_decay": args.weight_decay,
             **{key: config[key] for key in ("shape", "batch_size", "max_length", "lr", "warmup_steps",
                                             "mask_probability")}}
 
 
+def cuda_graphs_record(mode: str) -> dict[str, Any]:
+    """train.json's ``config.cuda_graphs``: the mode and, when on, the shape buckets rows are padded to."""
+    from baselines.roberta import graphs
+
+    if mode == "off":
+        return {"mode": "off"}
+    return {"mode": mode, "bucket_multiples": {"rows": graphs.ROW_BUCKET, "columns": graphs.COLUMN_BUCKET,
+                                               "predicted": graphs.PREDICTED_BUCKET}}
+
+
 def mlm_step(args: argparse.Namespace, corpus, special, model, device: torch.device,
-             autocast: Callable[[], Any]) -> Callable[[int], tuple[torch.Tensor, dict[str, float]]]:
-    """``forward_backward(step)`` of :func:`run_steps` for masked-LM pre-training."""
+             autocast: Callable[[], Any], precision: str) -> Callable[[int], tuple[torch.Tensor, dict[str, float]]]:
+    """``forward_backward(step)`` of :func:`run_steps` for masked-LM pre-training (``--cuda-graphs on``: each chunk
+    padded to its shape bucket and run through :class:`baselines.roberta.graphs.GraphedMlm`)."""
     from baselines.roberta.data import collate, mask_for_mlm, pack, padded_rows
+    from baselines.roberta.graphs import GraphedMlm, to_bucket
+
+    graphed = None
+    if args.cuda_graphs == "on":
+        def captured(bucket: tuple[int, int, int], seconds: float) -> None:
+            tqdm.write(f"cuda graphs: captured bucket rows x columns x predicted = {bucket} in {seconds:.1f} s "
+                       f"({len(graphed.graphs) + 1} so far)")
+
+        graphed = GraphedMlm(model, device, torch.bfloat16 if precision == "bf16" else None, on_capture=captured)
 
     def forward_backward(step: int) -> tuple[torch.Tensor, dict[str, float]]:
         indices = batch_at_step(len(corpus), args.batch_size, args.seed, step)
@@ -596,10 +626,13 @@ def mlm_step(args: argparse.Namespace, corpus, special, model, device: torch.dev
         n_predicted = int((labels != -100).sum())
         total = torch.zeros((), device=device)
         for chunk in rows.chunks(args.grad_accumulation):
-            with autocast():
-                losses, _ = mlm_token_losses(model, chunk.to(device))
-            # the whole step's mean: accumulated gradients equal the single-pass gradient
-            chunk_loss = losses.sum() / n_predicted
+            if graphed is not None:
+                chunk_loss = graphed.loss(to_bucket(chunk, special.pad, n_predicted, args.max_length))
+            else:
+                with autocast():
+                    losses, _ = mlm_token_losses(model, chunk.to(device))
+                # the whole step's mean: accumulated gradients equal the single-pass gradient
+                chunk_loss = losses.sum() / n_predicted
             chunk_loss.backward()
             total += chunk_loss.detach()
         return total, {"tokens": int(attention.sum()), "rows": len(rows), "row_ids": int(rows.inputs.numel())}
