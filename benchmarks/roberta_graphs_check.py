@@ -7,6 +7,8 @@
    relative to the largest gradient) and every step's loss (largest relative difference); rounding only: ``ok``
    below 1e-4 and 1e-3.
 2. ``repeatable``: the graphed step twice from the same seed with dropout on: identical weights or not.
+3. ``resumed``: the same, stopped half-way and continued with a new model, optimizer and graphs from the saved
+   weights, AdamW state and CUDA generator (what a checkpoint holds): identical to the uninterrupted run or not.
 Batches: random pieces with English-like lengths (as ``roberta_throughput.py`` without ``--data-dir``), packed into
 rows of ``--max-length`` ids; masking seeded per step. CPU runs refuse ``--cuda-graphs`` (it needs CUDA).
 """
@@ -24,6 +26,20 @@ from baselines.roberta.model import SHAPES, RobertaShape, build_mlm_model
 from baselines.roberta.train import mlm_token_losses
 from strae.runtime import describe_device, resolve_device
 
+# tests stand in a CPU emulation of torch.cuda.make_graphed_callables to run this script's plumbing without a GPU
+MAKE_GRAPHED = None
+
+
+def rng_state(device: torch.device) -> torch.Tensor:
+    return torch.cuda.get_rng_state(device) if device.type == "cuda" else torch.get_rng_state()
+
+
+def set_rng_state(state: torch.Tensor, device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.set_rng_state(state, device)
+    else:
+        torch.set_rng_state(state)
+
 
 def batches(args: argparse.Namespace, special) -> list:
     rng = np.random.default_rng(0)
@@ -36,10 +52,10 @@ def batches(args: argparse.Namespace, special) -> list:
     return out
 
 
-def train(model, data, device, graphs: bool, special, max_length: int):
-    """(loss per step, the first step's gradients, the final weights)."""
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    graphed = GraphedMlm(model, device, None) if graphs else None
+def train(model, data, device, graphs: bool, special, max_length: int, optimizer=None):
+    """(loss per step, the first step's gradients, the final weights, the optimizer)."""
+    optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-3)
+    graphed = GraphedMlm(model, device, None, make_graphed=MAKE_GRAPHED) if graphs else None
     losses, first_grads = [], None
     for rows, n_predicted in data:
         optimizer.zero_grad(set_to_none=True)
@@ -48,16 +64,16 @@ def train(model, data, device, graphs: bool, special, max_length: int):
         else:
             loss = mlm_token_losses(model, rows.to(device))[0].sum() / n_predicted
         loss.backward()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
         if first_grads is None:
             first_grads = torch.cat([p.grad.flatten().float().cpu() if p.grad is not None
                                      else torch.zeros(p.numel()) for p in model.parameters()])
         optimizer.step()
     weights = {k: v.detach().float().cpu().clone() for k, v in model.state_dict().items()}
-    return losses, first_grads, weights
+    return losses, first_grads, weights, optimizer
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--steps", type=int, default=20)
@@ -65,7 +81,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--vocab", type=int, default=25000)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = resolve_device(args.device)
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -79,8 +95,8 @@ def main() -> None:
         model = copy.deepcopy(initial).to(device)
         return model.train() if train_mode else model.eval()
 
-    eager_losses, eager_grads, _ = train(fresh(False), data, device, False, shape.special, args.max_length)
-    graphed_losses, graphed_grads, _ = train(fresh(False), data, device, True, shape.special, args.max_length)
+    eager_losses, eager_grads, *_ = train(fresh(False), data, device, False, shape.special, args.max_length)
+    graphed_losses, graphed_grads, *_ = train(fresh(False), data, device, True, shape.special, args.max_length)
     grad_error = float((eager_grads - graphed_grads).abs().max() / eager_grads.abs().max())
     loss_error = max(abs(a - b) / abs(a) for a, b in zip(eager_losses, graphed_losses))
     ok = grad_error < 1e-4 and loss_error < 1e-3
@@ -90,11 +106,29 @@ def main() -> None:
         torch.cuda.manual_seed_all(1)
         runs.append(train(fresh(True), data, device, True, shape.special, args.max_length)[2])
     repeat = max(float((runs[0][k] - runs[1][k]).abs().max()) for k in runs[0])
+    # resume: the first half, then a new model, optimizer and graphs from its saved state (as a checkpoint holds
+    # them: weights, AdamW state, the CUDA generator), the second half; the captures happen again after the resume
+    torch.manual_seed(1)
+    torch.cuda.manual_seed_all(1)
+    half = len(data) // 2
+    model = fresh(True)
+    *_, optimizer = train(model, data[:half], device, True, shape.special, args.max_length)
+    saved = copy.deepcopy({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                           "rng": rng_state(device)})
+    del model, optimizer
+    resumed = fresh(True)
+    resumed.load_state_dict(saved["model"])
+    optimizer = torch.optim.AdamW(resumed.parameters(), lr=1e-3)
+    optimizer.load_state_dict(saved["optimizer"])
+    set_rng_state(saved["rng"], device)
+    final = train(resumed, data[half:], device, True, shape.special, args.max_length, optimizer)[2]
+    resume = max(float((runs[0][k] - final[k]).abs().max()) for k in final)
     print(f"roberta cuda-graphs check {describe_device(device)} torch {torch.__version__} table6 layers {args.layers} "
           f"batch {args.batch_size} steps {args.steps} | same function (dropout off, fp32): first-step gradients "
           f"max rel. diff {grad_error:.1e}, losses over {args.steps} steps max rel. diff {loss_error:.1e} "
           f"({eager_losses[0]:.3f} -> {eager_losses[-1]:.3f}) {'ok' if ok else 'DIFFERS'} | "
-          f"repeatable (dropout on): {'identical' if repeat == 0 else f'differs (max {repeat:.2e})'}")
+          f"repeatable (dropout on): {'identical' if repeat == 0 else f'differs (max {repeat:.2e})'} | "
+          f"resumed at step {half}: {'identical' if resume == 0 else f'differs (max {resume:.2e})'}")
 
 
 if __name__ == "__main__":

@@ -170,3 +170,20 @@ def test_graphs_check_script_refuses_a_cpu_plainly(repo_root):
                              "cpu", "--steps", "1", "--layers", "1", "--batch-size", "2", "--vocab", "50"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "needs a CUDA device" in result.stderr
+
+
+def test_graphs_check_script_plumbing_on_cpu_with_emulated_graphs(repo_root, monkeypatch, capsys):
+    """The GPU check script end to end (its three checks and its line), graphs emulated: what the box will run,
+    minus CUDA."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("roberta_graphs_check",
+                                                  repo_root / "benchmarks" / "roberta_graphs_check.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(script, "MAKE_GRAPHED", emulated_make_graphed)
+    script.main(["--device", "cpu", "--steps", "4", "--layers", "1", "--batch-size", "6", "--vocab", "60",
+                 "--max-length", "64"])
+    line = capsys.readouterr().out.strip()
+    assert line.count("\n") == 0 and " ok |" in line, line
+    assert "repeatable (dropout on): identical" in line and "resumed at step 2: identical" in line, line
