@@ -130,5 +130,15 @@ def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     assert result.returncode == 0, result.stderr
     text = script.read_text()
     for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput",
-                 "roberta_graphs_check"):
+                 "roberta_graphs_check", "threaded_throughput"):
         assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name
+
+
+def test_threaded_throughput_prints_one_line_per_thread_count():
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "threaded_throughput.py"), "--runs", "1,2",
+                             "--", "--model", "banyan", "--device", "cpu", "--batch-size", "4", "--steps", "1",
+                             "--warmup", "1", "--synthetic"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1 and "| 1: aggregate_tokens/s=" in lines[0] and "| 2: aggregate_tokens/s=" in lines[0]
+    assert "FAILED" not in lines[0]

@@ -17,6 +17,7 @@
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
+#   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
 #   banyan-presorted  deterministic, --scatter presorted (sums without a sort per call)    budget 50 s
 #   selfstrae-triton  train_throughput, Self-StrAE CECO k16 u16, Triton       budget  80 s
@@ -32,7 +33,7 @@
 # Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
-# inside the timed steps), RUNS (1,4,8), CHECK_STEPS (60),
+# inside the timed steps), RUNS (1,4,8), THREADS_RUNS (1,2,4), CHECK_STEPS (60),
 # ROBERTA_BATCH (64), ROBERTA_STEPS (100), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
 # A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
 #     ROBERTA_BATCH=4 ROBERTA_STEPS=1 bash tools/gpu_measure.sh
@@ -144,6 +145,11 @@ step selfstrae-torch-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --induction-kernel triton \
     --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
+# budget 150 s: the same engine as 1, 2, 4 threads of one process (a CUDA stream each): does in-process concurrency
+# beat the processes above (kernels of one context's streams can overlap; processes time-slice the card)?
+step threaded-handwritten 150 "$PY" benchmarks/threaded_throughput.py --runs "${THREADS_RUNS:-1,2,4}" -- \
+    --model banyan --device "$DEVICE" --induction-kernel triton --propagation handwritten --batch-size "$BATCH" \
+    --steps "$STEPS" --warmup "$WARMUP" --data-dir "$DATA"
 # budget 50 s: banyan-triton without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
 step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic \
     --propagation autograd
