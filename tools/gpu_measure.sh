@@ -16,6 +16,7 @@
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
+#   selfstrae-host-profile  selfstrae-handwritten under cProfile (logs/...txt)               budget 60 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
@@ -141,6 +142,9 @@ step selfstrae-tf32 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --i
 # products take on the GPU, and what else ($OUT/logs/selfstrae-torch-profile.txt)
 step selfstrae-torch-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --profile "$LOGS/selfstrae-torch-profile.txt"
+# budget 60 s: the same under cProfile ($OUT/logs/selfstrae-host-profile.txt): the host's share of Self-StrAE's step
+step selfstrae-host-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation handwritten --split-steps 0 --host-profile "$LOGS/selfstrae-host-profile.txt"
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --induction-kernel triton \
