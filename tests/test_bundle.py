@@ -350,3 +350,17 @@ def test_simcse_dev_set_travels_when_simcse_trains_there():
     assert bundle.training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["en"]) == ["eval/stsb/stsb_dev"]
     assert bundle.training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["es"]) == []
     assert bundle.training_dev_sets({"baselines": {"roberta_simcse": {**spec, "enabled": False}}}, ["en"]) == []
+
+
+def test_default_limit_leaves_room_for_the_checkout(tmp_path):
+    limit, why = bundle.default_max_mib(tmp_path)  # not a git checkout
+    assert limit == bundle.DEFAULT_MAX_MIB and "not a git checkout" in why
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text("bundle/\n")
+    (repo / "big.bin").write_bytes(b"x" * 3 * 2**20)  # untracked, not ignored: it travels too
+    (repo / "bundle").mkdir()
+    (repo / "bundle" / "ignored.bin").write_bytes(b"x" * 2**20)  # the bundle itself is not the checkout's
+    limit, why = bundle.default_max_mib(repo)
+    assert abs(limit - (bundle.BOX_CARRY_MIB - 3.0 - 0.5)) < 0.01 and "checkout's 3.0 MiB" in why

@@ -42,7 +42,8 @@ SCHEMA_VERSION = 1
 DEFAULT_OUT = "bundle"
 MANIFEST = "manifest.json"
 ENV_SH = "env.sh"  # the environment of the campaign's commands on the box (env_script)
-DEFAULT_MAX_MIB = 60.0  # the box takes 64 MiB in all; the checkout's tracked files need ~2.5 of it
+BOX_CARRY_MIB = 64.0  # all that travels to the box: the checkout's files (tracked, untracked-not-ignored) + bundle
+DEFAULT_MAX_MIB = 60.0  # the bundle's limit where the checkout's size cannot be read (no git)
 BOX_PYTHON = "3.12"
 # Projects the box has installed (with torch 2.11 + CUDA); their wheels are never carried, so pip keeps the box's own.
 BOX_PACKAGES = ("torch", "triton", "numpy", "scipy", "pandas", "sentencepiece", "tqdm", "pyyaml", "transformers")
@@ -301,6 +302,28 @@ def _install_plan(items: list[dict], requirements: list[str], wheels: Path, file
 
 
 # ------------------------------------------------------------------------------------------------- sizes
+def checkout_bytes(root: Path) -> int | None:
+    """Bytes of the files of the git checkout at ``root`` that travel to the box beside the bundle (tracked, and
+    untracked but not ignored); None outside a git checkout."""
+    try:
+        listed = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                                 "--exclude-standard"], capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    files = (root / name for name in listed.decode("utf-8", "surrogateescape").split("\0") if name)
+    return sum(path.stat().st_size for path in files if path.is_file())
+
+
+def default_max_mib(root: Path) -> tuple[float, str]:
+    """(the bundle's size limit, why): the box's 64 MiB minus what the checkout at ``root`` carries beside it, with
+    0.5 MiB to spare for files committed after the bundle is written."""
+    checkout = checkout_bytes(root)
+    if checkout is None:
+        return DEFAULT_MAX_MIB, f"{root} is not a git checkout: {DEFAULT_MAX_MIB:.0f} MiB"
+    limit = BOX_CARRY_MIB - checkout / 2**20 - 0.5
+    return limit, f"{BOX_CARRY_MIB:.0f} MiB to the box minus the checkout's {_mib(checkout)} and 0.5 to spare"
+
+
 def folder_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
@@ -349,7 +372,11 @@ def write_bundle(args: argparse.Namespace) -> int:
         packages = [*CAMPAIGN_PACKAGES, *args.extra_package]
         print(f"strae bundle: wheels for {', '.join(packages)} (Python {BOX_PYTHON}, via {args.python})", flush=True)
         manifest["wheels"] = bundle_wheels(args.python, pinned_requirements(packages, Path(args.pyproject)), out)
-    return _finish(out, manifest, args.max_mib)
+    if args.max_mib is None:
+        max_mib, why = default_max_mib(out.resolve().parent)
+    else:
+        max_mib, why = args.max_mib, "--max-mib"
+    return _finish(out, manifest, max_mib, why)
 
 
 def env_script(bundle_dir: Path | None = None, venv: Path | None = None) -> str:
@@ -381,15 +408,15 @@ fi
 _OFFLINE_EXPORTS = "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1"
 
 
-def _finish(out: Path, manifest: dict[str, Any], max_mib: float) -> int:
+def _finish(out: Path, manifest: dict[str, Any], max_mib: float, why: str) -> int:
     (out / ENV_SH).write_text(env_script(), encoding="utf-8")
     sizes = size_report(out)
     total = folder_size(out)
     for part, size in sizes.items():
         print(f"  {part + '/':<12} {_mib(size):>10}")
-    print(f"  {'total':<12} {_mib(total):>10}  (limit {max_mib:.0f} MiB)")
+    print(f"  {'total':<12} {_mib(total):>10}  (limit {max_mib:.1f} MiB: {why})")
     if total > max_mib * 2**20:
-        raise SystemExit(f"{out}: {_mib(total)} is over the {max_mib:.0f} MiB limit (--max-mib); carry fewer "
+        raise SystemExit(f"{out}: {_mib(total)} is over the {max_mib:.1f} MiB limit ({why}); carry fewer "
                          "languages (--langs) or packages. No manifest written: the folder cannot be unpacked.")
     manifest["sizes"] = {**sizes, "total": total}
     write_json(out / MANIFEST, manifest)  # last: a folder with a manifest is complete
@@ -495,7 +522,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--extra-package", action="append", default=[],
                         help="another pyproject.toml dependency to carry (e.g. matplotlib for figures)")
     parser.add_argument("--pyproject", default=str(project_root() / "pyproject.toml"), help="where the pins are")
-    parser.add_argument("--max-mib", type=float, default=DEFAULT_MAX_MIB)
+    parser.add_argument("--max-mib", type=float, default=None,
+                        help="the bundle's size limit (default: 64 MiB minus what the git checkout around --out "
+                             "carries to the box beside it)")
     return parser
 
 
