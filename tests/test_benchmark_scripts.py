@@ -130,7 +130,7 @@ def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     assert result.returncode == 0, result.stderr
     text = script.read_text()
     for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput",
-                 "roberta_graphs_check", "threaded_throughput"):
+                 "roberta_graphs_check", "threaded_throughput", "roberta_loop"):
         assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name
 
 
@@ -142,3 +142,19 @@ def test_threaded_throughput_prints_one_line_per_thread_count():
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert len(lines) == 1 and "| 1: aggregate_tokens/s=" in lines[0] and "| 2: aggregate_tokens/s=" in lines[0]
     assert "FAILED" not in lines[0]
+
+
+def test_roberta_loop_runs_the_trainer_and_reads_its_record(tmp_path, mirror):
+    resources = tmp_path / "resources"
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"the cat number {i} sat on the mat with {i % 7} friends .\n" for i in range(40)))
+    tokenizer = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "roberta_loop.py"), "--modes", "off,on",
+                             "--steps", "4", "--log-every", "2", "--device", "cpu", "--extra",
+                             f"--layers 1 --batch-size 4 --threads 1 --corpus {corpus} --tokenizer {tokenizer} "
+                             f"--resources-dir {resources}"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stdout + result.stderr[-2000:]
+    assert "off: " in lines[0] and "steps/s whole run" in lines[0] and "last 2 steps" in lines[0], lines[0]
+    assert "on: FAILED" in lines[0] and "needs a CUDA device" in lines[0]  # a CPU refuses graphs, and says so
+    assert result.returncode == 1

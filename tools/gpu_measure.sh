@@ -27,6 +27,7 @@
 #   roberta           roberta_throughput, padded vs packed, bf16, SDPA        budget  60 s
 #   roberta-graphs    roberta_throughput, packed, eager vs --cuda-graphs on (40 warm-up steps) budget 90 s
 #   roberta-graphs-check  roberta_graphs_check: graphed = eager (no dropout), repeatable  budget 90 s
+#   roberta-loop      roberta_loop: strae train-roberta itself, 600 steps, --cuda-graphs off and on budget 150 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
 # (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
@@ -34,7 +35,7 @@
 # Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
-# inside the timed steps), RUNS (1,4,8), THREADS_RUNS (1,2,4), CHECK_STEPS (60),
+# inside the timed steps), RUNS (1,4,8), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), CHECK_STEPS (60),
 # ROBERTA_BATCH (64), ROBERTA_STEPS (100), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
 # A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
 #     ROBERTA_BATCH=4 ROBERTA_STEPS=1 bash tools/gpu_measure.sh
@@ -181,6 +182,10 @@ step roberta-graphs 90 "$PY" benchmarks/roberta_throughput.py --device "$DEVICE"
     "${ROBERTA_DATA[@]}"
 # budget 90 s: the graphed step computes the eager one's function (dropout off, fp32) and repeats itself exactly
 step roberta-graphs-check 90 "$PY" benchmarks/roberta_graphs_check.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH"
+# budget 150 s: the trainer's own loop (checkpoint, schedule, next batch prepared during the backward, captures) on
+# the English corpus, eager then graphed: steps/s of the whole run and of its last 100 steps
+step roberta-loop 150 "$PY" benchmarks/roberta_loop.py --device "$DEVICE" --steps "${ROBERTA_LOOP_STEPS:-600}" \
+    --lang "$LANG_KEY"
 # budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)
 step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
 
