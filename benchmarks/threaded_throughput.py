@@ -10,12 +10,13 @@ this measures (the GIL still serialises the Python between ops, Triton's launche
 
 For each N of ``--runs``: N models (seeds SEED_BASE+i, built one after the other), each with its own Adam and its
 own pre-drawn batches (the arguments after ``--`` are ``train_throughput.py``'s: model, data, device, engine
-switches), step in N threads — ``strae.train.training_step``, each thread on its own CUDA stream — warm up, meet at
-a barrier, then run their timed steps. ONE line: per N, ``aggregate_tokens/s`` = all threads' tokens / the longest
-timed window, ``slowest_tokens/s``. A failing thread puts ``FAILED`` and its error in the line and the exit status
-is 1. Throughput only: the threads share torch's global generators (dropout masks, the induction's step seed), so
-their runs are not those of the same seeds run alone; a threaded trainer would give each run its own generators.
-On CPU it runs too (torch threads = cores // N each), which tests the plumbing; its numbers say nothing about a GPU.
+switches), warm up one after the other (Triton compiles outside the threads), then step in N threads —
+``strae.train.training_step``, each thread on its own CUDA stream — from a common barrier. ONE line: per N,
+``aggregate_tokens/s`` = all threads' tokens / the longest timed window, ``slowest_tokens/s``. A failing thread puts
+``FAILED`` and its error in the line and the exit status is 1. Throughput only: the threads share torch's global
+generators (dropout masks, the induction's step seed), so their runs are not those of the same seeds run alone; a
+threaded trainer would give each run its own generators. On CPU it runs too (torch threads = cores // N each), which
+tests the plumbing; its numbers say nothing about a GPU.
 """
 from __future__ import annotations
 
@@ -78,7 +79,6 @@ class Run:
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.tokens = sum(int(lengths.sum()) for _, lengths in self.batches[self.warmup:])
         self.window = 0.0
-        self.warmup_done = False
         self.error: BaseException | None = None
 
     def steps(self, batches) -> None:
@@ -91,18 +91,18 @@ def run_group(args: argparse.Namespace, n_runs: int, seed_base: int, device: tor
               real: bool) -> str:
     runs = [Run(args, seed_base + i, device, vocab_size, real) for i in range(n_runs)]
     barrier = threading.Barrier(n_runs)
-    # the first run warms up alone, on this thread: Triton compiles each kernel once, not in N threads at once
-    runs[0].steps(runs[0].batches[:runs[0].warmup])
-    runs[0].warmup_done = True
+    # every run warms up here, one after the other: Triton's JIT compilation is not safe from several threads at once
+    # (triton-lang/triton#5933; FlagGems#136 serialises it), its launches are (they release the GIL); so the threads
+    # only ever launch compiled kernels
+    for run in runs:
+        run.steps(run.batches[:run.warmup])
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)  # the warm-up ran on the default stream; each thread continues on its own
 
     def work(run: Run) -> None:
         stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         try:
             with torch.cuda.stream(stream) if stream is not None else _nothing():
-                if not run.warmup_done:
-                    run.steps(run.batches[:run.warmup])
-                if stream is not None:
-                    stream.synchronize()
                 barrier.wait()
                 start = time.perf_counter()
                 run.steps(run.batches[run.warmup:])
