@@ -24,21 +24,10 @@ from baselines.roberta.data import collate, mask_for_mlm, pack
 from baselines.roberta.graphs import GraphedMlm, to_bucket
 from baselines.roberta.model import SHAPES, RobertaShape, build_mlm_model
 from baselines.roberta.train import mlm_token_losses
-from strae.runtime import describe_device, resolve_device
+from strae.runtime import capture_rng_states, describe_device, resolve_device, restore_rng_states, seed_everything
 
 # tests stand in a CPU emulation of torch.cuda.make_graphed_callables to run this script's plumbing without a GPU
 MAKE_GRAPHED = None
-
-
-def rng_state(device: torch.device) -> torch.Tensor:
-    return torch.cuda.get_rng_state(device) if device.type == "cuda" else torch.get_rng_state()
-
-
-def set_rng_state(state: torch.Tensor, device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.set_rng_state(state, device)
-    else:
-        torch.set_rng_state(state)
 
 
 def batches(args: argparse.Namespace, special) -> list:
@@ -55,7 +44,7 @@ def batches(args: argparse.Namespace, special) -> list:
 def train(model, data, device, graphs: bool, special, max_length: int, optimizer=None):
     """(loss per step, the first step's gradients, the final weights, the optimizer)."""
     optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-3)
-    graphed = GraphedMlm(model, device, None, make_graphed=MAKE_GRAPHED) if graphs else None
+    graphed = GraphedMlm(model, device, "fp32", make_graphed=MAKE_GRAPHED) if graphs else None
     losses, first_grads = [], None
     for rows, n_predicted in data:
         optimizer.zero_grad(set_to_none=True)
@@ -102,25 +91,23 @@ def main(argv: list[str] | None = None) -> None:
     ok = grad_error < 1e-4 and loss_error < 1e-3
     runs = []
     for _ in range(2):
-        torch.manual_seed(1)
-        torch.cuda.manual_seed_all(1)
+        seed_everything(1)
         runs.append(train(fresh(True), data, device, True, shape.special, args.max_length)[2])
     repeat = max(float((runs[0][k] - runs[1][k]).abs().max()) for k in runs[0])
     # resume: the first half, then a new model, optimizer and graphs from its saved state (as a checkpoint holds
     # them: weights, AdamW state, the CUDA generator), the second half; the captures happen again after the resume
-    torch.manual_seed(1)
-    torch.cuda.manual_seed_all(1)
+    seed_everything(1)
     half = len(data) // 2
     model = fresh(True)
     *_, optimizer = train(model, data[:half], device, True, shape.special, args.max_length)
     saved = copy.deepcopy({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                           "rng": rng_state(device)})
+                           "rng": capture_rng_states()})
     del model, optimizer
     resumed = fresh(True)
     resumed.load_state_dict(saved["model"])
     optimizer = torch.optim.AdamW(resumed.parameters(), lr=1e-3)
     optimizer.load_state_dict(saved["optimizer"])
-    set_rng_state(saved["rng"], device)
+    restore_rng_states(saved["rng"])
     final = train(resumed, data[half:], device, True, shape.special, args.max_length, optimizer)[2]
     resume = max(float((runs[0][k] - final[k]).abs().max()) for k in final)
     print(f"roberta cuda-graphs check {describe_device(device)} torch {torch.__version__} table6 layers {args.layers} "

@@ -52,8 +52,7 @@ def measure(packing: str, graphs: str, args: argparse.Namespace, device: torch.d
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5)
     autocast, precision = autocast_context(device, args.precision)
     special = shape.special
-    graphed = (GraphedMlm(model, device, torch.bfloat16 if precision == "bf16" else None) if graphs == "on"
-               else None)
+    graphed = GraphedMlm(model, device, precision) if graphs == "on" else None
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     elapsed, tokens, ids_seen = 0.0, 0, 0

@@ -21,6 +21,7 @@ tests the plumbing; its numbers say nothing about a GPU.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
@@ -33,30 +34,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_throughput as single  # noqa: E402  (the sibling benchmark: its batches and argument names)
 
-from strae import recipes  # noqa: E402
-from strae.models.config import ModelConfig  # noqa: E402
-from strae.models.model import StraeModel  # noqa: E402
 from strae.runtime import configure_determinism, configure_float32_matmul, describe_device, resolve_device  # noqa: E402
 from strae.train import training_step  # noqa: E402
-
-
-def engine_arguments(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="threaded_throughput.py -- (train_throughput.py arguments)")
-    parser.add_argument("--model", choices=["banyan", "selfstrae"], default="banyan")
-    parser.add_argument("--objective", default=None)
-    parser.add_argument("--structure", default=None)
-    parser.add_argument("--batch-size", type=int, default=512)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--warmup", type=int, default=2)
-    parser.add_argument("--data-dir", type=Path, default=Path("resources/tokenized/en"))
-    parser.add_argument("--synthetic", action="store_true")
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--recipe", default=None)
-    parser.add_argument("--set", dest="recipe_set", action="append", default=[], metavar="KEY=VALUE")
-    parser.add_argument("--induction-kernel", default="auto", choices=("auto", "torch", "triton"))
-    parser.add_argument("--propagation", default="auto")
-    parser.add_argument("--nondeterministic", action="store_true")
-    return parser.parse_args(argv)
 
 
 class Run:
@@ -68,13 +47,8 @@ class Run:
                    else single.synthetic_batches(args.batch_size, vocab_size, rng))
         self.batches = [single.to_padded(next(batches), vocab_size) for _ in range(args.warmup + args.steps)]
         self.warmup = args.warmup
-        config = ModelConfig.preset(args.model, vocab_size=vocab_size, objective=args.objective,
-                                    structure=args.structure)
-        overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
-        self.recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
         torch.manual_seed(seed)
-        self.model = StraeModel(config, self.recipe, induction_kernel=args.induction_kernel,
-                                propagation=args.propagation).to(device).train()
+        config, self.recipe, self.model = single.build_model(args, vocab_size, device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=self.recipe.lr_for(config.objective))
         self.params = [p for p in self.model.parameters() if p.requires_grad]
         self.tokens = sum(int(lengths.sum()) for _, lengths in self.batches[self.warmup:])
@@ -102,7 +76,7 @@ def run_group(args: argparse.Namespace, n_runs: int, seed_base: int, device: tor
     def work(run: Run) -> None:
         stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         try:
-            with torch.cuda.stream(stream) if stream is not None else _nothing():
+            with torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext():
                 barrier.wait()
                 start = time.perf_counter()
                 run.steps(run.batches[run.warmup:])
@@ -129,14 +103,6 @@ def run_group(args: argparse.Namespace, n_runs: int, seed_base: int, device: tor
             f"window_s={window:.3f}")
 
 
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     own, passthrough = (argv[:argv.index("--")], argv[argv.index("--") + 1:]) if "--" in argv else (argv, [])
@@ -144,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", default="1,2,4", help="comma-separated thread counts, one group each")
     parser.add_argument("--seed-base", type=int, default=0)
     args = parser.parse_args(own)
-    engine = engine_arguments(passthrough)
+    engine = single.build_parser().parse_args(passthrough)
     device = resolve_device(engine.device)
     configure_determinism(device, not engine.nondeterministic)
     configure_float32_matmul()

@@ -218,7 +218,8 @@ def wait_for_siblings(directory: Path, count: int, timeout: float = 600.0) -> No
         time.sleep(0.01)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """This benchmark's arguments (also the engine arguments of benchmarks/threaded_throughput.py)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["banyan", "selfstrae"], default="banyan")
     parser.add_argument("--objective", default=None, help="override the preset's objective")
@@ -252,7 +253,22 @@ def main(argv: list[str] | None = None) -> int:
                         "deterministic kernels, as strae train; compare the two to measure what determinism costs)")
     parser.add_argument("--barrier", type=Path, default=None, help=argparse.SUPPRESS)  # concurrent_throughput.py
     parser.add_argument("--barrier-count", type=int, default=1, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def build_model(args: argparse.Namespace, vocab_size: int, device: torch.device):
+    """(config, recipe, model in training mode on ``device``) as the arguments say; seed torch first."""
+    config = ModelConfig.preset(args.model, vocab_size=vocab_size, objective=args.objective,
+                                structure=args.structure)
+    overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
+    recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
+    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel, scatter=args.scatter,
+                       propagation=args.propagation).to(device).train()
+    return config, recipe, model
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -270,12 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         vocab_size = 25000
         batches = synthetic_batches(args.batch_size, vocab_size, rng)
-    config = ModelConfig.preset(args.model, vocab_size=vocab_size, objective=args.objective,
-                                structure=args.structure)
-    overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
-    recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
-    model = StraeModel(config, recipe, induction_kernel=args.induction_kernel, scatter=args.scatter,
-                        propagation=args.propagation).to(device).train()
+    config, recipe, model = build_model(args, vocab_size, device)
     try:
         kernel = model.kernel_choice(device)
     except ValueError as error:

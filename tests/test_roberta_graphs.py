@@ -92,7 +92,7 @@ def test_the_captured_step_has_no_host_syncs():
 def test_cuda_graphs_need_a_cuda_device(tmp_path):
     _, model = tiny_model()
     with pytest.raises(SystemExit, match="needs a CUDA device"):
-        GraphedMlm(model, torch.device("cpu"), None)
+        GraphedMlm(model, torch.device("cpu"), "fp32")
     with pytest.raises(SystemExit, match="needs a CUDA device"):
         train_roberta(["--lang", "xx", "--seed", "0", "--out", str(tmp_path / "run"), "--device", "cpu",
                        "--cuda-graphs", "on"])
@@ -110,7 +110,7 @@ def test_graphed_step_matches_eager_on_cuda_without_dropout():
     eager = _grads(model.cpu()).clone()
     model = model.cuda()
     model.zero_grad(set_to_none=True)
-    graphed = GraphedMlm(model, device, None)
+    graphed = GraphedMlm(model, device, "fp32")
     for _ in range(2):  # capture, then a replay
         model.zero_grad(set_to_none=True)
         graphed.loss(to_bucket(rows, shape.special.pad, n_predicted, 64)).backward()
@@ -153,7 +153,7 @@ def test_accumulating_one_bucket_twice_keeps_both_chunks_gradients():
     for chunk in chunks:
         (mlm_token_losses(model, chunk)[0].sum() / n_predicted).backward()
     eager = _grads(model)
-    graphed = GraphedMlm(model, torch.device("cpu"), None, make_graphed=emulated_make_graphed)
+    graphed = GraphedMlm(model, torch.device("cpu"), "fp32", make_graphed=emulated_make_graphed)
     for _ in range(2):  # two steps: the second replays the graph captured in the first
         model.zero_grad(set_to_none=True)
         for batch in batches:

@@ -31,7 +31,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from baselines.roberta.data import Rows
 
@@ -99,14 +98,11 @@ class WeightedMlmLoss(torch.nn.Module):
         self.autocast_dtype = autocast_dtype
 
     def forward(self, inputs, segments, predicted, targets, weights) -> torch.Tensor:
-        from baselines.roberta.model import encode
+        from baselines.roberta.train import predicted_losses  # the eager step's own loss
 
         with torch.autocast(device_type=inputs.device.type, dtype=self.autocast_dtype or torch.bfloat16,
                             enabled=self.autocast_dtype is not None, cache_enabled=False):
-            hidden = encode(self.model.roberta, inputs, segments)
-            logits = self.model.lm_head(hidden.flatten(0, 1).index_select(0, predicted))
-        # the softmax over the vocabulary in fp32, as the eager step
-        losses = F.cross_entropy(logits.float(), targets, reduction="none")
+            losses = predicted_losses(self.model, inputs, segments, predicted, targets)
         return (losses * weights).sum()
 
 
@@ -115,13 +111,15 @@ class GraphedMlm:
     ``loss(batch)`` returns the loss (requires grad; ``backward()`` replays the backward graph and accumulates the
     parameters' gradients as eager autograd would)."""
 
-    def __init__(self, model: torch.nn.Module, device: torch.device, autocast_dtype: torch.dtype | None,
+    def __init__(self, model: torch.nn.Module, device: torch.device, precision: str,
                  on_capture: Callable[[tuple[int, int, int], float], None] | None = None, *,
                  make_graphed: Callable[..., Any] | None = None):
+        """``precision``: the run's resolved precision (bf16 = bf16 autocast inside the graph, fp32 = none)."""
         if make_graphed is None and device.type != "cuda":
             raise SystemExit(f"--cuda-graphs on needs a CUDA device (this run's device: {device.type}); "
                              "use --cuda-graphs off")
-        self.model, self.device, self.autocast_dtype = model, device, autocast_dtype
+        self.model, self.device = model, device
+        self.autocast_dtype = torch.bfloat16 if precision == "bf16" else None
         self.parameters = tuple(model.parameters())
         self.graphs: dict[tuple[int, int, int], Any] = {}
         self.on_capture = on_capture

@@ -82,16 +82,23 @@ def linear_warmup_decay(total_steps: int, warmup_steps: int) -> Callable[[int], 
     return factor
 
 
-def mlm_token_losses(model, rows) -> tuple[torch.Tensor, torch.Tensor]:
-    """(cross-entropy per predicted position, its segment id): the vocabulary projection runs only on the ~15%
-    predicted positions instead of all of them (the projection dominates CPU time). ``rows``: a ``data.Rows``."""
+def predicted_losses(model, inputs: torch.Tensor, segments: torch.Tensor, predicted: torch.Tensor,
+                     targets: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy at each predicted position (``predicted``: flat indices into the (rows, columns) layout): the
+    vocabulary projection runs only on the ~15% predicted positions instead of all of them (the projection dominates
+    CPU time)."""
     from baselines.roberta.model import encode
 
-    hidden = encode(model.roberta, rows.inputs, rows.segments)
-    predicted = rows.predicted if rows.predicted is not None else rows.predicted_index()
+    hidden = encode(model.roberta, inputs, segments)
     logits = model.lm_head(hidden.flatten(0, 1).index_select(0, predicted))
     # the softmax over the vocabulary in fp32 even under bf16 autocast (only the matmuls run in bf16)
-    losses = torch.nn.functional.cross_entropy(logits.float(), rows.labels.flatten()[predicted], reduction="none")
+    return torch.nn.functional.cross_entropy(logits.float(), targets, reduction="none")
+
+
+def mlm_token_losses(model, rows) -> tuple[torch.Tensor, torch.Tensor]:
+    """(cross-entropy per predicted position, its segment id) of ``rows`` (a ``data.Rows``)."""
+    predicted = rows.predicted if rows.predicted is not None else rows.predicted_index()
+    losses = predicted_losses(model, rows.inputs, rows.segments, predicted, rows.labels.flatten()[predicted])
     return losses, rows.segments.flatten()[predicted]
 
 
@@ -612,7 +619,7 @@ def mlm_step(args: argparse.Namespace, corpus, special, model, device: torch.dev
             tqdm.write(f"cuda graphs: captured bucket rows x columns x predicted = {bucket} in {seconds:.1f} s "
                        f"({len(graphed.graphs) + 1} so far)")
 
-        graphed = GraphedMlm(model, device, torch.bfloat16 if precision == "bf16" else None, on_capture=captured)
+        graphed = GraphedMlm(model, device, precision, on_capture=captured)
 
     def host_batch(step: int) -> tuple[list, int, dict[str, int]]:
         """The step's chunks (rows, or bucketed static batches with graphs) prepared on the host, its predicted
