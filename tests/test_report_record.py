@@ -215,3 +215,32 @@ def test_record_refuses_tables_older_than_the_scores(tmp_path):
     assert not (tmp_path / "out/stale").exists()
     assert report.main(render) == 0
     assert rec.main(["--name", "rendered-again", *common]) == 0
+
+
+def test_record_accepts_tables_with_another_languages_half(tmp_path):
+    """SemEval Table 3 puts Afrikaans and Spanish columns side by side: an Afrikaans row's Spanish cells are "n/a",
+    which pandas would read back as missing. A record whose scores fill that row (real H100 scores) records, and the
+    check still compares those cells."""
+    from pathlib import Path
+
+    from strae.report import tables as report
+    repo = Path(__file__).resolve().parents[1]
+    results = tmp_path / "results"
+    results.mkdir()
+    scores = pd.read_csv(repo / "reproductions/h100-2026-11-26-2/scores.csv", dtype=str, keep_default_na=False)
+    scores = scores[(scores["language"] == "af") & (scores["model"] == "selfstrae")]
+    assert len(scores) == 16
+    scores.to_csv(results / "scores.csv", index=False)
+    render = ["tables", "--scores", str(results / "scores.csv"), "--results", str(results),
+              "--tables", str(repo / "config/tables.yaml"), "--paper-dir", str(repo / "paper_tables")]
+    assert report.main(render) == 0
+    assert "n/a" in (results / "table3.csv").read_text()
+    common = ["--results", str(results), "--out", str(tmp_path / "out"), "--no-readme",
+              "--tables", str(repo / "config/tables.yaml"), "--paper-dir", str(repo / "paper_tables")]
+    assert rec.main(["--name", "af", *common]) == 0
+    counts, _ = rec.cell_summary(tmp_path / "out/af/table3.csv")
+    assert (counts["reproduced"], counts["with_paper_value"]) == (4, 4)
+    table = (results / "table3.csv").read_text().replace("n/a", "not run", 1)  # a cell changed by hand
+    (results / "table3.csv").write_text(table)
+    with pytest.raises(SystemExit, match=r"table3.csv: not what .* renders now — row 'Afrikaans' column 'ESP"):
+        rec.main(["--name", "edited", *common])

@@ -43,6 +43,9 @@ set -uo pipefail  # not -e: a failed step is recorded and the next one runs
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO" || exit 1
+# the benchmarks import strae and baselines from this checkout, with or without bundle/env.sh's venv (2026-11-26:
+# roberta-loop failed on ModuleNotFoundError 'baselines' when run without it)
+export PYTHONPATH="$REPO/src:$REPO${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-$REPO/gpu-measure}
 PY=${PYTHON:-python}
 DEADLINE_S=${GPU_MEASURE_DEADLINE_S:-555}  # one <= 570 s (9.5 min) call, with a margin for the last kill

@@ -448,9 +448,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     device, autocast, precision = configure_device(args)
-    if args.cuda_graphs == "on" and device.type != "cuda":  # before anything is loaded or written
-        raise SystemExit(f"--cuda-graphs on needs a CUDA device (this run's device: {device.type}); "
-                         "use --cuda-graphs off")
+    from baselines.roberta.graphs import resolve_mode
+
+    args.cuda_graphs_requested = args.cuda_graphs
+    args.cuda_graphs = resolve_mode(args.cuda_graphs, device)  # refused before anything is loaded or written
     data = load_data(args)
     shape = model_shape(args, data.tokenizer.vocab_size)
     # seeded right before the model is built: the initial weights and dropout depend on --seed alone
@@ -499,9 +500,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="forward/backward passes per step (the effective batch stays --batch-size)")
     parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa",
                         help="sdpa: fused kernel, position scores as its additive mask; eager: explicit softmax")
-    parser.add_argument("--cuda-graphs", choices=GRAPH_MODES, default="off",
+    parser.add_argument("--cuda-graphs", choices=GRAPH_MODES, default="auto",
                         help="on (CUDA only): each step's forward and backward replayed as CUDA graphs, rows padded "
-                             "to shape buckets (baselines/roberta/graphs.py; same loss, other dropout draws)")
+                             "to shape buckets (baselines/roberta/graphs.py; same loss, other dropout draws); "
+                             "auto (default): on with a CUDA device, off otherwise")
     add_common_arguments(parser)
     return parser
 
@@ -577,7 +579,7 @@ def run_config(args: argparse.Namespace, data: TrainingData, shape, model, devic
         "batch_size": args.batch_size, "max_length": args.max_length, "mask_probability": args.mask_probability,
         "mask_replacement": {"mask": 0.8, "random": 0.1, "keep": 0.1}, "clip_grad_norm": args.clip_grad_norm,
         "packing": args.packing, "grad_accumulation": args.grad_accumulation, "attention": args.attention,
-        "cuda_graphs": cuda_graphs_record(args.cuda_graphs),
+        "cuda_graphs": cuda_graphs_record(args.cuda_graphs, args.cuda_graphs_requested),
         "precision": precision, "data_dir": data.data_dir, "corpus_file": args.corpus,
         "corpus": corpus_provenance(data.data_dir, args.corpus, "train", len(data.corpus)),
         "tokenizer": {"path": str(data.tokenizer_path), "sha256": sha256_file(data.tokenizer_path)},
@@ -596,13 +598,14 @@ def resume_signature(args: argparse.Namespace, config: dict[str, Any]) -> dict[s
                                             "mask_probability")}}
 
 
-def cuda_graphs_record(mode: str) -> dict[str, Any]:
-    """train.json's ``config.cuda_graphs``: the mode and, when on, the shape buckets rows are padded to."""
+def cuda_graphs_record(mode: str, requested: str) -> dict[str, Any]:
+    """train.json's ``config.cuda_graphs``: the mode used, the one asked for (auto resolves by device) and, when on,
+    the shape buckets rows are padded to."""
     from baselines.roberta import graphs
 
     if mode == "off":
-        return {"mode": "off"}
-    return {"mode": mode, "bucket_multiples": {"rows": graphs.ROW_BUCKET, "columns": graphs.COLUMN_BUCKET,
+        return {"mode": "off", "requested": requested}
+    return {"mode": mode, "requested": requested, "bucket_multiples": {"rows": graphs.ROW_BUCKET, "columns": graphs.COLUMN_BUCKET,
                                                "predicted": graphs.PREDICTED_BUCKET}}
 
 

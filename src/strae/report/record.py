@@ -58,9 +58,15 @@ def _table_files(results: Path) -> list[Path]:
     return sorted(p for p in results.rglob("table*.csv") if "runs" not in p.relative_to(results).parts)
 
 
+def read_rendered(csv_path: Path) -> pd.DataFrame:
+    """A rendered table as written: its status words kept as text ("n/a" — a column of another language's half —
+    is one of pandas' default missing-value markers), only empty fields missing."""
+    return pd.read_csv(csv_path, keep_default_na=False, na_values=[""])
+
+
 def cell_summary(csv_path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
     """Counts for one rendered table and its comparable cells (a reproduced value and a paper value)."""
-    cells = pd.read_csv(csv_path)
+    cells = read_rendered(csv_path)
     for column in ("mean", "paper_mean", "paper_std", "paper_tolerance", "delta", "n_seeds", "n_failed"):
         # (tables rendered before paper_tolerance existed: the column is absent, read as NaN)
         cells[column] = pd.to_numeric(cells[column], errors="coerce") if column in cells else math.nan
@@ -217,7 +223,7 @@ def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Pa
         if scores is None:
             scores = report.load_scores(results / "scores.csv")
         fresh, _ = report.render(key, tables, config, scores, paper_dir, param_counts)
-        difference = _first_difference(pd.read_csv(rendered), fresh)
+        difference = _first_difference(read_rendered(rendered), fresh)
         if difference:
             raise SystemExit(f"{rendered}: not what {results}/scores.csv renders now — {difference}; render the "
                              f"tables again (`snakemake <the table targets>` or `strae report tables --config "
