@@ -71,7 +71,7 @@ def test_synthetic_language_runs_to_a_table_row(tmp_path, monkeypatch):
     monkeypatch.chdir(workdir)
     assert record.main(["--name", "e2e", "--no-readme"]) == 0
     manifest = yaml.safe_load((workdir / "reproductions/e2e/manifest.json").read_text(encoding="utf-8"))
-    assert {"table2", "banyan/table5"} <= {entry["name"] for entry in manifest["tables"]}
+    assert {"selfstrae/table2", "banyan/table5"} <= {entry["name"] for entry in manifest["tables"]}
 
     # `snakemake --report` after the run: the report opens with the workflow description and contains the table
     report = snakemake(workdir, "--report", "report.html", "results/scores.csv", "results/table2.md",
