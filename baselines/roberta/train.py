@@ -605,8 +605,9 @@ def cuda_graphs_record(mode: str, requested: str) -> dict[str, Any]:
 
     if mode == "off":
         return {"mode": "off", "requested": requested}
-    return {"mode": mode, "requested": requested, "bucket_multiples": {"rows": graphs.ROW_BUCKET, "columns": graphs.COLUMN_BUCKET,
-                                               "predicted": graphs.PREDICTED_BUCKET}}
+    return {"mode": mode, "requested": requested,
+            "bucket_multiples": {"rows": graphs.ROW_BUCKET, "columns": graphs.COLUMN_BUCKET,
+                                 "predicted": graphs.PREDICTED_BUCKET}}
 
 
 def mlm_step(args: argparse.Namespace, corpus, special, model, device: torch.device,
