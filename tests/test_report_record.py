@@ -239,10 +239,10 @@ def test_record_accepts_tables_with_another_languages_half(tmp_path):
               "--tables", str(repo / "config/tables.yaml"), "--paper-dir", str(repo / "paper_tables")]
     assert rec.main(["--name", "af", *common]) == 0
     counts, _ = rec.cell_summary(tmp_path / "out/af/table3.csv")
+    assert (counts["reproduced"], counts["with_paper_value"]) == (4, 4)
     manifest = json.loads((tmp_path / "out/af/manifest.json").read_text())
     # named by its paper, not "table3" beside banyan/table3
     assert [t["name"] for t in manifest["tables"]] == ["selfstrae/table3"]
-    assert (counts["reproduced"], counts["with_paper_value"]) == (4, 4)
     table = (results / "table3.csv").read_text().replace("n/a", "not run", 1)  # a cell changed by hand
     (results / "table3.csv").write_text(table)
     with pytest.raises(SystemExit, match=r"table3.csv: not what .* renders now — row 'Afrikaans' column 'ESP"):

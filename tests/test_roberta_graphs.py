@@ -192,10 +192,9 @@ def test_graphs_check_script_plumbing_on_cpu_with_emulated_graphs(repo_root, mon
 def test_cuda_graphs_auto_follows_the_device():
     """The default: graphs on a CUDA device, none elsewhere — a CPU run trains eagerly and records both words."""
     from baselines.roberta.graphs import resolve_mode
+    from baselines.roberta.train import build_parser
 
     assert resolve_mode("auto", torch.device("cuda")) == "on"
     assert resolve_mode("auto", torch.device("cpu")) == "off"
     assert resolve_mode("off", torch.device("cuda")) == "off"
-    from baselines.roberta.train import build_parser
-
     assert build_parser().parse_args(["--lang", "xx", "--seed", "0", "--out", "x"]).cuda_graphs == "auto"
