@@ -130,7 +130,7 @@ def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     assert result.returncode == 0, result.stderr
     text = script.read_text()
     for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput",
-                 "roberta_graphs_check", "threaded_throughput", "roberta_loop"):
+                 "roberta_graphs_check", "threaded_throughput", "roberta_loop", "objective_precision"):
         assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name
 
 
@@ -158,3 +158,16 @@ def test_roberta_loop_runs_the_trainer_and_reads_its_record(tmp_path, mirror):
     assert "off: " in lines[0] and "steps/s whole run" in lines[0] and "last 2 steps" in lines[0], lines[0]
     assert "on: FAILED" in lines[0] and "needs a CUDA device" in lines[0]  # a CPU refuses graphs, and says so
     assert result.returncode == 1
+
+
+def test_objective_precision_prints_each_precision_with_its_error():
+    """On a CPU every precision is fp32 arithmetic: each error is at fp32 rounding against the float64 reference
+    (an error in the split products would show as a large one)."""
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "objective_precision.py"), "--device", "cpu",
+                             "--rows", "300", "--size", "32", "--vocab", "500", "--pairs", "400", "--repeats", "1"],
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert len(lines) == 1 and all(f"{p}: ce " in lines[0] for p in ("fp32", "tf32", "tf32x3")), lines
+    errors = [float(e) for e in re.findall(r"err ([0-9.e+-]+)", lines[0])]
+    assert len(errors) == 6 and max(errors) < 1e-5, lines[0]

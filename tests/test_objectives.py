@@ -90,6 +90,9 @@ def test_the_registry_is_the_one_list_of_objectives():
     schema = yaml.safe_load((Path(__file__).parents[1] / "workflow/schemas/config.schema.yaml").read_text())
     assert schema["$defs"]["objective"]["enum"] == list(objectives.NAMES)  # the schema's copy, kept equal
     assert model_config.OBJECTIVES is objectives.NAMES and recipes.OBJECTIVE_NAMES is objectives.NAMES
+    overrides = schema["$defs"]["recipe_overrides"]["properties"]
+    assert overrides["loss_precision"]["enum"] == list(objectives.LOSS_PRECISIONS)
+    assert recipes.LOSS_PRECISIONS is objectives.LOSS_PRECISIONS
     assert tuple(objectives.classes()) == objectives.NAMES  # each class's own name, in the list's order
     for name in objectives.NAMES:
         objective = objectives.create(name, precision="bf16", temperature=0.5)
@@ -126,7 +129,7 @@ def test_tf32_loss_precision_is_fp32_off_cuda_and_switches_only_inside_a_term(mo
     """``loss_precision: tf32`` (a named speed setting): on a CPU the loss and gradients are the fp32 recipe's, bit
     for bit; on CUDA each term runs with TF32 products and the process' full-fp32 setting comes back after."""
     results = []
-    for precision in ("fp32", "tf32"):
+    for precision in ("fp32", "tf32", "tf32x3"):
         torch.manual_seed(5)
         config = ModelConfig(model="selfstrae", structure="sentential", functions="linear", objective=objective, k=4,
                              u=2, vocab_size=VOCAB)
@@ -136,14 +139,23 @@ def test_tf32_loss_precision_is_fp32_off_cuda_and_switches_only_inside_a_term(mo
         loss, _ = model.loss(*batch())
         loss.backward()
         results.append([loss.detach()] + [p.grad.clone() for p in model.parameters() if p.grad is not None])
-    assert all(torch.equal(a, b) for a, b in zip(*results))
+    assert all(torch.equal(a, b) for a, b in zip(*results[:2]))
+    assert all(torch.equal(a, b) for a, b in zip(results[0], results[2]))  # tf32x3 on a CPU: fp32 too
+    assert not model.objective.split(torch.device("cpu")) and model.objective.split(torch.device("cuda"))
     # the switch itself, as on CUDA: "high" (TF32) inside the block, the process setting restored after
     seen = []
     monkeypatch.setattr(torch, "set_float32_matmul_precision", lambda value: seen.append(value))
     monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "highest")
-    with model.objective.matmul_precision(torch.device("cuda")):
+    tf32_objective = StraeModel(config, recipes.resolve("selfstrae", [("loss_precision", "tf32", "test")]).recipe
+                                ).objective
+    with tf32_objective.matmul_precision(torch.device("cuda")):
         seen.append("inside")
     assert seen == ["high", "inside", "highest"]
+    seen.clear()
+    with model.objective.matmul_precision(torch.device("cuda")):  # tf32x3: its products switch, one by one
+        seen.append("inside")
+    assert seen == ["inside"]
+    assert not tf32_objective.split(torch.device("cuda"))
     with pytest.raises(ValueError, match="tf32"):
         recipes.resolve("selfstrae", [("loss_precision", "tf16", "test")])
 
@@ -157,13 +169,13 @@ def test_declared_matrix_products_are_the_ones_the_loss_computes(monkeypatch, ob
     formed = []
     cross_entropy, contrastive = terms.leaf_cross_entropy, terms.symmetric_contrastive
 
-    def spy_cross_entropy(dembedding, leaves, targets, bf16):
+    def spy_cross_entropy(dembedding, leaves, targets, bf16, split):
         formed.extend(terms.cross_entropy_gemm_shapes(leaves.shape[0], leaves.shape[1], dembedding.out_features))
-        return cross_entropy(dembedding, leaves, targets, bf16)
+        return cross_entropy(dembedding, leaves, targets, bf16, split)
 
-    def spy_contrastive(a, b, temperature, bf16):
+    def spy_contrastive(a, b, temperature, bf16, split):
         formed.extend(terms.contrastive_gemm_shapes(a.shape[0], a.shape[1]))
-        return contrastive(a, b, temperature, bf16)
+        return contrastive(a, b, temperature, bf16, split)
 
     monkeypatch.setattr(base, "leaf_cross_entropy", spy_cross_entropy)
     monkeypatch.setattr(base, "symmetric_contrastive", spy_contrastive)

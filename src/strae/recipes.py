@@ -19,10 +19,10 @@ from typing import Any
 import yaml
 
 # Every recipe gives each objective a learning rate.
+from strae.objectives import LOSS_PRECISIONS
 from strae.objectives import NAMES as OBJECTIVE_NAMES
 
 RECIPES_FILE = Path(__file__).with_name("recipes.yaml")
-LOSS_PRECISIONS = ("fp32", "bf16", "tf32")
 DECODER_CHILD_ORDERS = ("position", "node_id")
 OPTIMIZERS = ("adam",)
 FINAL_WEIGHTS = ("best_dev_loss", "last")

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from strae.objectives.base import Objective
 
-# Importable without torch: the config, recipe and workflow code read it.
+# Importable without torch: the config, recipe and workflow code read them.
 NAMES = ("ce", "contrastive", "ceco", "strcse")
+# a recipe's loss_precision: the dtype / tensor-core mode of the terms' products (base.Objective)
+LOSS_PRECISIONS = ("fp32", "bf16", "tf32", "tf32x3")
 
 
 def classes() -> dict[str, type[Objective]]:

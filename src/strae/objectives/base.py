@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from strae.objectives import LOSS_PRECISIONS
 from strae.objectives.terms import leaf_cross_entropy, symmetric_contrastive
 
 if TYPE_CHECKING:
@@ -42,16 +43,18 @@ class Passes:
 
 class Objective:
     """A training objective: ``loss`` combines its terms into (loss, metrics), ``gemm_shapes`` declares the
-    matrix products they cost. ``precision`` (fp32 | bf16 | tf32) and ``temperature`` come from the run's recipe
-    (``loss_precision``, ``temperature``), once per run; the terms still keep fp32 where the device has no bf16.
-    tf32: the terms' products run on CUDA's TF32 tensor cores (fp32 in and out; everything outside the objective,
-    the message passing included, stays full fp32); on a CPU it is fp32."""
+    matrix products they cost. ``precision`` (fp32 | bf16 | tf32 | tf32x3) and ``temperature`` come from the run's
+    recipe (``loss_precision``, ``temperature``), once per run; the terms still keep fp32 where the device has no
+    bf16. tf32: the terms' products run on CUDA's TF32 tensor cores (fp32 in and out; everything outside the
+    objective, the message passing included, stays full fp32). tf32x3: the training products as three TF32
+    products of the operands' high and low parts (about fp32's accuracy; ``strae.objectives.terms``), the
+    evaluation's in full fp32. On a CPU both are fp32."""
 
     name: ClassVar[str]
 
     def __init__(self, *, precision: str, temperature: float) -> None:
-        if precision not in ("fp32", "bf16", "tf32"):
-            raise ValueError(f"loss_precision {precision!r}: expected fp32, bf16 or tf32")
+        if precision not in LOSS_PRECISIONS:
+            raise ValueError(f"loss_precision {precision!r}: expected one of {', '.join(LOSS_PRECISIONS)}")
         self.precision = precision
         self.bf16 = precision == "bf16"
         self.temperature = temperature
@@ -70,12 +73,17 @@ class Objective:
     def cross_entropy(self, dembedding: torch.nn.Linear, pass_: Pass) -> torch.Tensor:
         """Mean CE of reconstructing each leaf's token from its downward embedding."""
         with self.matmul_precision(pass_.down.device):
-            return leaf_cross_entropy(dembedding, pass_.down[:pass_.n_leaves], pass_.graph.leaf_tokens, self.bf16)
+            return leaf_cross_entropy(dembedding, pass_.down[:pass_.n_leaves], pass_.graph.leaf_tokens, self.bf16,
+                                      self.split(pass_.down.device))
 
     def contrastive(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Symmetric InfoNCE: row i of ``a`` is the positive of row i of ``b``."""
         with self.matmul_precision(a.device):
-            return symmetric_contrastive(a, b, self.temperature, self.bf16)
+            return symmetric_contrastive(a, b, self.temperature, self.bf16, self.split(a.device))
+
+    def split(self, device: torch.device) -> bool:
+        """3xTF32 products (tf32x3, on CUDA)."""
+        return self.precision == "tf32x3" and device.type == "cuda"
 
     @contextlib.contextmanager
     def matmul_precision(self, device: torch.device):

@@ -8,6 +8,11 @@
 - ``symmetric_contrastive``: SemEval-2024 Eq. 2 / Banyan Eq. 6. Row i of ``a`` is the positive of row i of ``b``;
   logits are cosine * exp(temperature) (the reference code's convention), averaged over both directions.
 
+Products in 3xTF32 (``loss_precision: tf32x3``, CUDA only): each fp32 operand is split into a TF32-exact high part
+and the low rest, and a @ b = a_lo b_hi + a_hi b_lo + a_hi b_hi runs as three TF32 tensor-core products (the
+a_lo b_lo term, ~2^-21 relative, is left out) — about fp32's accuracy (fp32 accumulation over these products' 256
+to 25k terms rounds more than that) at tensor-core speed, where the plain fp32 products run on CUDA cores.
+
 ``cross_entropy_gemm_shapes`` / ``contrastive_gemm_shapes``: the (m, k, n) of the products a term cannot avoid
 (forward and both gradients), which the objectives declare and the throughput benchmark turns into a speed bound.
 """
@@ -25,6 +30,49 @@ from strae.runtime import bf16_autocast_supported
 # English batch's ~3.7k leaves in one block; <= 0.8 GB of fp32 logits beside the (N, V) gradient buffer).
 _ROW_BLOCK = 256
 _ROW_BLOCK_GPU = 8192
+_TF32_MASK = -8192  # 0xFFFFE000: the sign, exponent and 10 mantissa bits a TF32 input keeps
+
+
+def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """fp32 ``x`` = high + low exactly: high is x with its lower 13 mantissa bits cleared (TF32-exact), low the
+    rest (|low| < 2^-10 |x|)."""
+    high = (x.view(torch.int32) & _TF32_MASK).view(torch.float32)
+    return high, x - high
+
+
+class _Products:
+    """A term's matrix products: plain (in the operands' dtype) or 3xTF32 (``split``), where an operand is given as
+    its (high, low) parts (``parts``) so that one reused across blocks is split once."""
+
+    def __init__(self, split: bool):
+        self.split = split
+
+    def parts(self, x: torch.Tensor):
+        return tf32_split(x) if self.split else x
+
+    @staticmethod
+    def rows(x, start: int, stop: int):
+        return tuple(p[start:stop] for p in x) if isinstance(x, tuple) else x[start:stop]
+
+    @staticmethod
+    def t(x):
+        return tuple(p.T for p in x) if isinstance(x, tuple) else x.T
+
+    def mm(self, a, b, out: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """a @ b (+ bias), into ``out`` when given."""
+        if not self.split:
+            return torch.mm(a, b, out=out) if bias is None else torch.addmm(bias, a, b, out=out)
+        (a_high, a_low), (b_high, b_low) = a, b
+        # TF32 tensor cores for these products only (on CUDA; a CPU has none and multiplies the parts in fp32)
+        before = torch.get_float32_matmul_precision()
+        if a_high.is_cuda:
+            torch.set_float32_matmul_precision("high")
+        try:  # small products first, the large one last (each added in fp32)
+            result = torch.mm(a_low, b_high, out=out) if bias is None else torch.addmm(bias, a_low, b_high, out=out)
+            result.addmm_(a_high, b_low)
+            return result.addmm_(a_high, b_high)
+        finally:
+            torch.set_float32_matmul_precision(before)
 
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):
@@ -32,13 +80,15 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
     scales them by the incoming gradient)."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, targets, low_precision: bool):
+    def forward(ctx, x, weight, bias, targets, low_precision: bool, split: bool = False):
         n = x.shape[0]
         compute = torch.bfloat16 if low_precision else x.dtype
         accumulate = torch.float32 if low_precision else x.dtype
         w = weight.to(compute)
         xc = x.to(compute)
         b = bias.to(compute) if bias is not None else None
+        products = _Products(split)
+        w_parts, x_parts = products.parts(w), products.parts(xc)
         needs = ctx.needs_input_grad
         probs = torch.empty(n, weight.shape[0], dtype=compute, device=x.device)  # softmax - onehot, per row
         grad_bias = torch.zeros(weight.shape[0], dtype=torch.float32, device=x.device) if bias is not None else None
@@ -55,10 +105,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             rows = torch.arange(stop - start, device=x.device)
             block_targets = targets[start:stop]
             scores = logits[:stop - start]
-            if b is not None:
-                torch.addmm(b, xc[start:stop], w.T, out=scores)
-            else:
-                torch.mm(xc[start:stop], w.T, out=scores)
+            products.mm(products.rows(x_parts, start, stop), products.t(w_parts), out=scores, bias=b)
             peak, at_peak = scores.max(dim=1)
             block = probs[start:stop]
             torch.ops.aten._softmax.out(scores, 1, False, out=block)  # fp32 accumulation inside, even for bf16
@@ -68,8 +115,13 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             if grad_bias is not None:
                 grad_bias += block.sum(0, dtype=torch.float32)
         scale = 1.0 / n
-        grad_x = (probs @ w).to(x.dtype).mul_(scale) if needs[0] else None
-        grad_w = (probs.T @ xc).to(weight.dtype).mul_(scale) if needs[1] else None
+        if split:  # probs becomes its low part in place: one more (N, V) buffer, not two
+            high = (probs.view(torch.int32) & _TF32_MASK).view(torch.float32)
+            probs_parts = (high, probs.sub_(high))
+        else:
+            probs_parts = probs
+        grad_x = products.mm(probs_parts, w_parts).to(x.dtype).mul_(scale) if needs[0] else None
+        grad_w = products.mm(products.t(probs_parts), x_parts).to(weight.dtype).mul_(scale) if needs[1] else None
         if grad_bias is not None:
             grad_bias = grad_bias.to(bias.dtype).mul_(scale)
         ctx.save_for_backward(*(g if g is not None else torch.empty(0) for g in (grad_x, grad_w, grad_bias)))
@@ -80,7 +132,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
     def backward(ctx, grad_output):
         saved = ctx.saved_tensors
         grads = [g * grad_output if has else None for g, has in zip(saved, ctx.has)]
-        return grads[0], grads[1], grads[2], None, None
+        return grads[0], grads[1], grads[2], None, None, None
 
 
 def cross_entropy_gemm_shapes(rows: int, size: int, vocab: int) -> list[tuple[int, int, int]]:
@@ -94,8 +146,9 @@ def contrastive_gemm_shapes(rows: int, size: int) -> list[tuple[int, int, int]]:
 
 
 def leaf_cross_entropy(dembedding: torch.nn.Linear, leaves: torch.Tensor, targets: torch.Tensor,
-                       bf16: bool = True) -> torch.Tensor:
-    """Mean cross entropy of predicting ``targets`` from the leaves' downward embeddings."""
+                       bf16: bool = True, split: bool = False) -> torch.Tensor:
+    """Mean cross entropy of predicting ``targets`` from the leaves' downward embeddings (``split``: the training
+    products in 3xTF32, for fp32 leaves; evaluation keeps plain products)."""
     if leaves.shape[0] == 0:
         return leaves.sum() * 0.0
     low_precision = bf16 and leaves.dtype == torch.float32 and bf16_autocast_supported(leaves.device)
@@ -104,7 +157,8 @@ def leaf_cross_entropy(dembedding: torch.nn.Linear, leaves: torch.Tensor, target
         bias = None if dembedding.bias is None else dembedding.bias.to(compute)
         logits = F.linear(leaves.to(compute), dembedding.weight.to(compute), bias)
         return F.cross_entropy(logits.to(leaves.dtype), targets)
-    return _FusedLinearCrossEntropy.apply(leaves, dembedding.weight, dembedding.bias, targets, low_precision)
+    return _FusedLinearCrossEntropy.apply(leaves, dembedding.weight, dembedding.bias, targets, low_precision,
+                                          split and not low_precision and leaves.dtype == torch.float32)
 
 
 class _FusedSymmetricContrastive(torch.autograd.Function):
@@ -117,11 +171,13 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, a, b, scale: float, low_precision: bool):
+    def forward(ctx, a, b, scale: float, low_precision: bool, split: bool = False):
         m = a.shape[0]
         compute = torch.bfloat16 if low_precision else a.dtype
         accumulate = torch.float32 if low_precision else a.dtype
         ac, bc = (a * scale).to(compute), b.to(compute)  # S = (scale a) b^T
+        products = _Products(split)
+        a_parts, b_parts = products.parts(ac), products.parts(bc)
         expo = torch.empty(m, m, dtype=compute, device=a.device)
         row_sum = torch.empty(m, dtype=accumulate, device=a.device)
         col_sum = torch.zeros_like(row_sum)
@@ -130,7 +186,8 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
         for start in range(0, m, block_rows):
             stop = min(m, start + block_rows)
             rows = torch.arange(stop - start, device=a.device)
-            block = torch.mm(ac[start:stop], bc.T, out=expo[start:stop])  # formed in place: no block copy
+            block = products.mm(products.rows(a_parts, start, stop), products.t(b_parts),
+                                out=expo[start:stop])  # formed in place: no block copy
             diag[start:stop] = block[rows, rows + start].to(accumulate)
             block.exp_()  # |S| <= scale <= 40: exp cannot overflow, no max subtraction needed
             row_sum[start:stop] = block.sum(1, dtype=accumulate)
@@ -146,19 +203,20 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
             # dL/dS = (softmax_row + softmax_col - 2I) / 2M, from exp(S) and the row / column sums.
             block = expo[start:stop] * (inv_row[start:stop].unsqueeze(1) + inv_col.unsqueeze(0))
             block[rows, rows + start] -= 2.0
-            grad_a[start:stop] = (block @ bc).to(a.dtype).mul_(factor)
-            grad_b += (block.T @ ac[start:stop]).to(accumulate)
+            block_parts = products.parts(block)
+            grad_a[start:stop] = products.mm(block_parts, b_parts).to(a.dtype).mul_(factor)
+            grad_b += products.mm(products.t(block_parts), products.rows(a_parts, start, stop)).to(accumulate)
         ctx.save_for_backward(grad_a, grad_b.to(b.dtype).mul_(factor / scale))
         return loss.to(a.dtype)
 
     @staticmethod
     def backward(ctx, grad_output):
         grad_a, grad_b = ctx.saved_tensors
-        return grad_a * grad_output, grad_b * grad_output, None, None
+        return grad_a * grad_output, grad_b * grad_output, None, None, None
 
 
 def symmetric_contrastive(a: torch.Tensor, b: torch.Tensor, temperature: float,
-                          bf16: bool = True) -> torch.Tensor:
+                          bf16: bool = True, split: bool = False) -> torch.Tensor:
     """-1/(2M) sum_i [log softmax_row(A)_ii + log softmax_col(A)_ii], A_ij = cos(a_i, b_j) * exp(temperature)."""
     if a.shape[0] == 0:
         return a.sum() * 0.0
@@ -166,7 +224,8 @@ def symmetric_contrastive(a: torch.Tensor, b: torch.Tensor, temperature: float,
     a_unit, b_unit = F.normalize(a, dim=-1, eps=1e-8), F.normalize(b, dim=-1, eps=1e-8)
     if torch.is_grad_enabled() and scale <= 40.0:
         low_precision = bf16 and a.dtype == torch.float32 and bf16_autocast_supported(a.device)
-        return _FusedSymmetricContrastive.apply(a_unit, b_unit, scale, low_precision)
+        return _FusedSymmetricContrastive.apply(a_unit, b_unit, scale, low_precision,
+                                                split and not low_precision and a.dtype == torch.float32)
     logits = a_unit @ b_unit.T * scale
     target = torch.arange(a.shape[0], device=a.device)
     return 0.5 * (F.cross_entropy(logits, target) + F.cross_entropy(logits.T, target))
