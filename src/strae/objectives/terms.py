@@ -9,9 +9,11 @@
   logits are cosine * exp(temperature) (the reference code's convention), averaged over both directions.
 
 Products in 3xTF32 (``loss_precision: tf32x3``, CUDA only): each fp32 operand is split into a TF32-exact high part
-and the low rest, and a @ b = a_lo b_hi + a_hi b_lo + a_hi b_hi runs as three TF32 tensor-core products (the
-a_lo b_lo term, ~2^-21 relative, is left out) — about fp32's accuracy (fp32 accumulation over these products' 256
-to 25k terms rounds more than that) at tensor-core speed, where the plain fp32 products run on CUDA cores.
+and the low rest, and a @ b = a_lo b_hi + a_hi b_lo + a_hi b_hi runs on TF32 tensor cores (the a_lo b_lo term,
+~2^-21 relative, is left out) — about fp32's accuracy (fp32 accumulation over these products' 256 to 25k terms
+rounds more than that) at tensor-core speed, where the plain fp32 products run on CUDA cores. A short product with
+a large output (logits, similarities) runs as one product over the concatenated parts (inner dimension 3 x 256),
+a long one with a small output (the gradients) as three.
 
 ``cross_entropy_gemm_shapes`` / ``contrastive_gemm_shapes``: the (m, k, n) of the products a term cannot avoid
 (forward and both gradients), which the objectives declare and the throughput benchmark turns into a speed bound.
@@ -67,7 +69,14 @@ class _Products:
         before = torch.get_float32_matmul_precision()
         if a_high.is_cuda:
             torch.set_float32_matmul_precision("high")
-        try:  # small products first, the large one last (each added in fp32)
+        try:
+            (m, k), n = a_high.shape, b_high.shape[1]
+            if m * n > m * k + k * n:
+                # a short product with a large output (logits, similarities: k = 256): the three as ONE product
+                # over a 3k-long inner dimension, so the output is written once instead of read and written thrice
+                a, b = torch.cat([a_low, a_high, a_high], dim=1), torch.cat([b_high, b_low, b_high], dim=0)
+                return torch.mm(a, b, out=out) if bias is None else torch.addmm(bias, a, b, out=out)
+            # a long product with a small output (the gradients): three, small ones first, each added in fp32
             result = torch.mm(a_low, b_high, out=out) if bias is None else torch.addmm(bias, a_low, b_high, out=out)
             result.addmm_(a_high, b_low)
             return result.addmm_(a_high, b_high)
