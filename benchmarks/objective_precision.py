@@ -14,7 +14,6 @@ gradient error relative to the largest gradient entry, so the speed and the accu
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import math
 import time
@@ -22,7 +21,7 @@ import time
 import torch
 
 from strae.objectives.terms import leaf_cross_entropy, symmetric_contrastive
-from strae.runtime import configure_float32_matmul
+from strae.runtime import configure_float32_matmul, tf32_products
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,30 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def tf32_products(device: torch.device, on: bool):
-    """TF32 for the plain products of ``tf32`` (the objective's own switch does this in training)."""
-    if not on or device.type != "cuda":
-        return contextlib.nullcontext()
-
-    @contextlib.contextmanager
-    def switched():
-        before = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision("high")
-        try:
-            yield
-        finally:
-            torch.set_float32_matmul_precision(before)
-    return switched()
-
-
 def cross_entropy_call(layer, x, y, precision: str, device: torch.device):
-    with tf32_products(device, precision == "tf32"):
+    with tf32_products(device.type == "cuda" and precision == "tf32"):
         loss = leaf_cross_entropy(layer, x, y, bf16=False, split=precision == "tf32x3")
     return loss, torch.autograd.grad(loss, [x, *layer.parameters()])
 
 
 def contrastive_call(a, b, temperature: float, precision: str, device: torch.device):
-    with tf32_products(device, precision == "tf32"):
+    with tf32_products(device.type == "cuda" and precision == "tf32"):
         loss = symmetric_contrastive(a, b, temperature, bf16=False, split=precision == "tf32x3")
     return loss, torch.autograd.grad(loss, [a, b])
 

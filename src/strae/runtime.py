@@ -1,6 +1,7 @@
 """Device selection and seeding, shared by every trainer and encoder."""
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 from typing import Any
@@ -64,6 +65,22 @@ def configure_float32_matmul() -> dict[str, str]:
     found = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("highest")
     return {"found": found, "used": torch.get_float32_matmul_precision()}
+
+
+@contextlib.contextmanager
+def tf32_products(enabled: bool = True):
+    """fp32 matrix products on TF32 tensor cores inside the block when ``enabled`` (a CUDA setting; the objective's
+    ``loss_precision: tf32 | tf32x3``), the process setting (full fp32, :func:`configure_float32_matmul`) restored
+    after."""
+    if not enabled:
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def bf16_autocast_supported(device: torch.device) -> bool:

@@ -1,7 +1,6 @@
 """What an objective sees of a training step (``Pass``, ``Passes``) and what it provides (``Objective``)."""
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -10,6 +9,7 @@ import torch
 
 from strae.objectives import LOSS_PRECISIONS
 from strae.objectives.terms import leaf_cross_entropy, symmetric_contrastive
+from strae.runtime import tf32_products
 
 if TYPE_CHECKING:
     from strae.models.trees import Graph, Induction
@@ -85,17 +85,8 @@ class Objective:
         """3xTF32 products (tf32x3, on CUDA)."""
         return self.precision == "tf32x3" and device.type == "cuda"
 
-    @contextlib.contextmanager
     def matmul_precision(self, device: torch.device):
         """TF32 products inside a term when the recipe says tf32 and the term runs on CUDA; the process setting
         (full fp32, runtime.configure_float32_matmul) is restored after. The fused terms compute their gradients in
-        their forward, so every product of a term runs inside this block."""
-        if self.precision != "tf32" or device.type != "cuda":
-            yield
-            return
-        before = torch.get_float32_matmul_precision()
-        torch.set_float32_matmul_precision("high")
-        try:
-            yield
-        finally:
-            torch.set_float32_matmul_precision(before)
+        their forward, so every product of a term runs inside this block. (tf32x3 switches per product.)"""
+        return tf32_products(self.precision == "tf32" and device.type == "cuda")

@@ -25,7 +25,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from strae.runtime import bf16_autocast_supported
+from strae.runtime import bf16_autocast_supported, tf32_products
 
 # Rows of logits per block: on CPU 256 x 25k fp32 = 25 MB, about what stays in the last-level cache. On a GPU the
 # block costs ~10 kernel launches whatever its size and the step is launch-bound (issue 10): 8192 rows (a whole
@@ -35,11 +35,11 @@ _ROW_BLOCK_GPU = 8192
 _TF32_MASK = -8192  # 0xFFFFE000: the sign, exponent and 10 mantissa bits a TF32 input keeps
 
 
-def tf32_split(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def tf32_split(x: torch.Tensor, in_place: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """fp32 ``x`` = high + low exactly: high is x with its lower 13 mantissa bits cleared (TF32-exact), low the
-    rest (|low| < 2^-10 |x|)."""
+    rest (|low| < 2^-10 |x|; ``in_place``: x itself becomes low, one buffer fewer)."""
     high = (x.view(torch.int32) & _TF32_MASK).view(torch.float32)
-    return high, x - high
+    return high, (x.sub_(high) if in_place else x - high)
 
 
 class _Products:
@@ -66,10 +66,7 @@ class _Products:
             return torch.mm(a, b, out=out) if bias is None else torch.addmm(bias, a, b, out=out)
         (a_high, a_low), (b_high, b_low) = a, b
         # TF32 tensor cores for these products only (on CUDA; a CPU has none and multiplies the parts in fp32)
-        before = torch.get_float32_matmul_precision()
-        if a_high.is_cuda:
-            torch.set_float32_matmul_precision("high")
-        try:
+        with tf32_products(a_high.is_cuda):
             (m, k), n = a_high.shape, b_high.shape[1]
             if m * n > m * k + k * n:
                 # a short product with a large output (logits, similarities: k = 256): the three as ONE product
@@ -80,8 +77,6 @@ class _Products:
             result = torch.mm(a_low, b_high, out=out) if bias is None else torch.addmm(bias, a_low, b_high, out=out)
             result.addmm_(a_high, b_low)
             return result.addmm_(a_high, b_high)
-        finally:
-            torch.set_float32_matmul_precision(before)
 
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):
@@ -124,11 +119,8 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             if grad_bias is not None:
                 grad_bias += block.sum(0, dtype=torch.float32)
         scale = 1.0 / n
-        if split:  # probs becomes its low part in place: one more (N, V) buffer, not two
-            high = (probs.view(torch.int32) & _TF32_MASK).view(torch.float32)
-            probs_parts = (high, probs.sub_(high))
-        else:
-            probs_parts = probs
+        # (split: probs becomes its low part in place, one more (N, V) buffer instead of two)
+        probs_parts = tf32_split(probs, in_place=True) if split else probs
         grad_x = products.mm(probs_parts, w_parts).to(x.dtype).mul_(scale) if needs[0] else None
         grad_w = products.mm(products.t(probs_parts), x_parts).to(weight.dtype).mul_(scale) if needs[1] else None
         if grad_bias is not None:
