@@ -46,6 +46,7 @@ from strae.runs import (
 from strae.runtime import (
     StopRequest,
     capture_rng_states,
+    configure_determinism,
     describe_device,
     resolve_device,
     restore_rng_states,
@@ -103,11 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
+    # before the model touches the GPU (cuBLAS reads its workspace setting then): the Tree-LSTM's child sums are
+    # index_add scatters, which sum in any order on CUDA unless deterministic kernels are asked for
+    determinism = configure_determinism(device)
     # seeded before anything draws: the Xavier initialisation depends on --seed alone (batches are not shuffled)
     seed_everything(args.seed)
     job = prepare(args, recipe, parse_meta, device)
     progress = resume(job)
-    job.record = new_record(job, parse_meta)
+    job.record = new_record(job, parse_meta, determinism)
     return train(job, progress)
 
 
@@ -223,7 +227,7 @@ def resume(job: Job) -> Progress:
     return Progress(state["step"], state["history"], state["train_seconds"])
 
 
-def new_record(job: Job, parse_meta: dict) -> RunRecord:
+def new_record(job: Job, parse_meta: dict, determinism: dict[str, Any]) -> RunRecord:
     return RunRecord(
         language=job.args.lang, model=f"multiview_{job.args.model}", setting=setting_name(job.args),
         seed=job.args.seed,
@@ -231,7 +235,8 @@ def new_record(job: Job, parse_meta: dict) -> RunRecord:
                 "objective": "quick-thoughts NLL, inner-product critic, in-batch negatives, context ±1",
                 "init": "xavier_uniform weights, zero biases, zero leaf child states",
                 "test_vector": "concat(target view, context view)"},
-        provenance=provenance(device=describe_device(job.device), seed=job.args.seed, command=sys.argv),
+        provenance=provenance(device=describe_device(job.device), seed=job.args.seed, command=sys.argv,
+                              determinism=determinism),
         blocks={"data": job.data_stats, "parser": parse_meta["parser"]},
     )
 
