@@ -327,6 +327,7 @@ def test_cli_run_directory_and_resume_is_exact(tiny_run):
     assert record["status"] == "completed" and record["run"]["model"] == "roberta"
     assert [h["step"] for h in record["history"]] == [1, 2, 3, 4]
     assert record["config"]["cuda_graphs"] == {"mode": "off", "requested": "auto"}  # the default on a CPU
+    assert record["provenance"]["determinism"] == {"deterministic": True, "device_type": "cpu"}  # CPU kernels are
     resumed_record = json.loads((resumed / "train.json").read_text())
     assert resumed_record["timings"]["resumed_from_step"] == 1
     a = torch.load(straight / "model.pt", weights_only=False)["state_dict"]
