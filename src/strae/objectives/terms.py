@@ -43,14 +43,25 @@ def tf32_split(x: torch.Tensor, in_place: bool = False) -> tuple[torch.Tensor, t
 
 
 class _Products:
-    """A term's matrix products: plain (in the operands' dtype) or 3xTF32 (``split``), where an operand is given as
-    its (high, low) parts (``parts``) so that one reused across blocks is split once."""
+    """A term's matrix products, plain (in the operands' dtype) or 3xTF32 (``split``). An operand is split once per
+    term (``parts``: (high, low)); a short product with a large output (logits, similarities: inner dimension 256)
+    runs as ONE product of operands stacked once per term (``stacked``: [low high high] x [high low high] along the
+    inner dimension), so its large output is written once; a long product with a small output (the gradients) as
+    three products of the parts, small ones first, each added in fp32. Without ``split`` each is the operand itself
+    and each product one plain product."""
 
     def __init__(self, split: bool):
         self.split = split
 
-    def parts(self, x: torch.Tensor):
-        return tf32_split(x) if self.split else x
+    def parts(self, x: torch.Tensor, in_place: bool = False):
+        return tf32_split(x, in_place) if self.split else x
+
+    def stacked(self, parts, left: bool) -> torch.Tensor:
+        """(rows, 3k) from an operand's parts: the left factor of :meth:`short` as is, the right one transposed."""
+        if not self.split:
+            return parts
+        high, low = parts
+        return torch.cat([low, high, high] if left else [high, low, high], dim=1)
 
     @staticmethod
     def rows(x, start: int, stop: int):
@@ -60,21 +71,20 @@ class _Products:
     def t(x):
         return tuple(p.T for p in x) if isinstance(x, tuple) else x.T
 
-    def mm(self, a, b, out: torch.Tensor | None = None, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """a @ b (+ bias), into ``out`` when given."""
-        if not self.split:
+    def short(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
+              bias: torch.Tensor | None = None) -> torch.Tensor:
+        """a @ b (+ bias) of stacked operands, into ``out`` when given."""
+        # TF32 tensor cores for the split products only (on CUDA; a CPU has none and multiplies the parts in fp32)
+        with tf32_products(self.split and a.is_cuda):
             return torch.mm(a, b, out=out) if bias is None else torch.addmm(bias, a, b, out=out)
+
+    def long(self, a, b) -> torch.Tensor:
+        """a @ b of operands given as their parts."""
+        if not self.split:
+            return torch.mm(a, b)
         (a_high, a_low), (b_high, b_low) = a, b
-        # TF32 tensor cores for these products only (on CUDA; a CPU has none and multiplies the parts in fp32)
         with tf32_products(a_high.is_cuda):
-            (m, k), n = a_high.shape, b_high.shape[1]
-            if m * n > m * k + k * n:
-                # a short product with a large output (logits, similarities: k = 256): the three as ONE product
-                # over a 3k-long inner dimension, so the output is written once instead of read and written thrice
-                a, b = torch.cat([a_low, a_high, a_high], dim=1), torch.cat([b_high, b_low, b_high], dim=0)
-                return torch.mm(a, b, out=out) if bias is None else torch.addmm(bias, a, b, out=out)
-            # a long product with a small output (the gradients): three, small ones first, each added in fp32
-            result = torch.mm(a_low, b_high, out=out) if bias is None else torch.addmm(bias, a_low, b_high, out=out)
+            result = torch.mm(a_low, b_high)
             result.addmm_(a_high, b_low)
             return result.addmm_(a_high, b_high)
 
@@ -93,6 +103,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         b = bias.to(compute) if bias is not None else None
         products = _Products(split)
         w_parts, x_parts = products.parts(w), products.parts(xc)
+        x_stacked, w_stacked = products.stacked(x_parts, left=True), products.stacked(w_parts, left=False)
         needs = ctx.needs_input_grad
         probs = torch.empty(n, weight.shape[0], dtype=compute, device=x.device)  # softmax - onehot, per row
         grad_bias = torch.zeros(weight.shape[0], dtype=torch.float32, device=x.device) if bias is not None else None
@@ -109,7 +120,7 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             rows = torch.arange(stop - start, device=x.device)
             block_targets = targets[start:stop]
             scores = logits[:stop - start]
-            products.mm(products.rows(x_parts, start, stop), products.t(w_parts), out=scores, bias=b)
+            products.short(x_stacked[start:stop], w_stacked.T, out=scores, bias=b)
             peak, at_peak = scores.max(dim=1)
             block = probs[start:stop]
             torch.ops.aten._softmax.out(scores, 1, False, out=block)  # fp32 accumulation inside, even for bf16
@@ -119,10 +130,9 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             if grad_bias is not None:
                 grad_bias += block.sum(0, dtype=torch.float32)
         scale = 1.0 / n
-        # (split: probs becomes its low part in place, one more (N, V) buffer instead of two)
-        probs_parts = tf32_split(probs, in_place=True) if split else probs
-        grad_x = products.mm(probs_parts, w_parts).to(x.dtype).mul_(scale) if needs[0] else None
-        grad_w = products.mm(products.t(probs_parts), x_parts).to(weight.dtype).mul_(scale) if needs[1] else None
+        probs_parts = products.parts(probs, in_place=True)  # (split: probs becomes its low part, one buffer fewer)
+        grad_x = products.long(probs_parts, w_parts).to(x.dtype).mul_(scale) if needs[0] else None
+        grad_w = products.long(products.t(probs_parts), x_parts).to(weight.dtype).mul_(scale) if needs[1] else None
         if grad_bias is not None:
             grad_bias = grad_bias.to(bias.dtype).mul_(scale)
         ctx.save_for_backward(*(g if g is not None else torch.empty(0) for g in (grad_x, grad_w, grad_bias)))
@@ -179,6 +189,7 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
         ac, bc = (a * scale).to(compute), b.to(compute)  # S = (scale a) b^T
         products = _Products(split)
         a_parts, b_parts = products.parts(ac), products.parts(bc)
+        a_stacked, b_stacked = products.stacked(a_parts, left=True), products.stacked(b_parts, left=False)
         expo = torch.empty(m, m, dtype=compute, device=a.device)
         row_sum = torch.empty(m, dtype=accumulate, device=a.device)
         col_sum = torch.zeros_like(row_sum)
@@ -187,8 +198,7 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
         for start in range(0, m, block_rows):
             stop = min(m, start + block_rows)
             rows = torch.arange(stop - start, device=a.device)
-            block = products.mm(products.rows(a_parts, start, stop), products.t(b_parts),
-                                out=expo[start:stop])  # formed in place: no block copy
+            block = products.short(a_stacked[start:stop], b_stacked.T, out=expo[start:stop])  # in place: no copy
             diag[start:stop] = block[rows, rows + start].to(accumulate)
             block.exp_()  # |S| <= scale <= 40: exp cannot overflow, no max subtraction needed
             row_sum[start:stop] = block.sum(1, dtype=accumulate)
@@ -204,9 +214,9 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
             # dL/dS = (softmax_row + softmax_col - 2I) / 2M, from exp(S) and the row / column sums.
             block = expo[start:stop] * (inv_row[start:stop].unsqueeze(1) + inv_col.unsqueeze(0))
             block[rows, rows + start] -= 2.0
-            block_parts = products.parts(block)
-            grad_a[start:stop] = products.mm(block_parts, b_parts).to(a.dtype).mul_(factor)
-            grad_b += products.mm(products.t(block_parts), products.rows(a_parts, start, stop)).to(accumulate)
+            block_parts = products.parts(block, in_place=True)
+            grad_a[start:stop] = products.long(block_parts, b_parts).to(a.dtype).mul_(factor)
+            grad_b += products.long(products.t(block_parts), products.rows(a_parts, start, stop)).to(accumulate)
         ctx.save_for_backward(grad_a, grad_b.to(b.dtype).mul_(factor / scale))
         return loss.to(a.dtype)
 

@@ -64,19 +64,20 @@ def read_rendered(csv_path: Path) -> pd.DataFrame:
     return pd.read_csv(csv_path, keep_default_na=False, na_values=[""])
 
 
-def table_label(csv_path: Path, relative: Path) -> str:
+def table_label(cells: pd.DataFrame, relative: Path) -> str:
     """A rendered table's name in the summary and the README: its config/tables.yaml key as paper/table
     ("selfstrae_table3" -> "selfstrae/table3": SemEval's tables live at results/table*.csv, beside banyan/), or
-    its path when the file names no single key."""
-    keys = read_rendered(csv_path).get("table", pd.Series(dtype=str)).dropna().unique()
+    its path (``relative``) when its cells name no single key."""
+    keys = cells.get("table", pd.Series(dtype=str)).dropna().unique()
     if len(keys) == 1 and "_" in str(keys[0]):
         return str(keys[0]).replace("_", "/", 1)
     return relative.with_suffix("").as_posix()
 
 
-def cell_summary(csv_path: Path) -> tuple[dict[str, Any], pd.DataFrame]:
-    """Counts for one rendered table and its comparable cells (a reproduced value and a paper value)."""
-    cells = read_rendered(csv_path)
+def cell_summary(csv_path: Path, cells: pd.DataFrame | None = None) -> tuple[dict[str, Any], pd.DataFrame]:
+    """Counts for one rendered table and its comparable cells (a reproduced value and a paper value); ``cells``:
+    the file already read."""
+    cells = (read_rendered(csv_path) if cells is None else cells).copy()
     for column in ("mean", "paper_mean", "paper_std", "paper_tolerance", "delta", "n_seeds", "n_failed"):
         # (tables rendered before paper_tolerance existed: the column is absent, read as NaN)
         cells[column] = pd.to_numeric(cells[column], errors="coerce") if column in cells else math.nan
@@ -285,8 +286,9 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
         md = csv_path.with_suffix(".md")
         if md.exists():
             shutil.copy2(md, staging / relative.with_suffix(".md"))
-        counts, comparable = cell_summary(csv_path)
-        label = table_label(csv_path, relative)
+        cells = read_rendered(csv_path)
+        counts, comparable = cell_summary(csv_path, cells)
+        label = table_label(cells, relative)
         tables.append((label, counts, comparable, relative, md.exists()))
     figures = results / "figures"
     if figures.exists():
