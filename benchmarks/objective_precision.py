@@ -6,10 +6,8 @@ terms form) and error against a float64 reference, in one printed line.
 
 Why: a Self-StrAE step on a GPU is bound by these products in fp32 (~1 TFLOP per English batch of 512 sentences;
 21 of its 49 ms on an H100), which run on CUDA cores. ``tf32`` puts them on TF32 tensor cores (10-bit mantissa
-inputs); ``tf32x3`` splits each operand into a TF32-exact high part and the low rest and adds three TF32 products
-(``strae.objectives.terms``), about fp32's accuracy. This prints, per precision, ms per call and the largest
-gradient error relative to the largest gradient entry, so the speed and the accuracy are read together. On a CPU
-``tf32`` is fp32 and ``tf32x3`` multiplies the parts in fp32 (a correctness path, not a speed path).
+inputs, fp32 accumulation). This prints, per precision (fp32, tf32), ms per call and the largest gradient error
+relative to the largest gradient entry, so the speed and the accuracy are read together. On a CPU ``tf32`` is fp32.
 """
 from __future__ import annotations
 
@@ -23,6 +21,8 @@ import torch
 from strae.objectives.terms import leaf_cross_entropy, symmetric_contrastive
 from strae.runtime import configure_float32_matmul, tf32_products
 
+PRECISIONS = ("fp32", "tf32")  # the recipe's loss_precision values with fp32 tensors
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -32,20 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--vocab", type=int, default=25_000)
     parser.add_argument("--pairs", type=int, default=15_700, help="internal nodes in the contrastive term")
     parser.add_argument("--temperature", type=float, default=0.2)
-    parser.add_argument("--precisions", default="fp32,tf32,tf32x3")
+    parser.add_argument("--precisions", default=",".join(PRECISIONS), help="comma-separated, of: fp32, tf32")
     parser.add_argument("--repeats", type=int, default=5)
     return parser
 
 
 def cross_entropy_call(layer, x, y, precision: str, device: torch.device):
     with tf32_products(device.type == "cuda" and precision == "tf32"):
-        loss = leaf_cross_entropy(layer, x, y, bf16=False, split=precision == "tf32x3")
+        loss = leaf_cross_entropy(layer, x, y, bf16=False)
     return loss, torch.autograd.grad(loss, [x, *layer.parameters()])
 
 
 def contrastive_call(a, b, temperature: float, precision: str, device: torch.device):
     with tf32_products(device.type == "cuda" and precision == "tf32"):
-        loss = symmetric_contrastive(a, b, temperature, bf16=False, split=precision == "tf32x3")
+        loss = symmetric_contrastive(a, b, temperature, bf16=False)
     return loss, torch.autograd.grad(loss, [a, b])
 
 
@@ -70,7 +70,11 @@ def timed(call, device: torch.device, repeats: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    precisions = args.precisions.split(",")
+    if unknown := [p for p in precisions if p not in PRECISIONS]:
+        parser.error(f"--precisions: unknown {', '.join(unknown)} (expected {', '.join(PRECISIONS)})")
     device = torch.device(args.device)
     configure_float32_matmul()  # full fp32 unless a precision asks otherwise, as training does
     torch.manual_seed(0)
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     _, co_want = contrastive_call(a64, b64, args.temperature, "fp32", device)
 
     fields = []
-    for precision in args.precisions.split(","):
+    for precision in precisions:
         _, ce_got = cross_entropy_call(layer, x, y, precision, device)
         _, co_got = contrastive_call(a, b, args.temperature, precision, device)
         ce_ms = timed(functools.partial(cross_entropy_call, layer, x, y, precision, device), device, args.repeats)

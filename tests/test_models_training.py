@@ -9,6 +9,7 @@ from torch.func import functional_call
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
 from strae.objectives import NAMES as OBJECTIVES
+from strae.objectives import terms
 from strae.objectives.terms import leaf_cross_entropy, symmetric_contrastive
 
 VOCAB = 16
@@ -142,7 +143,10 @@ def test_same_seed_same_loss_curve(objective, structure, functions):
 
 
 @pytest.mark.parametrize("rows", [5, 1500])  # 1500: more than one fused block
-def test_contrastive_matches_closed_form(rows):
+@pytest.mark.parametrize("one_block", [False, True])  # True: a GPU's block size (the whole matrix at once)
+def test_contrastive_matches_closed_form(rows, one_block, monkeypatch):
+    if one_block:
+        monkeypatch.setattr(terms, "_CONTRASTIVE_BLOCK", terms._CONTRASTIVE_BLOCK_GPU)
     torch.manual_seed(0)
     a = torch.randn(rows, 6, dtype=torch.float64, requires_grad=True)
     b = torch.randn(rows, 6, dtype=torch.float64, requires_grad=True)
@@ -203,48 +207,3 @@ def test_fused_leaf_cross_entropy_bf16_close_to_fp32(monkeypatch):
     grad_full = torch.autograd.grad(full, x)[0]
     assert abs(low.item() - full.item()) < 0.02 * full.item()
     assert torch.nn.functional.cosine_similarity(grad_low.flatten(), grad_full.flatten(), dim=0) > 0.99
-
-
-def test_tf32_split_parts_and_the_three_product_error():
-    """tf32x3's arithmetic: high is TF32-exact (lower 13 mantissa bits clear), high + low = x exactly, and three
-    products of the parts — each operand rounded to TF32 as the tensor cores do (truncation) — give a @ b to about
-    fp32's accuracy, far closer than one TF32 product."""
-    from strae.objectives.terms import tf32_split
-
-    def to_tf32(t):  # what a TF32 tensor core reads of an fp32 input
-        return (t.view(torch.int32) & -8192).view(torch.float32)
-
-    torch.manual_seed(0)
-    a, b = torch.randn(64, 256), torch.randn(256, 96)
-    (a_high, a_low), (b_high, b_low) = tf32_split(a), tf32_split(b)
-    assert torch.equal(to_tf32(a_high), a_high) and torch.equal(a_high + a_low, a)
-    assert (a_low.abs() <= a.abs() * 2.0 ** -10).all()
-    exact = a.double() @ b.double()
-    three = sum(to_tf32(p).double() @ to_tf32(q).double() for p, q in ((a_low, b_high), (a_high, b_low),
-                                                                         (a_high, b_high)))
-    one = to_tf32(a).double() @ to_tf32(b).double()
-    scale = a.double().abs() @ b.double().abs()  # the error bound's natural scale, per entry
-    assert ((three - exact).abs() / scale).max() < 2.0 ** -19
-    assert ((one - exact).abs() / scale).max() > 2.0 ** -12  # one TF32 product is ~1000x less accurate
-
-
-def test_tf32x3_terms_match_fp32():
-    """The fused CE and contrastive with 3xTF32 products (forced here on a CPU, which multiplies the parts in fp32)
-    give the plain fp32 loss and gradients to fp32 rounding."""
-    torch.manual_seed(0)
-    layer = torch.nn.Linear(32, 300, bias=True)
-    x = torch.randn(700, 32, requires_grad=True)
-    y = torch.randint(0, 300, (700,))
-    split = leaf_cross_entropy(layer, x, y, bf16=False, split=True)
-    grads = torch.autograd.grad(split, [x, *layer.parameters()])
-    plain = torch.nn.functional.cross_entropy(layer(x), y)
-    for got, want in zip(grads, torch.autograd.grad(plain, [x, *layer.parameters()])):
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-7)
-    torch.testing.assert_close(split, plain)
-    a = torch.randn(1500, 16, requires_grad=True)  # more than one fused block
-    b = torch.randn(1500, 16, requires_grad=True)
-    got = symmetric_contrastive(a, b, 0.7, bf16=False, split=True)
-    want = symmetric_contrastive(a, b, 0.7, bf16=False)
-    torch.testing.assert_close(got, want)
-    for g, w in zip(torch.autograd.grad(got, (a, b)), torch.autograd.grad(want, (a, b))):
-        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-8)

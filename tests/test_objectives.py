@@ -129,7 +129,7 @@ def test_tf32_loss_precision_is_fp32_off_cuda_and_switches_only_inside_a_term(mo
     """``loss_precision: tf32`` (a named speed setting): on a CPU the loss and gradients are the fp32 recipe's, bit
     for bit; on CUDA each term runs with TF32 products and the process' full-fp32 setting comes back after."""
     results = []
-    for precision in ("fp32", "tf32", "tf32x3"):
+    for precision in ("fp32", "tf32"):
         torch.manual_seed(5)
         config = ModelConfig(model="selfstrae", structure="sentential", functions="linear", objective=objective, k=4,
                              u=2, vocab_size=VOCAB)
@@ -139,25 +139,38 @@ def test_tf32_loss_precision_is_fp32_off_cuda_and_switches_only_inside_a_term(mo
         loss, _ = model.loss(*batch())
         loss.backward()
         results.append([loss.detach()] + [p.grad.clone() for p in model.parameters() if p.grad is not None])
-    assert all(torch.equal(a, b) for a, b in zip(*results[:2]))
-    assert all(torch.equal(a, b) for a, b in zip(results[0], results[2]))  # tf32x3 on a CPU: fp32 too
-    assert not model.objective.split(torch.device("cpu")) and model.objective.split(torch.device("cuda"))
+    assert all(torch.equal(a, b) for a, b in zip(*results))
     # the switch itself, as on CUDA: "high" (TF32) inside the block, the process setting restored after
     seen = []
     monkeypatch.setattr(torch, "set_float32_matmul_precision", lambda value: seen.append(value))
     monkeypatch.setattr(torch, "get_float32_matmul_precision", lambda: "highest")
-    tf32_objective = StraeModel(config, recipes.resolve("selfstrae", [("loss_precision", "tf32", "test")]).recipe
-                                ).objective
-    with tf32_objective.matmul_precision(torch.device("cuda")):
+    with model.objective.matmul_precision(torch.device("cuda")):
         seen.append("inside")
     assert seen == ["high", "inside", "highest"]
     seen.clear()
-    with model.objective.matmul_precision(torch.device("cuda")):  # tf32x3: its products switch, one by one
+    with model.objective.matmul_precision(torch.device("cpu")):  # no TF32 switch off CUDA
         seen.append("inside")
     assert seen == ["inside"]
-    assert not tf32_objective.split(torch.device("cuda"))
     with pytest.raises(ValueError, match="tf32"):
         recipes.resolve("selfstrae", [("loss_precision", "tf16", "test")])
+
+
+def test_an_unknown_loss_precision_is_refused_by_name_wherever_a_recipe_comes_from():
+    """A ``loss_precision`` outside LOSS_PRECISIONS (a typo, or a value an older strae had) is refused by a recipe
+    override, by a recorded recipe (train.json / model.pt) and by the objective itself, naming the key and the values
+    there are."""
+    from strae import objectives
+
+    assert objectives.LOSS_PRECISIONS == ("fp32", "bf16", "tf32")
+    expected = "loss_precision 'fp16' is not one of fp32, bf16, tf32"
+    with pytest.raises(ValueError, match=expected):
+        recipes.resolve("selfstrae", [("loss_precision", "fp16", "cli")])
+    record = recipes.resolve("selfstrae").record()
+    record["values"]["loss_precision"] = "fp16"
+    with pytest.raises(ValueError, match=expected):
+        recipes.from_record(record)
+    with pytest.raises(ValueError, match="loss_precision 'fp16': expected one of fp32, bf16, tf32"):
+        objectives.create("ce", precision="fp16", temperature=0.2)
 
 
 @pytest.mark.parametrize("objective", OBJECTIVE_NAMES)
@@ -169,13 +182,13 @@ def test_declared_matrix_products_are_the_ones_the_loss_computes(monkeypatch, ob
     formed = []
     cross_entropy, contrastive = terms.leaf_cross_entropy, terms.symmetric_contrastive
 
-    def spy_cross_entropy(dembedding, leaves, targets, bf16, split):
+    def spy_cross_entropy(dembedding, leaves, targets, bf16):
         formed.extend(terms.cross_entropy_gemm_shapes(leaves.shape[0], leaves.shape[1], dembedding.out_features))
-        return cross_entropy(dembedding, leaves, targets, bf16, split)
+        return cross_entropy(dembedding, leaves, targets, bf16)
 
-    def spy_contrastive(a, b, temperature, bf16, split):
+    def spy_contrastive(a, b, temperature, bf16):
         formed.extend(terms.contrastive_gemm_shapes(a.shape[0], a.shape[1]))
-        return contrastive(a, b, temperature, bf16, split)
+        return contrastive(a, b, temperature, bf16)
 
     monkeypatch.setattr(base, "leaf_cross_entropy", spy_cross_entropy)
     monkeypatch.setattr(base, "symmetric_contrastive", spy_contrastive)

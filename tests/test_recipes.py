@@ -143,7 +143,7 @@ def test_loss_precision_is_the_recipes(monkeypatch, recipe, expected):
 
     seen = []
 
-    def spy(dembedding, leaves, targets, bf16=True, split=False):
+    def spy(dembedding, leaves, targets, bf16=True):
         seen.append(bf16)
         return leaves.sum() * 0.0
 

@@ -15,8 +15,7 @@
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
-#   selfstrae-tf32x3  the same with --set loss_precision=tf32x3 (3xTF32 objective products)  budget 60 s
-#   objective-precision  objective_precision: CE and contrastive terms, fp32/tf32/tf32x3 ms + error budget 60 s
+#   objective-precision  objective_precision: CE and contrastive terms, fp32/tf32 ms + error    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
 #   selfstrae-host-profile  selfstrae-handwritten under cProfile (logs/...txt)               budget 60 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
@@ -144,12 +143,8 @@ step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective c
 # budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)
 step selfstrae-tf32 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --set loss_precision=tf32
-# budget 60 s: the same with the objective's training products in 3xTF32 (three TF32 products of each operand's
-# high and low parts: about fp32's accuracy on tensor cores; compare with selfstrae-handwritten and selfstrae-tf32)
-step selfstrae-tf32x3 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
-    --propagation handwritten --set loss_precision=tf32x3
-# budget 60 s: the two terms alone at an English Self-StrAE batch's size, fp32 / tf32 / tf32x3: ms per call and the
-# largest gradient error against float64 (benchmarks/objective_precision.py)
+# budget 60 s: the two terms alone at an English Self-StrAE batch's size, fp32 / tf32: ms per call and the largest
+# gradient error against float64 (benchmarks/objective_precision.py)
 step objective-precision 60 "$PY" benchmarks/objective_precision.py --device "$DEVICE"
 # budget 60 s: selfstrae-handwritten under the torch profiler: how much of its 50 ms step the objective's fp32
 # products take on the GPU, and what else ($OUT/logs/selfstrae-torch-profile.txt)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 # Importable without torch: the config, recipe and workflow code read them.
 NAMES = ("ce", "contrastive", "ceco", "strcse")
 # a recipe's loss_precision: the dtype / tensor-core mode of the terms' products (base.Objective)
-LOSS_PRECISIONS = ("fp32", "bf16", "tf32", "tf32x3")
+LOSS_PRECISIONS = ("fp32", "bf16", "tf32")
 
 
 def classes() -> dict[str, type[Objective]]:

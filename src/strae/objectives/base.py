@@ -43,12 +43,10 @@ class Passes:
 
 class Objective:
     """A training objective: ``loss`` combines its terms into (loss, metrics), ``gemm_shapes`` declares the
-    matrix products they cost. ``precision`` (fp32 | bf16 | tf32 | tf32x3) and ``temperature`` come from the run's
-    recipe (``loss_precision``, ``temperature``), once per run; the terms still keep fp32 where the device has no
-    bf16. tf32: the terms' products run on CUDA's TF32 tensor cores (fp32 in and out; everything outside the
-    objective, the message passing included, stays full fp32). tf32x3: the training products as three TF32
-    products of the operands' high and low parts (about fp32's accuracy; ``strae.objectives.terms``), the
-    evaluation's in full fp32. On a CPU both are fp32."""
+    matrix products they cost. ``precision`` (fp32 | bf16 | tf32) and ``temperature`` come from the run's recipe
+    (``loss_precision``, ``temperature``), once per run; the terms still keep fp32 where the device has no bf16.
+    tf32: the terms' products run on CUDA's TF32 tensor cores (fp32 in and out; everything outside the objective,
+    the message passing included, stays full fp32); on a CPU it is fp32."""
 
     name: ClassVar[str]
 
@@ -73,20 +71,15 @@ class Objective:
     def cross_entropy(self, dembedding: torch.nn.Linear, pass_: Pass) -> torch.Tensor:
         """Mean CE of reconstructing each leaf's token from its downward embedding."""
         with self.matmul_precision(pass_.down.device):
-            return leaf_cross_entropy(dembedding, pass_.down[:pass_.n_leaves], pass_.graph.leaf_tokens, self.bf16,
-                                      self.split(pass_.down.device))
+            return leaf_cross_entropy(dembedding, pass_.down[:pass_.n_leaves], pass_.graph.leaf_tokens, self.bf16)
 
     def contrastive(self, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """Symmetric InfoNCE: row i of ``a`` is the positive of row i of ``b``."""
         with self.matmul_precision(a.device):
-            return symmetric_contrastive(a, b, self.temperature, self.bf16, self.split(a.device))
-
-    def split(self, device: torch.device) -> bool:
-        """3xTF32 products (tf32x3, on CUDA)."""
-        return self.precision == "tf32x3" and device.type == "cuda"
+            return symmetric_contrastive(a, b, self.temperature, self.bf16)
 
     def matmul_precision(self, device: torch.device):
         """TF32 products inside a term when the recipe says tf32 and the term runs on CUDA; the process setting
         (full fp32, runtime.configure_float32_matmul) is restored after. The fused terms compute their gradients in
-        their forward, so every product of a term runs inside this block. (tf32x3 switches per product.)"""
+        their forward, so every product of a term runs inside this block."""
         return tf32_products(self.precision == "tf32" and device.type == "cuda")
