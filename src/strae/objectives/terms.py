@@ -135,9 +135,10 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
         block_rows = _CONTRASTIVE_BLOCK if a.device.type == "cpu" else _CONTRASTIVE_BLOCK_GPU
         for start in range(0, m, block_rows):
             stop = min(m, start + block_rows)
-            rows = torch.arange(stop - start, device=a.device)
             block = torch.mm(ac[start:stop], bc.T, out=expo[start:stop])  # formed in place: no block copy
-            diag[start:stop] = block[rows, rows + start].to(accumulate)
+            # the positives S_ii are the block's diagonal at offset ``start``: a strided view, not an index kernel
+            # (on CUDA under deterministic algorithms an advanced-index write is a sort-based index_put)
+            diag[start:stop] = block.diagonal(start).to(accumulate)
             block.exp_()  # |S| <= scale <= 40: exp cannot overflow, no max subtraction needed
             row_sum[start:stop] = block.sum(1, dtype=accumulate)
             col_sum += block.sum(0, dtype=accumulate)
@@ -148,11 +149,10 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
         factor = 0.5 / m * scale
         for start in range(0, m, block_rows):
             stop = min(m, start + block_rows)
-            rows = torch.arange(stop - start, device=a.device)
             # dL/dS = (softmax_row + softmax_col - 2I) / 2M, from exp(S) and the row / column sums; in place (exp(S)
             # is read once more, here), so the block needs no (rows, M) buffer of its own beside the sums'.
             block = expo[start:stop].mul_(inv_row[start:stop].unsqueeze(1) + inv_col.unsqueeze(0))
-            block[rows, rows + start] -= 2.0
+            block.diagonal(start).sub_(2.0)
             grad_a[start:stop] = torch.mm(block, bc).to(a.dtype).mul_(factor)
             grad_b += torch.mm(block.T, ac[start:stop]).to(accumulate)
         ctx.save_for_backward(grad_a, grad_b.to(b.dtype).mul_(factor / scale))
