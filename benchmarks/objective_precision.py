@@ -18,8 +18,9 @@ import time
 
 import torch
 
+from strae import objectives
 from strae.objectives.terms import leaf_cross_entropy, symmetric_contrastive
-from strae.runtime import configure_float32_matmul, tf32_products
+from strae.runtime import configure_float32_matmul
 
 PRECISIONS = ("fp32", "tf32")  # the recipe's loss_precision values with fp32 tensors
 
@@ -37,14 +38,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def matmul_precision(precision: str, device: torch.device):
+    """The products' mode inside a term exactly as training sets it (``Objective.matmul_precision``)."""
+    return objectives.create("ce", precision=precision, temperature=0.0).matmul_precision(device)
+
+
 def cross_entropy_call(layer, x, y, precision: str, device: torch.device):
-    with tf32_products(device.type == "cuda" and precision == "tf32"):
+    with matmul_precision(precision, device):
         loss = leaf_cross_entropy(layer, x, y, bf16=False)
     return loss, torch.autograd.grad(loss, [x, *layer.parameters()])
 
 
 def contrastive_call(a, b, temperature: float, precision: str, device: torch.device):
-    with tf32_products(device.type == "cuda" and precision == "tf32"):
+    with matmul_precision(precision, device):
         loss = symmetric_contrastive(a, b, temperature, bf16=False)
     return loss, torch.autograd.grad(loss, [a, b])
 

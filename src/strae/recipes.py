@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-# Every recipe gives each objective a learning rate.
+# Every recipe gives each objective a learning rate, and says its loss_precision.
 from strae.objectives import LOSS_PRECISIONS
 from strae.objectives import NAMES as OBJECTIVE_NAMES
 

@@ -70,7 +70,7 @@ def configure_float32_matmul() -> dict[str, str]:
 @contextlib.contextmanager
 def tf32_products(enabled: bool = True):
     """fp32 matrix products on TF32 tensor cores inside the block when ``enabled`` (a CUDA setting; the objective's
-    ``loss_precision: tf32``; the objective-precision benchmark), the process setting (full fp32,
+    ``loss_precision: tf32``, through ``Objective.matmul_precision``), the process setting (full fp32,
     :func:`configure_float32_matmul`) restored after."""
     if not enabled:
         yield
