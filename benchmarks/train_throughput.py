@@ -195,6 +195,69 @@ def write_host_profile(path: Path, step, batches, device: torch.device) -> None:
     path.write_text(text.getvalue(), encoding="utf-8")
 
 
+class SyncSites:
+    """Host syncs by where they happen: each one's Python call site (the innermost frames of this checkout), counted.
+    ``torch.cuda.set_sync_debug_mode("warn")`` turns every synchronising CUDA call (``.item()``, ``.cpu()``, a
+    device-to-host copy, ``nonzero``, ...) into a warning; the hook below sees each one as it is raised, with the
+    Python stack that made the call (a sync inside autograd's backward surfaces at its ``backward()``)."""
+
+    MARK = "synchronizing CUDA operation"  # c10/cuda: warn_or_error_on_sync's message
+
+    def __init__(self, root: Path, depth: int = 4):
+        self.root, self.depth = str(root), depth
+        self.sites: dict[str, int] = {}
+
+    def record(self, message: str, stack: list) -> bool:
+        """Count one warning (True) when it is a sync warning; ``stack``: traceback.extract_stack()'s frames."""
+        if self.MARK not in message:
+            return False
+        ours = [frame for frame in stack if frame.filename.startswith(self.root)]
+        frames = list(reversed(ours[-self.depth:])) or list(reversed(stack[-self.depth:]))
+        site = " <- ".join(f"{Path(frame.filename).name}:{frame.lineno}({frame.name})" for frame in frames)
+        self.sites[site] = self.sites.get(site, 0) + 1
+        return True
+
+    def table(self, n_steps: int, device: torch.device) -> str:
+        total = sum(self.sites.values())
+        lines = [f"# {n_steps} steps on {device}: {total / max(n_steps, 1):.1f} host syncs per step "
+                 "(torch.cuda.set_sync_debug_mode), by call site (innermost first)",
+                 "per_step  count  site"]
+        for site, count in sorted(self.sites.items(), key=lambda item: -item[1]):
+            lines.append(f"{count / max(n_steps, 1):8.2f}  {count:5d}  {site}")
+        return "\n".join(lines) + "\n"
+
+
+def write_sync_report(path: Path, step, batches, device: torch.device) -> float:
+    """Run ``batches`` with every host sync reported (CUDA only; elsewhere nothing synchronises) and write
+    SyncSites' table to ``path``. Returns syncs per step."""
+    import traceback
+    import warnings
+
+    sites = SyncSites(Path(__file__).resolve().parents[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        passed_on = warnings.showwarning
+
+        def hook(message, category, filename, lineno, file=None, line=None):
+            if not sites.record(str(message), traceback.extract_stack()[:-1]):
+                passed_on(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = hook
+        if device.type == "cuda":
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for ids, lengths in batches:
+                step(ids, lengths)
+        finally:
+            if device.type == "cuda":
+                torch.cuda.set_sync_debug_mode("default")
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(sites.table(len(batches), device), encoding="utf-8")
+    return sum(sites.sites.values()) / max(len(batches), 1)
+
+
 def kernel_launches_per_step(step, prepared, device: torch.device) -> float:
     """CUDA kernels launched per step (torch profiler's device-side kernel events), averaged over ``prepared``."""
     from torch.profiler import ProfilerActivity, profile
@@ -235,6 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--host-profile", type=Path, default=None,
                         help="write a cProfile table of the timed steps' Python (by own time, then cumulative) to "
                              "this file: where a host-bound step's CPU time goes (numpy graph building, launches)")
+    parser.add_argument("--sync-report", type=Path, default=None,
+                        help="run the timed steps with every host sync reported (CUDA: torch.cuda."
+                             "set_sync_debug_mode) and write them to this file, counted by Python call site")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--split-steps", type=int, default=2, help="extra steps timed phase by phase (0 = skip)")
     parser.add_argument("--recipe", default=None, help="recipe (strae/recipes.yaml); default: the model's own")
@@ -327,6 +393,8 @@ def main(argv: list[str] | None = None) -> int:
         write_torch_profile(args.profile, prof, len(prepared) - args.warmup, device)
     elif args.host_profile:
         write_host_profile(args.host_profile, step, prepared[args.warmup:], device)
+    elif args.sync_report:
+        syncs_per_step = write_sync_report(args.sync_report, step, prepared[args.warmup:], device)
     else:
         for ids, lengths in prepared[args.warmup:]:
             step(ids, lengths)
@@ -337,10 +405,10 @@ def main(argv: list[str] | None = None) -> int:
     cpu_per_step = (time.process_time() - cpu_start) / args.steps
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
-    cuda_fields = ""
+    cuda_fields = f" syncs/step={syncs_per_step:.1f}" if args.sync_report else ""
     if device.type == "cuda" and extra:
         launches = kernel_launches_per_step(step, extra, device)
-        cuda_fields = (f" kernels/step={launches:,.0f} "
+        cuda_fields += (f" kernels/step={launches:,.0f} "
                        f"peak_gpu_mem={torch.cuda.max_memory_allocated(device) / 2 ** 30:.2f}GB")
     split = ""
     if extra:

@@ -124,6 +124,34 @@ def test_torch_profile_table_is_written(tmp_path):
     assert "by own host time" in text and "aten::mm" in text and "device time" not in text
 
 
+def _synchronizing_call(times: int) -> None:  # stands in for a torch op that warns under set_sync_debug_mode
+    import warnings
+    for _ in range(times):
+        warnings.warn("called a synchronizing CUDA operation (Triggered internally at CUDAFunctions.h:1.)",
+                      stacklevel=1)  # as torch's C++ warning handler: the caller's line
+
+
+def test_sync_report_counts_each_sync_by_its_call_site_and_passes_other_warnings_on(tmp_path):
+    script = load_script("train_throughput")
+
+    def step(ids, lengths):
+        _synchronizing_call(2)
+        _synchronizing_call(1)
+        import warnings
+        warnings.warn("an unrelated warning", stacklevel=1)
+
+    with pytest.warns(UserWarning, match="an unrelated warning"):
+        per_step = script.write_sync_report(tmp_path / "s/syncs.txt", step, [(None, None)] * 3, torch.device("cpu"))
+    assert per_step == 3.0  # 2 + 1 syncs in each of the 3 steps
+    text = (tmp_path / "s/syncs.txt").read_text()
+    assert text.startswith("# 3 steps on cpu: 3.0 host syncs per step"), text
+    rows = [line.split(None, 2) for line in text.splitlines()[2:]]
+    # two sites (the two calls in step), innermost frame first, the more frequent first
+    assert [(row[0], row[1]) for row in rows] == [("2.00", "6"), ("1.00", "3")], text
+    assert all(row[2].startswith("test_benchmark_scripts.py:") and "(_synchronizing_call) <- " in row[2]
+               and "(step)" in row[2] for row in rows), text
+
+
 def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     script = ROOT / "tools" / "gpu_measure.sh"
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)

@@ -11,6 +11,7 @@
 #   banyan-handwritten  the same with --propagation handwritten (Triton levels; auto on CUDA)  budget 70 s
 #   banyan-host-profile  the same under cProfile: host time by Python function (logs/...txt) budget 60 s
 #   banyan-torch-profile  the same under torch.profiler: op tables, GPU busy ms per step    budget 60 s
+#   banyan-syncs      the same with every host sync reported, by Python call site (logs/...txt)  budget 45 s
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -18,6 +19,7 @@
 #   objective-precision  objective_precision: CE and contrastive terms, fp32/tf32 ms + error    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
 #   selfstrae-host-profile  selfstrae-handwritten under cProfile (logs/...txt)               budget 60 s
+#   selfstrae-syncs   selfstrae-handwritten with every host sync reported by call site (logs/...txt) budget 45 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
@@ -37,7 +39,8 @@
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
 # inside the timed steps), RUNS (1,4,8), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), CHECK_STEPS (60),
-# ROBERTA_BATCH (64), ROBERTA_STEPS (100), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
+# ROBERTA_BATCH (64), ROBERTA_STEPS (100), THREADS (2: CPU threads per engine benchmark, as the workflow's train
+# jobs), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
 # A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
 #     ROBERTA_BATCH=4 ROBERTA_STEPS=1 bash tools/gpu_measure.sh
 set -uo pipefail  # not -e: a failed step is recorded and the next one runs
@@ -58,6 +61,11 @@ RUNS=${RUNS:-1,4,8}
 CHECK_STEPS=${CHECK_STEPS:-60}
 ROBERTA_BATCH=${ROBERTA_BATCH:-64}
 ROBERTA_STEPS=${ROBERTA_STEPS:-100}
+# CPU threads of each engine benchmark: the workflow's train jobs run with OMP_NUM_THREADS = scale.train_threads (2);
+# until 2026-11-26 (eighth session) the benchmarks took torch's default (every core: 16 on the H100 box). Small torch CPU ops are
+# slow when their thread pool waits for busy cores: pack_batch's took 8-14 ms of own time per step in the box's
+# cProfile, and 2-47 ms on 2 busy cores here (numpy, now: 0.24 ms)
+THREADS=${THREADS:-2}
 LANG_KEY=${LANG_KEY:-en}
 DATA=resources/tokenized/$LANG_KEY
 TOKENIZER=resources/tokenizers/$LANG_KEY.model
@@ -105,7 +113,7 @@ else
     echo "# $DATA or $TOKENIZER missing: synthetic batches and a tiny corpus (run tools/offline_unpack.sh first)" >&2
 fi
 THROUGHPUT=("$PY" benchmarks/train_throughput.py --device "$DEVICE" --batch-size "$BATCH" --steps "$STEPS"
-    --warmup "$WARMUP" --data-dir "$DATA")
+    --warmup "$WARMUP" --data-dir "$DATA" --threads "$THREADS")
 
 record "# gpu_measure $(date -u +%FT%TZ) git=$(git rev-parse --short HEAD 2>/dev/null || echo none) $("$PY" -c '
 import torch
@@ -131,6 +139,11 @@ step banyan-host-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel
 # time per step (what bounds several runs sharing the card) in $OUT/logs/banyan-torch-profile.txt
 step banyan-torch-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --profile "$LOGS/banyan-torch-profile.txt"
+# budget 45 s: the same steps with torch.cuda.set_sync_debug_mode("warn"): each host sync (.item(), .cpu(), a
+# device-to-host copy, nonzero, ...) counted by the Python line that made it ($OUT/logs/banyan-syncs.txt): the
+# 2026-11-26 profile counted 18 cudaStreamSynchronize per step without saying where
+step banyan-syncs 45 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+    --split-steps 0 --sync-report "$LOGS/banyan-syncs.txt"
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
 step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
@@ -153,10 +166,13 @@ step selfstrae-torch-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective
 # budget 60 s: the same under cProfile ($OUT/logs/selfstrae-host-profile.txt): the host's share of Self-StrAE's step
 step selfstrae-host-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --host-profile "$LOGS/selfstrae-host-profile.txt"
+# budget 45 s: its host syncs by call site ($OUT/logs/selfstrae-syncs.txt; 19 per step waited 7.9 ms on 2026-11-26)
+step selfstrae-syncs 45 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation handwritten --split-steps 0 --sync-report "$LOGS/selfstrae-syncs.txt"
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
-    --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --induction-kernel triton \
-    --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
+    --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --threads "$THREADS" \
+    --induction-kernel triton --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 --data-dir "$DATA"
 # budget 150 s: the same engine as 1, 2, 4 threads of one process (a CUDA stream each): does in-process concurrency
 # beat the processes above (kernels of one context's streams can overlap; processes time-slice the card)?
 step threaded-handwritten 150 "$PY" benchmarks/threaded_throughput.py --runs "${THREADS_RUNS:-1,2,4}" -- \
