@@ -212,3 +212,35 @@ def test_a_host_batch_for_a_cuda_model_is_packed_on_the_host_and_sent_in_one_asy
     # build_graph reads the packing's host copy of the tokens, not the device's (no copy back)
     monkeypatch.setattr(torch.Tensor, "cpu", lambda self: pytest.fail("tokens copied back from the device"))
     assert packed.tokens_on_host().tolist() == [3, 4, 5, 6, 7]
+
+
+def test_host_arrays_reach_a_cuda_device_through_pinned_memory_without_a_host_sync(monkeypatch):
+    """host_to_device: on CPU the array itself (shared memory, no copy); for CUDA one pinned, non-blocking copy
+    (a plain .to("cuda") from pageable memory synchronises the stream). The copy is intercepted here (no GPU)."""
+    import numpy as np
+
+    from strae.runtime import host_to_device
+
+    array = np.arange(6, dtype=np.int64)[::2]  # not contiguous: made so before it becomes a tensor
+    on_cpu = host_to_device(array, torch.device("cpu"))
+    assert on_cpu.tolist() == [0, 2, 4] and on_cpu.dtype == torch.int64
+    shared = np.arange(3, dtype=np.int32)
+    assert host_to_device(shared, torch.device("cpu")).data_ptr() == shared.ctypes.data  # no copy on CPU
+    calls = []
+    to = torch.Tensor.to
+
+    def fake_pin(self):
+        calls.append("pin")
+        return self.clone()
+
+    def fake_to(self, *args, **kwargs):
+        target = args[0] if args else kwargs.get("device")
+        if isinstance(target, torch.device) and target.type == "cuda":
+            calls.append(("to", target.type, kwargs.get("non_blocking")))
+            return self
+        return to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", fake_pin)
+    monkeypatch.setattr(torch.Tensor, "to", fake_to)
+    moved = host_to_device(array, torch.device("cuda"))
+    assert calls == ["pin", ("to", "cuda", True)] and moved.tolist() == [0, 2, 4]

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from strae.models.dropout import keep_scale
+from strae.runtime import host_to_device
 
 # auto: handwritten where the induction runs Triton (CUDA), autograd elsewhere (StraeModel.propagation_mode)
 PROPAGATION_MODES = ("auto", "autograd", "handwritten")
@@ -86,7 +87,7 @@ class LevelPlan:
         flat = np.zeros(starts[-1], dtype=np.int64)
         for name, start, size in zip(names, starts, sizes):
             flat[start:start + size] = arrays[name]
-        flat = torch.from_numpy(flat).to(graph.device)
+        flat = host_to_device(flat, graph.device)
         for name, start, size in zip(names, starts, sizes):
             setattr(self, name, flat[start:start + size])
         if triton_levels:

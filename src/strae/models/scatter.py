@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from strae.runtime import host_to_device
+
 SCATTER_MODES = ("index_add", "presorted")
 
 
@@ -68,7 +70,7 @@ class Csr:
         pos = np.repeat(lengths, size)  # "a zero row" (row n of the padded values) unless an item lands there
         pos[dest] = position
         order = position[np.argsort(dest, kind="stable")]  # segment by segment, as dest is
-        flat = torch.from_numpy(np.concatenate((pos, order, counts))).to(device)
+        flat = host_to_device(np.concatenate((pos, order, counts)), device)
         pos_t, order_t, counts_t = flat.split([pos.size, order.size, counts.size])
         out: dict[int, Csr] = {}
         for i, key in enumerate(keys):

@@ -41,6 +41,7 @@ import torch.nn.functional as F
 
 from strae.models.dropout import apply_keep, keyed_keep, leaf_keys, pair_keys
 from strae.models.scatter import Csr, gather_rows, scatter_sum
+from strae.runtime import host_to_device
 
 
 @dataclass
@@ -79,11 +80,7 @@ def pack_batch(ids: torch.Tensor, lengths: torch.Tensor, vocab_size: int,
         host_tokens = ids.numpy()[mask].astype(np.int64, copy=False)  # row-major: sentence after sentence
         low, high = (int(host_tokens.min()), int(host_tokens.max())) if host_tokens.size else (0, 0)
         _check_token_range(low, high, vocab_size)
-        tokens = torch.from_numpy(host_tokens)
-        if device.type == "cuda":  # checked before the copy; host_tokens stay: build_graph reads them
-            tokens = tokens.pin_memory().to(device, non_blocking=True)
-        elif device.type != "cpu":
-            tokens = tokens.to(device)
+        tokens = host_to_device(host_tokens, device)  # checked before the copy; build_graph reads host_tokens
     else:
         positions = torch.arange(ids.shape[1], device=ids.device)
         mask = positions.unsqueeze(0) < torch.as_tensor(lengths_list, device=ids.device).unsqueeze(1)
@@ -181,8 +178,8 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
     t_max = max(lengths)
     n_internal = n_leaves - batch
     order, active_counts = merge_schedule(lengths)
-    order_t = torch.as_tensor(order, device=device)
-    sorted_lengths = torch.tensor([lengths[b] for b in order], device=device)
+    order_t = host_to_device(np.asarray(order, dtype=np.int64), device)
+    sorted_lengths = host_to_device(np.asarray([lengths[b] for b in order], dtype=np.int64), device)
     sentinel = t_max  # an always-dead extra slot, so "no neighbour" needs no branch
     n_occ = n_leaves + n_internal
     leaf_embeddings, keys, keep = leaf_dropout(leaf_embeddings, dropout, n_occ)
@@ -192,7 +189,7 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
 
     slots = torch.arange(t_max + 1, device=device)
     alive = slots.unsqueeze(0) < sorted_lengths.unsqueeze(1)  # (B, T+1)
-    starts = torch.as_tensor(packed.offsets[:-1], device=device)[order_t]
+    starts = host_to_device(packed.offsets[:-1], device)[order_t]
     # Packed row of (sorted sentence, slot); dead slots and the sentinel point at the zero row n_leaves.
     row_of = torch.where(alive, starts.unsqueeze(1) + slots, torch.full_like(slots, n_leaves))
     frontier = torch.cat((leaf_embeddings, leaf_embeddings.new_zeros(1, emb)))
@@ -202,7 +199,7 @@ def induce(leaf_embeddings: torch.Tensor, packed: PackedBatch,
     has_next = slots.unsqueeze(0) + 1 < sorted_lengths.unsqueeze(1)
     nxt = torch.where(has_next, slots + 1, torch.full_like(row_of, sentinel))
     prv = torch.where(alive & (slots > 0), slots - 1, torch.full_like(row_of, sentinel))
-    neg_inf = torch.tensor(float("-inf"), dtype=leaf_embeddings.dtype, device=device)
+    neg_inf = torch.full((), float("-inf"), dtype=leaf_embeddings.dtype, device=device)  # a fill, not a copy
     sim = torch.full((batch, t_max + 1), float("-inf"), dtype=leaf_embeddings.dtype, device=device)
     if t_max > 1:
         adjacent = (unit[:n_leaves - 1] * unit[1:n_leaves]).sum(-1)  # packed neighbours (across sentences too)
@@ -329,9 +326,9 @@ class Route:
                 slots if consumer_sums else inverse, consume,
                 {level: int(level_sizes[level]) if consumer_sums else end - start
                  for level, (start, end) in consume.items()}, device)
-        return cls(gather=torch.from_numpy(gather).to(device), produce=produce,
-                   slot_index=torch.from_numpy(slots).to(device), consume=consume,
-                   slot_inverse=torch.from_numpy(inverse).to(device), emit_csr=emit_csr, consume_csr=consume_csr)
+        return cls(gather=host_to_device(gather, device), produce=produce,
+                   slot_index=host_to_device(slots, device), consume=consume,
+                   slot_inverse=host_to_device(inverse, device), emit_csr=emit_csr, consume_csr=consume_csr)
 
     def emit(self, level: int, output: torch.Tensor, pending: list[list[torch.Tensor]]) -> None:
         entry = self.produce.get(level)
@@ -602,17 +599,17 @@ def build_graph(induction: Induction, tokens: torch.Tensor | np.ndarray, structu
     root_levels, root_nodes = root_levels[by_level], root_nodes[by_level]
     levels, first = np.unique(root_levels, return_index=True)
     bounds = dict(zip(levels.tolist(), zip(first.tolist(), np.append(first[1:], len(root_levels)).tolist())))
-    local = torch.from_numpy(node_local[root_nodes]).to(device)  # one host-to-device copy, then a view per level
+    local = host_to_device(node_local[root_nodes], device)  # one host-to-device copy, then a view per level
     for level, (start, end) in bounds.items():
         root_local[level] = local[start:end]
     root_csr = None if level_sizes is None else Csr.build_many(
         node_local[root_nodes], bounds, {level: int(level_sizes[level]) for level in bounds}, device)
     return Graph(structure=structure, level_offsets=offsets_np.tolist(),
-                 leaf_tokens=torch.from_numpy(np.ascontiguousarray(leaf_tokens)).to(device),
+                 leaf_tokens=host_to_device(leaf_tokens, device),
                  left=node_left, right=node_right, down_left=down_left, down_right=down_right,
-                 roots=torch.from_numpy(node_of[roots_np]).to(device),
+                 roots=host_to_device(node_of[roots_np], device),
                  occurrence_node=node_of, route_factory=routes, root_local=root_local, root_nodes=root_nodes,
-                 down_count=torch.from_numpy(count).to(device), node_occurrence=node_occurrence,
+                 down_count=host_to_device(count, device), node_occurrence=node_occurrence,
                  up_keep=None if induction.keep is None else
-                 induction.keep[torch.from_numpy(node_occurrence).to(device)],
+                 induction.keep[host_to_device(node_occurrence, device)],
                  induction_dropout=induction.dropout, device=device, root_csr=root_csr)

@@ -12,6 +12,7 @@ import torch
 
 from strae.objectives.base import Objective, Passes
 from strae.objectives.terms import contrastive_gemm_shapes, cross_entropy_gemm_shapes
+from strae.runtime import host_to_device
 
 
 class StrCSE(Objective):
@@ -58,4 +59,4 @@ def span_pairs(first, second) -> tuple[torch.Tensor, torch.Tensor]:
     nodes_b = second.graph.occurrence_node[n + index_b]
     pairs = np.unique(np.stack((nodes_a, nodes_b)), axis=1) if len(nodes_a) else np.zeros((2, 0), np.int64)
     device = first.graph.device
-    return torch.from_numpy(pairs[0]).to(device), torch.from_numpy(pairs[1]).to(device)
+    return host_to_device(pairs[0], device), host_to_device(pairs[1], device)
