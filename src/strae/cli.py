@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "record": ("strae.report.record", "freeze results/ into a committed reproduction record; README results block"),
     "export": ("strae.export", "export a trained run as a sentence-transformers folder"),
     "bundle": ("strae.bundle", "carry resources, eval files and wheels to an offline GPU box (--unpack there)"),
+    "parts": ("strae.parts", "move a file too big for one transfer (a run's checkpoint) in checked parts; join them"),
     "train-glove": ("baselines.glove.train", "train the GloVe baseline"),
     "train-roberta": ("baselines.roberta.train", "pre-train the RoBERTa-medium MLM baseline"),
     "train-simcse": ("baselines.roberta.simcse", "continue a RoBERTa run with unsupervised SimCSE"),
