@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from strae import paths, plan
+from strae import parts, paths, plan
 from strae.report import progress
 from strae.report import record as record_module
 from test_workflow import REPO, copy_workdir, snakemake
@@ -252,8 +252,28 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert json.loads(files[relative]) == json.loads(scores.read_text())
     assert "campaign.txt" in files and any(name.startswith("logs/train/") for name in files)
 
+    # a later session's fresh box: nothing of this one but the checkpoint, brought back and carried up again in
+    # parts (strae parts); Snakemake sees no train.json, runs the train job, and strae train resumes from it
+    checkpoint = run_dir / "checkpoint.pt"
+    half_mib = checkpoint.stat().st_size / 2 / 2 ** 20 + 1e-3
+    moved = tmp_path / "moved"
+    for call, only in (("call1", "0:1"), ("call2", "1:")):
+        parts.split(checkpoint, moved / call, half_mib, only, workdir)
+    fresh = tmp_path / "fresh"
+    shutil.copytree(workdir, fresh, ignore=shutil.ignore_patterns("results", "logs", ".snakemake", "campaign-out"))
+    assert "joined from 2 parts" in parts.join([moved], fresh)[0]
+    resumed = chunk(fresh, 900)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    fresh_record = json.loads((fresh / RUN.run_dir / "train.json").read_text())
+    assert fresh_record["status"] == "completed" and fresh_record["timings"]["sessions"][-1]["start_step"] == step
+
     second = chunk(workdir, 900)  # returns when done; the budget only has to outlast a loaded machine
     assert second.returncode == 0, second.stdout + second.stderr
+    # the run resumed on the fresh box ends on the same weights as the one resumed where it stopped
+    weights = [torch.load(folder / RUN.run_dir / "model.pt", weights_only=False)["state_dict"]
+               for folder in (workdir, fresh)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
     record = json.loads((run_dir / "train.json").read_text())
     assert record["status"] == "completed" and len(record["history"]) == EPOCHS
     sessions = record["timings"]["sessions"]
