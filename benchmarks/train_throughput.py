@@ -157,9 +157,10 @@ class PhaseTimer:
         return "/".join(f"{1000 * self.totals[p] / steps:.0f}" for p in self.PHASES)
 
 
-def write_torch_profile(path: Path, prof, n_steps: int, device: torch.device) -> None:
+def write_torch_profile(path: Path, prof, n_steps: int, device: torch.device, stacks: bool = False) -> None:
     """The torch profiler's op table by own host time and, on CUDA, by own device time, with the device's busy time
-    per step (the kernels' summed time: how much of a step the GPU works, against s/step)."""
+    per step (the kernels' summed time: how much of a step the GPU works, against s/step). ``stacks`` (the profile
+    recorded Python stacks): also the ops by call site, most calls first - which lines launch the many small ops."""
     averages = prof.key_averages()
     parts = [f"# {n_steps} steps on {device}\n", "## by own host time\n",
              averages.table(sort_by="self_cpu_time_total", row_limit=40)]
@@ -167,6 +168,9 @@ def write_torch_profile(path: Path, prof, n_steps: int, device: torch.device) ->
         busy_us = sum(event.self_device_time_total for event in averages if event.device_type.name == "CUDA")
         parts += [f"\n## by own device time; GPU kernels busy {busy_us / 1e3 / n_steps:.2f} ms per step\n",
                   averages.table(sort_by="self_device_time_total", row_limit=40)]
+    if stacks:
+        parts += [f"\n## by call site (Python stack, 5 frames), most calls first; divide by {n_steps} for per step\n",
+                  prof.key_averages(group_by_stack_n=5).table(sort_by="count", row_limit=60, max_name_column_width=60)]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(parts), encoding="utf-8")
 
@@ -295,6 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--device", default="auto")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--profile", type=Path, default=None, help="write a torch.profiler table to this file")
+    parser.add_argument("--profile-stacks", action="store_true",
+                        help="with --profile: record Python stacks and add the ops by call site (slows the host; "
+                             "its own tables' host times are then inflated)")
     parser.add_argument("--host-profile", type=Path, default=None,
                         help="write a cProfile table of the timed steps' Python (by own time, then cumulative) to "
                              "this file: where a host-bound step's CPU time goes (numpy graph building, launches)")
@@ -387,10 +394,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-        with profile(activities=activities) as prof:
+        # stacks reach the events only with the profiler's verbose experimental config (torch 2.11-2.13)
+        stack_config = {"with_stack": True, "experimental_config": torch.profiler._ExperimentalConfig(verbose=True)}
+        with profile(activities=activities, **(stack_config if args.profile_stacks else {})) as prof:
             for ids, lengths in prepared[args.warmup:]:
                 step(ids, lengths)
-        write_torch_profile(args.profile, prof, len(prepared) - args.warmup, device)
+        write_torch_profile(args.profile, prof, len(prepared) - args.warmup, device, stacks=args.profile_stacks)
     elif args.host_profile:
         write_host_profile(args.host_profile, step, prepared[args.warmup:], device)
     elif args.sync_report:

@@ -122,6 +122,18 @@ def test_torch_profile_table_is_written(tmp_path):
     script.write_torch_profile(tmp_path / "p/torch.txt", prof, 1, torch.device("cpu"))
     text = (tmp_path / "p/torch.txt").read_text()
     assert "by own host time" in text and "aten::mm" in text and "device time" not in text
+    assert "by call site" not in text
+    # with stacks (--profile-stacks): the ops again, grouped by the Python lines that ran them
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True,
+                 experimental_config=torch.profiler._ExperimentalConfig(verbose=True)) as prof:
+        _two_products()
+    script.write_torch_profile(tmp_path / "p/stacks.txt", prof, 1, torch.device("cpu"), stacks=True)
+    text = (tmp_path / "p/stacks.txt").read_text()
+    assert "by call site" in text and "_two_products" in text.split("by call site")[1]
+
+
+def _two_products():
+    return (torch.randn(64, 64) @ torch.randn(64, 64)) @ torch.randn(64, 64)
 
 
 def _synchronizing_call(times: int) -> None:  # stands in for a torch op that warns under set_sync_debug_mode

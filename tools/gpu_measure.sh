@@ -12,6 +12,7 @@
 #   banyan-host-profile  the same under cProfile: host time by Python function (logs/...txt) budget 60 s
 #   banyan-torch-profile  the same under torch.profiler: op tables, GPU busy ms per step    budget 60 s
 #   banyan-syncs      the same with every host sync reported, by Python call site (logs/...txt)  budget 45 s
+#   banyan-op-sites   banyan-torch-profile with Python stacks: the ops by the lines that launch them  budget 45 s
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -144,6 +145,10 @@ step banyan-torch-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kerne
 # 2026-11-26 profile counted 18 cudaStreamSynchronize per step without saying where
 step banyan-syncs 45 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --sync-report "$LOGS/banyan-syncs.txt"
+# budget 45 s: the torch profile with Python stacks ($OUT/logs/banyan-op-sites.txt): which lines launch the host-bound
+# step's ~470 kernels (2026-11-26: ~200 aten::fill_ and 30 aten::arange per step, from lines the op table cannot name)
+step banyan-op-sites 45 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+    --split-steps 0 --profile "$LOGS/banyan-op-sites.txt" --profile-stacks
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
 step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
