@@ -11,8 +11,8 @@
 #   banyan-handwritten  the same with --propagation handwritten (Triton levels; auto on CUDA)  budget 70 s
 #   banyan-host-profile  the same under cProfile: host time by Python function (logs/...txt) budget 60 s
 #   banyan-torch-profile  the same under torch.profiler: op tables, GPU busy ms per step    budget 60 s
-#   banyan-syncs      the same with every host sync reported, by Python call site (logs/...txt)  budget 45 s
-#   banyan-op-sites   banyan-torch-profile with Python stacks: the ops by the lines that launch them  budget 45 s
+#   banyan-syncs      the same with every host sync reported, by Python call site (logs/...txt)  budget 90 s
+#   banyan-op-sites   banyan-torch-profile with Python stacks: the ops by the lines that launch them  budget 60 s
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -20,7 +20,7 @@
 #   objective-precision  objective_precision: CE and contrastive terms, fp32/tf32 ms + error    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
 #   selfstrae-host-profile  selfstrae-handwritten under cProfile (logs/...txt)               budget 60 s
-#   selfstrae-syncs   selfstrae-handwritten with every host sync reported by call site (logs/...txt) budget 45 s
+#   selfstrae-syncs   selfstrae-handwritten with every host sync reported by call site (logs/...txt) budget 90 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
@@ -140,14 +140,15 @@ step banyan-host-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel
 # time per step (what bounds several runs sharing the card) in $OUT/logs/banyan-torch-profile.txt
 step banyan-torch-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --profile "$LOGS/banyan-torch-profile.txt"
-# budget 45 s: the same steps with torch.cuda.set_sync_debug_mode("warn"): each host sync (.item(), .cpu(), a
+# budget 90 s (on a fresh box the first step to run compiles the Triton kernels): the same steps with
+# torch.cuda.set_sync_debug_mode("warn"): each host sync (.item(), .cpu(), a
 # device-to-host copy, nonzero, ...) counted by the Python line that made it ($OUT/logs/banyan-syncs.txt): the
 # 2026-11-26 profile counted 18 cudaStreamSynchronize per step without saying where
-step banyan-syncs 45 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+step banyan-syncs 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --sync-report "$LOGS/banyan-syncs.txt"
-# budget 45 s: the torch profile with Python stacks ($OUT/logs/banyan-op-sites.txt): which lines launch the host-bound
+# budget 60 s: the torch profile with Python stacks ($OUT/logs/banyan-op-sites.txt): which lines launch the host-bound
 # step's ~470 kernels (2026-11-26: ~200 aten::fill_ and 30 aten::arange per step, from lines the op table cannot name)
-step banyan-op-sites 45 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+step banyan-op-sites 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --profile "$LOGS/banyan-op-sites.txt" --profile-stacks
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
@@ -171,8 +172,9 @@ step selfstrae-torch-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective
 # budget 60 s: the same under cProfile ($OUT/logs/selfstrae-host-profile.txt): the host's share of Self-StrAE's step
 step selfstrae-host-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --host-profile "$LOGS/selfstrae-host-profile.txt"
-# budget 45 s: its host syncs by call site ($OUT/logs/selfstrae-syncs.txt; 19 per step waited 7.9 ms on 2026-11-26)
-step selfstrae-syncs 45 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+# budget 90 s (compiles the linear Triton kernels when first): its host syncs by call site
+# ($OUT/logs/selfstrae-syncs.txt; 19 per step waited 7.9 ms on 2026-11-26)
+step selfstrae-syncs 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --sync-report "$LOGS/selfstrae-syncs.txt"
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
