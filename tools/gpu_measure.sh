@@ -63,9 +63,9 @@ CHECK_STEPS=${CHECK_STEPS:-60}
 ROBERTA_BATCH=${ROBERTA_BATCH:-64}
 ROBERTA_STEPS=${ROBERTA_STEPS:-100}
 # CPU threads of each engine benchmark: the workflow's train jobs run with OMP_NUM_THREADS = scale.train_threads (2);
-# until 2026-11-26 (eighth session) the benchmarks took torch's default (every core: 16 on the H100 box). Small torch CPU ops are
-# slow when their thread pool waits for busy cores: pack_batch's took 8-14 ms of own time per step in the box's
-# cProfile, and 2-47 ms on 2 busy cores here (numpy, now: 0.24 ms)
+# until 2026-11-26 (eighth session) the benchmarks took torch's default (every core: 16 on the H100 box). Small
+# torch CPU ops are slow when their thread pool waits for busy cores: pack_batch's took 8-14 ms of own time per step
+# in the box's cProfile, and 1-47 ms on 2 busy cores here (numpy, now: 0.24 ms)
 THREADS=${THREADS:-2}
 LANG_KEY=${LANG_KEY:-en}
 DATA=resources/tokenized/$LANG_KEY
@@ -141,9 +141,9 @@ step banyan-host-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel
 step banyan-torch-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --profile "$LOGS/banyan-torch-profile.txt"
 # budget 90 s (on a fresh box the first step to run compiles the Triton kernels): the same steps with
-# torch.cuda.set_sync_debug_mode("warn"): each host sync (.item(), .cpu(), a
-# device-to-host copy, nonzero, ...) counted by the Python line that made it ($OUT/logs/banyan-syncs.txt): the
-# 2026-11-26 profile counted 18 cudaStreamSynchronize per step without saying where
+# torch.cuda.set_sync_debug_mode("warn"): each host sync (.item(), .cpu(), a blocking copy, nonzero, ...) counted by
+# the Python line that made it ($OUT/logs/banyan-syncs.txt): the 2026-11-26 profile counted 18
+# cudaStreamSynchronize per step without saying where
 step banyan-syncs 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --sync-report "$LOGS/banyan-syncs.txt"
 # budget 60 s: the torch profile with Python stacks ($OUT/logs/banyan-op-sites.txt): which lines launch the host-bound
