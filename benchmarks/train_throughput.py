@@ -368,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
     levels = model.levels_choice(device)  # the handwritten passes' level engine (torch | triton | autograd)
     if levels.used == "torch" and "first-use check" in levels.reason:
         print(f"note: {levels.reason}", file=sys.stderr)
+    if args.profile_stacks and device.type != "cuda" and (kernel.used == "triton" or levels.used == "triton"):
+        raise SystemExit("benchmarks/train_throughput.py: --profile-stacks with Triton kernels on Triton's CPU "
+                         "interpreter profiles every interpreted op with its stack (23 GB for one batch-4 step); "
+                         "use --induction-kernel torch --propagation autograd on CPU, or a GPU")
     if kernel.used == "triton" and device.type != "cuda":
         print("note: the Triton induction runs on Triton's CPU interpreter here: a correctness path, not a speed "
               "path; these numbers say nothing about the kernel's speed on a GPU", file=sys.stderr)
