@@ -244,3 +244,23 @@ def test_host_arrays_reach_a_cuda_device_through_pinned_memory_without_a_host_sy
     monkeypatch.setattr(torch.Tensor, "to", fake_to)
     moved = host_to_device(array, torch.device("cuda"))
     assert calls == ["pin", ("to", "cuda", True)] and moved.tolist() == [0, 2, 4]
+
+
+def test_the_engine_sends_no_host_array_with_a_blocking_copy():
+    """Inside the engine's step (models, objectives) host arrays go through runtime.host_to_device: a plain
+    ``.to(cuda)`` of host memory, ``torch.tensor(..., device=)`` or ``torch.as_tensor(..., device=)`` is a copy
+    followed by a stream synchronise, the host waiting for every queued kernel (README, the engine on a GPU)."""
+    import re
+    from pathlib import Path
+
+    import strae.models
+    import strae.objectives
+
+    blocking = re.compile(r"from_numpy\(.*\)\.to\(|as_tensor\(.*device=|torch\.tensor\(.*device=")
+    offenders = []
+    for package in (strae.models, strae.objectives):
+        for path in sorted(Path(package.__file__).parent.glob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if blocking.search(line) and not line.lstrip().startswith("#"):
+                    offenders.append(f"{path.name}:{number}: {line.strip()}")
+    assert not offenders, offenders

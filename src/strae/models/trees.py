@@ -83,7 +83,7 @@ def pack_batch(ids: torch.Tensor, lengths: torch.Tensor, vocab_size: int,
         tokens = host_to_device(host_tokens, device)  # checked before the copy; build_graph reads host_tokens
     else:
         positions = torch.arange(ids.shape[1], device=ids.device)
-        mask = positions.unsqueeze(0) < torch.as_tensor(lengths_list, device=ids.device).unsqueeze(1)
+        mask = positions.unsqueeze(0) < host_to_device(np.asarray(lengths_list, dtype=np.int64), ids.device)[:, None]
         tokens = ids[mask].long()
         host_tokens = None
         low, high = (int(tokens.min()), int(tokens.max())) if tokens.numel() else (0, 0)
