@@ -187,7 +187,7 @@ def _schedule(packed: PackedBatch, device: torch.device) -> tuple[torch.Tensor, 
     step_base = np.zeros(max(len(active_counts), 1), dtype=np.int64)
     np.cumsum(active_counts[:-1], out=step_base[1:len(active_counts)])
     lengths = [packed.lengths[b] for b in order]
-    return (host_to_device(packed.offsets[:-1][order].astype(np.int64), device),
+    return (host_to_device(packed.offsets[:-1][order], device),  # int64 already; the fancy index copies
             host_to_device(np.asarray(lengths, dtype=np.int32), device),
             host_to_device(np.asarray(order, dtype=np.int32), device),
             host_to_device(step_base, device))
