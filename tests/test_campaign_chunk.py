@@ -64,6 +64,41 @@ def test_latest_snapshot_is_the_highest_step_not_the_last_name(tmp_path):
     assert progress.latest_snapshot(tmp_path, RUN) == (1320, folder / "step1320.paper.json")
 
 
+def test_a_checkpoint_rewritten_during_its_export_is_exported_again_under_its_own_step(tmp_path, monkeypatch):
+    """A stopping trainer rewrote the checkpoint (step 5 -> 9) while step 5 was exported: the mislabelled export is
+    removed and step 9 exported and evaluated; a checkpoint that never holds still is given up on, named."""
+    results, logs = tmp_path / "results", tmp_path / "logs"
+    run_path = fake_run(results, {"checkpoint.pt": ""})
+    steps = iter([5, 9, 9])
+    monkeypatch.setattr(progress, "checkpoint_progress", lambda path: {"global_step": next(steps)})
+    monkeypatch.setattr(progress, "export_command", lambda config, run, path, dest: ["export", str(dest)])
+    monkeypatch.setattr(progress, "evaluate_command", lambda config, path, run, dest: ["evaluate", str(dest)])
+    holds = iter([9, 9])  # what the checkpoint holds when each export reads it
+
+    def run_logged(command, log, deadline, env):
+        dest = Path(command[1])
+        if command[0] == "export":
+            dest.mkdir(parents=True)
+            (dest / "train.json").write_text(json.dumps({"snapshot": {"global_step": next(holds)}}))
+            (dest / "encoder.json").write_text("{}")
+        else:
+            progress.snapshot_scores(dest).write_text("{}")
+        return None
+
+    monkeypatch.setattr(progress, "run_logged", run_logged)
+    config = {"scale": {}}
+    line = progress.snapshot_run(config, tmp_path / "c.yaml", RUN, run_path, results, logs, time.monotonic() + 60)
+    assert line.endswith(str(progress.snapshot_scores(progress.snapshot_dir(results, RUN, 9)))), line
+    assert not progress.snapshot_dir(results, RUN, 5).exists()
+
+    steps = iter([10, 11, 12, 13])
+    holds = iter([11, 12, 13])
+    line = progress.snapshot_run(config, tmp_path / "c.yaml", RUN, run_path, results, logs, time.monotonic() + 60)
+    assert "changed to step 13 during the export 3 times" in line and "try again" in line
+    assert sorted(p.name for p in progress.snapshot_dir(results, RUN, 0).parent.iterdir()) == ["step9",
+                                                                                             "step9.paper.json"]
+
+
 def test_sentence_average_reads_finite_sentence_level_scores_only(tmp_path):
     scores = tmp_path / "e.json"
     scores.write_text(json.dumps({"tasks": {

@@ -90,6 +90,9 @@ while :; do  # a trapped signal interrupts wait while the workflow still runs: w
     running || break
 done
 trap - INT TERM
+# snakemake can exit before its training jobs (same process group, timeout's) have written their last checkpoint:
+# the snapshots below would read it half-way (up to KILL_S more; the snapshot step re-exports a moved checkpoint)
+for ((waited = 0; waited < KILL_S; waited++)); do kill -0 -- "-$workflow" 2>/dev/null || break; sleep 1; done
 if ((rc == 0)); then
     status=0
     record "[snakemake] done: every target is up to date ($((SECONDS - START)) s)"

@@ -30,6 +30,7 @@ import io
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -48,6 +49,7 @@ VARIANT = "paper"  # the variant the campaign's targets evaluate (results/eval/.
 SNAPSHOTS = "snapshots"
 LOG_TAIL_LINES = 50
 MIN_JOB_S = 5  # a job started with less time than this left cannot finish: reported as skipped instead
+EXPORT_TRIES = 3  # exports of a checkpoint that keeps changing under them before giving up for this chunk
 LIVE_S = 60.0  # a progress.json not rewritten for this long (trainers rewrite it every 10 s) has no trainer
 
 
@@ -150,22 +152,33 @@ def run_logged(command: list[str], log: Path, deadline: float, env: dict[str, st
 # ------------------------------------------------------------------------------------------- snapshot
 def snapshot_run(config: dict[str, Any], config_path: Path, run: plan.Run, path: Path, results: Path,
                  logs: Path, deadline: float, keep_weights: bool = False) -> str:
-    """Export and evaluate one unfinished run's checkpoint; one line saying what happened."""
-    step = checkpoint_progress(path / CHECKPOINT_FILE)["global_step"]
-    dest = snapshot_dir(results, run, step)
-    if snapshot_scores(dest).exists():
-        return f"{label(run)} step {step}: already evaluated ({snapshot_scores(dest)})"
+    """Export and evaluate one unfinished run's checkpoint; one line saying what happened.
+
+    A trainer that is still stopping (SIGTERM at a chunk's cut: it finishes its step, then checkpoints) can rewrite
+    the checkpoint while it is exported; the export then carries another step than its folder's name. That export
+    is thrown away and the newer checkpoint exported instead, up to EXPORT_TRIES times.
+    """
     # one thread per job: several evaluations share the machine's cores (the workflow's eval_threads)
     env = dict(os.environ, OMP_NUM_THREADS=str(config["scale"].get("eval_threads", 1)))
-    log = logs / SNAPSHOTS / dest.relative_to(Path(results) / SNAPSHOTS)
-    if not (dest / ENCODER_MANIFEST).exists():  # encoder.json is written last: a cut-off export is redone
+    for _ in range(EXPORT_TRIES):
+        step = checkpoint_progress(path / CHECKPOINT_FILE)["global_step"]
+        dest = snapshot_dir(results, run, step)
+        if snapshot_scores(dest).exists():
+            return f"{label(run)} step {step}: already evaluated ({snapshot_scores(dest)})"
+        log = logs / SNAPSHOTS / dest.relative_to(Path(results) / SNAPSHOTS)
+        if (dest / ENCODER_MANIFEST).exists():  # encoder.json is written last: a cut-off export is redone
+            break
         failed = run_logged(export_command(config, run, path, dest), log.with_name(f"{dest.name}.export.log"),
                             deadline, env)
         if failed:
             return f"{label(run)} step {step}: export FAILED, {failed}"
         exported = read_json(dest / TRAIN_JSON)["snapshot"]["global_step"]
-        if exported != step:  # the checkpoint moved on meanwhile (a trainer still running): label what was read
-            return f"{label(run)} step {step}: checkpoint changed to step {exported} during the export; try again"
+        if exported == step:
+            break
+        shutil.rmtree(dest)  # labelled with a step it does not hold
+        moved = f"{label(run)} step {step}: checkpoint changed to step {exported} during the export"
+    else:
+        return f"{moved} {EXPORT_TRIES} times (a trainer still running?); try again"
     failed = run_logged(evaluate_command(config, config_path, run, dest),
                         log.with_name(f"{dest.name}.{VARIANT}.log"), deadline, env)
     if failed:
