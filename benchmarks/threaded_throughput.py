@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         status |= "FAILED" in part
         parts.append(part)
     print(f"threaded model={engine.model} batch={engine.batch_size} steps={engine.steps} "
-          f"data={'en' if real else 'synthetic'} deterministic={not engine.nondeterministic} "
+          f"data={engine.data_dir.name if real else 'synthetic'} deterministic={not engine.nondeterministic} "
           f"torch={torch.__version__} device={describe_device(device).replace(' ', '_')} | " + " | ".join(parts))
     return int(status)
 

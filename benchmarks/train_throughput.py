@@ -2,8 +2,8 @@
 
     python benchmarks/train_throughput.py --model banyan --batch-size 512 [--steps 10]
 
-Batches are real English batches (random sentences of resources/tokenized/en/train) when that corpus exists,
-else synthetic Zipfian batches (~31 pieces per sentence, V = 25000). Each step is `strae train`'s own step
+Batches are real batches (random sentences of --data-dir, default resources/tokenized/en; ``data=`` names it) when
+it exists, else synthetic Zipfian batches (~31 pieces per sentence, V = 25000). Each step is `strae train`'s own step
 (``strae.train.training_step``: loss, the loss and metrics read back, backward, gradient norm and clipping when the
 recipe clips, Adam update) under `strae train`'s determinism setting (deterministic kernels on CUDA unless
 ``--nondeterministic``; ``deterministic=`` in the line). The first ``--warmup`` steps are not timed.
@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'' if mode == 'autograd' else '/' + levels.used} "
           f"deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
-          f"data={'en' if real else 'synthetic'} "
+          f"data={args.data_dir.name if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "
           f"s/step={elapsed / args.steps:.3f} timed_s={elapsed:.3f} cpu_s/step={cpu_per_step:.3f} "
           f"peak_rss={peak_rss_gb():.2f}GB "
