@@ -118,6 +118,45 @@ def test_triton_levels_compute_the_torch_levels(case, dropout):
         assert (grads_t[name] - grads[name]).abs().max() <= 1e-5 * grads[name].abs().max(), name
 
 
+def test_level_launches_put_the_narrow_top_levels_in_one_single_program_launch():
+    from strae.models.propagation import level_launches
+
+    offsets = [0, 100, 160, 190, 200, 205, 207, 208]  # widths 100, 60, 30, 10, 5, 2, 1
+    assert level_launches(offsets, 16, 0) == [(level, level + 1, p) for level, p in
+                                              zip(range(1, 7), (4, 2, 1, 1, 1, 1))]
+    assert level_launches(offsets, 16, 10) == [(1, 2, 4), (2, 3, 2), (3, 7, 1)]
+    assert level_launches(offsets, 16, 10, first=0)[:2] == [(0, 1, 7), (1, 2, 4)]
+    assert level_launches(offsets, 16, 1) == level_launches(offsets, 16, 0)  # one narrow level: no gain, no tail
+    assert level_launches(offsets, 16, 10 ** 9, first=0) == [(0, 1, 7), (1, 7, 1)]  # never the leaves
+    assert level_launches([0, 5, 6], 16, 10 ** 9) == [(1, 2, 1)]
+
+
+@pytest.mark.parametrize("tail", [8, 10 ** 9], ids=["narrow-top", "every-internal-level"])
+@pytest.mark.parametrize("case", ["entangled-keyed", "selfstrae", "entangled-linear-fresh"])
+def test_levels_sharing_one_launch_compute_what_a_launch_per_level_does(case, tail, monkeypatch):
+    """The same arithmetic in the same order, the blocks' partials in the same rows: identical results (the
+    interpreter runs the single program's levels one after another, as the GPU's barrier orders them)."""
+    from strae.models import propagation
+
+    structure, recipe, functions = CASES[case]
+    separate = _levels(structure, recipe, functions, True, triton_levels=True)
+    monkeypatch.setattr(propagation, "LEVEL_TAIL_NODES", tail)
+    offsets = _graph_offsets(structure, recipe, functions)
+    assert any(hi - lo > 1 for lo, hi, _ in propagation.level_launches(offsets, 1, tail)), offsets
+    shared = _levels(structure, recipe, functions, True, triton_levels=True)
+    for a, b in zip(separate[:2], shared[:2]):
+        assert torch.equal(a, b)
+    assert set(separate[2]) == set(shared[2]) and all(torch.equal(separate[2][k], shared[2][k]) for k in shared[2])
+
+
+def _graph_offsets(structure: str, recipe: str, functions: str) -> list[int]:
+    torch.manual_seed(0)
+    model = StraeModel(config("ce", structure, functions, k=8, u=3), load_recipe(recipe)).train()
+    ids, lengths = padded(tiny_corpus(40, seed=2))
+    torch.manual_seed(1)
+    return model.graph(ids, lengths).level_offsets
+
+
 def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_recorded():
     cfg = config("ce", "entangled", "diagonal")
     model = StraeModel(cfg, induction_kernel="triton", propagation="handwritten")
@@ -162,8 +201,8 @@ from strae.models import propagate_kernel
 
 pointers = {  # every pointer argument's element type; the rest are i32 scalars or constexpr
     "children_ptr": "*i64", "begin_ptr": "*i64", "entries_ptr": "*i64", "left_ptr": "*i64", "right_ptr": "*i64",
-    "root_ptr": "*i64"}
-scalars = ("start", "first", "n", "n_level0", "block_base")
+    "root_ptr": "*i64", "offsets_ptr": "*i64"}
+scalars = ("level_lo", "level_hi", "n_level0", "block_base", "block_end")
 shapes = [("", dict(E=256, E_B=256, BLOCK=16))]  # diagonal: Banyan's E
 shapes += [("_linear", dict(K=k, U=u, E=k * u, K_B=k, U_B=u, BLOCK=8))  # SemEval Table 2's k x u grid
            for k, u in ((8, 32), (16, 16), (32, 8), (64, 4), (128, 2), (256, 1))]
@@ -179,6 +218,9 @@ for suffix, shape in shapes:
         assert "cubin" in compiled.asm, (name, sorted(compiled.asm))
         # fp32 throughout, as the torch levels: no tt.dot (Triton would run it as TF32, see propagate_kernel._times)
         assert "tt.dot" not in compiled.asm["ttir"], (name + suffix, shape)
+        # a launch of several levels reads rows it wrote itself (after a barrier): never through the read-only
+        # non-coherent cache
+        assert "ld.global.nc" not in compiled.asm["ptx"], (name + suffix, shape)
         print(name + suffix, shape.get("U", ""), "compiled")
 """
 

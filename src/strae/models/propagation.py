@@ -70,6 +70,8 @@ class LevelPlan:
             root = np.zeros(n_nodes, dtype=np.int64)
             root[graph.root_nodes] = 1
             arrays["root_flag"] = root
+            # the kernels read their levels' bounds here (a launch may cover several levels)
+            arrays["level_offsets"] = np.asarray(offsets, dtype=np.int64)
         else:
             # Down: per level side-major ([all left children, all right children]): the order the autograd
             # engine's routes sum a level's messages in, so the forward sums match it bit for bit. Level l's
@@ -316,6 +318,12 @@ def _node_ordered(down_masks) -> torch.Tensor | None:
 
 # Nodes per program of the linear kernels (walked one after another: the weights load once per program).
 LINEAR_BLOCK = 8
+# The narrow levels at a graph's top (from the first level up whose every level has at most this many nodes) share
+# ONE single-program launch per pass instead of a launch each (propagate_kernel.py): ~20 of a batch's ~30 levels
+# hold a few blocks, and every launch costs ~60 us of host time on the H100 box (a step is host-bound there), against
+# a few microseconds of the one program's time per level. 0: a launch per level. Left at 0 until a GPU measures both
+# (benchmarks/train_throughput.py --level-tail); results are the same either way (tests/test_propagation.py).
+LEVEL_TAIL_NODES = 0
 
 
 def _pow2(n: int) -> int:
@@ -328,6 +336,22 @@ def _shape_args(functions, size: int) -> tuple[int, dict]:
         k, u = functions.k, functions.u
         return LINEAR_BLOCK, dict(K=k, U=u, E=size, K_B=_pow2(k), U_B=_pow2(u), BLOCK=LINEAR_BLOCK)
     return BLOCK, dict(E=size, E_B=_pow2(size), BLOCK=BLOCK)
+
+
+def level_launches(offsets: list[int], per_program: int, tail_nodes: int,
+                   first: int = 1) -> list[tuple[int, int, int]]:
+    """(level_lo, level_hi, programs) of the launches covering levels first..L-1, ascending: a level of its own
+    with a program per block, except that the narrow levels at the top (every one from some level up has at most
+    ``tail_nodes`` nodes; 0: none) share one single-program launch when there are at least two of them."""
+    top = len(offsets) - 1
+    tail = top
+    while tail - 1 >= max(first, 1) and offsets[tail] - offsets[tail - 1] <= tail_nodes:
+        tail -= 1
+    if top - tail < 2:
+        tail = top
+    launches = [(level, level + 1, triton_cdiv(offsets[level + 1] - offsets[level], per_program))
+                for level in range(first, tail)]
+    return launches + ([(tail, top, 1)] if tail < top else [])
 
 
 def _forward_triton(leaves, functions, plan, up_masks, down_masks):
@@ -345,19 +369,16 @@ def _forward_triton(leaves, functions, plan, up_masks, down_masks):
     up = leaves.new_empty(n_nodes, size)
     up[:n_level0] = leaves if up_masks is None else leaves * up_masks[:n_level0]
     mask_arg = up_masks if up_masks is not None else up
-    for level in range(1, len(offsets) - 1):
-        start, stop = offsets[level], offsets[level + 1]
-        up_level[(triton_cdiv(stop - start, per_program),)](
-            up, plan.up_children, *compose, mask_arg, start, start - n_level0, stop - start, **shape,
-            MASKED=up_masks is not None)
+    for lo, hi, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
+        up_level[(programs,)](up, plan.up_children, *compose, mask_arg, plan.level_offsets, lo, hi, n_level0,
+                              **shape, MASKED=up_masks is not None)
     down = torch.empty_like(up)
     ordered = _node_ordered(down_masks)
     begin, entries = plan.down_parents
-    for level in reversed(range(len(offsets) - 1)):
-        start, stop = offsets[level], offsets[level + 1]
-        down_level[(triton_cdiv(stop - start, per_program),)](
+    for lo, hi, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
+        down_level[(programs,)](
             down, up, begin, entries, ordered if ordered is not None else up, *decompose, plan.count_flat,
-            plan.root_flag, start, stop - start, n_level0, **shape, MASKED=ordered is not None)
+            plan.root_flag, plan.level_offsets, lo, hi, n_level0, **shape, MASKED=ordered is not None)
     return up, down
 
 
@@ -369,8 +390,8 @@ def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, do
     size = up.shape[1]
     n_level0 = offsets[1]
     per_program, shape = _shape_args(functions, size)
-    levels = range(1, len(offsets) - 1)
-    blocks = [triton_cdiv(offsets[level + 1] - offsets[level], per_program) for level in levels]
+    # partial rows: level l's blocks at bases[l - 1] .. bases[l] (levels 1..L-1 ascending)
+    blocks = [triton_cdiv(offsets[level + 1] - offsets[level], per_program) for level in range(1, len(offsets) - 1)]
     bases = np.concatenate(([0], np.cumsum(blocks))).tolist()
     n_blocks = max(bases[-1], 1)
     ordered = _node_ordered(down_masks)
@@ -387,22 +408,19 @@ def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, do
         up_level, compose = kernels.up_backward, functions.gates
         partial_down = down.new_empty(n_blocks, 4, size)
         partial_up = up.new_empty(n_blocks, 3, size)
-    for index, level in enumerate(levels):
-        start, stop = offsets[level], offsets[level + 1]
-        down_level[(blocks[index],)](grad_total, grad_down, down, plan.down_left, plan.down_right,
-                                     ordered if ordered is not None else down, decompose, plan.count_flat,
-                                     partial_down, start, start - n_level0, stop - start, bases[index], **shape,
-                                     MASKED=ordered is not None)
+    for lo, hi, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
+        down_level[(programs,)](grad_total, grad_down, down, plan.down_left, plan.down_right,
+                                ordered if ordered is not None else down, decompose, plan.count_flat, partial_down,
+                                plan.level_offsets, lo, hi, n_level0, bases[lo - 1], **shape,
+                                MASKED=ordered is not None)
     grad_up = grad_up.index_add(0, plan.roots, grad_total.index_select(0, plan.roots))
     pre = torch.empty_like(up)
     begin, entries = plan.up_parents
-    for level in reversed(range(len(offsets) - 1)):
-        start, stop = offsets[level], offsets[level + 1]
-        base = bases[level - 1] if level > 0 else 0
-        up_level[(triton_cdiv(stop - start, per_program),)](
+    for lo, hi, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
+        up_level[(programs,)](
             pre, grad_up, up, begin, entries, compose, up_masks if up_masks is not None else up, plan.up_children,
-            partial_up, start, start - n_level0, stop - start, base, **shape, MASKED=up_masks is not None,
-            INTERNAL=level > 0)
+            partial_up, plan.level_offsets, lo, hi, n_level0, bases[hi - 1] if lo > 0 else 0, **shape,
+            MASKED=up_masks is not None, INTERNAL=lo > 0)
     if bases[-1] == 0:  # no internal nodes: no partials were written
         partial_down.zero_()
         partial_up.zero_()
