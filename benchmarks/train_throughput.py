@@ -35,6 +35,7 @@ import torch
 
 from strae import recipes
 from strae.data.batching import pad_batch
+from strae.models import propagation
 from strae.models.config import ModelConfig
 from strae.models.model import StraeModel
 from strae.models.propagation import PROPAGATION_MODES
@@ -321,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--propagation", default="auto", choices=PROPAGATION_MODES,
                         help="as `strae train --propagation`: autograd or the hand-derived backward "
                         "(models/propagation.py)")
+    parser.add_argument("--level-tail", type=int, default=None, metavar="NODES",
+                        help="the Triton levels: the narrow top levels (each <= NODES nodes) share one single-program "
+                        "launch per pass (models/propagation.py LEVEL_TAIL_NODES; 0 = a launch per level; default: "
+                        "the engine's)")
     parser.add_argument("--nondeterministic", action="store_true",
                         help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "
                         "deterministic kernels, as strae train; compare the two to measure what determinism costs)")
@@ -342,6 +347,8 @@ def build_model(args: argparse.Namespace, vocab_size: int, device: torch.device)
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.level_tail is not None:  # an engine constant, not a training option: set for this process only
+        propagation.LEVEL_TAIL_NODES = args.level_tail
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -438,7 +445,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
           f"induction_kernel={kernel.used} scatter={args.scatter} propagation={mode}"
-          f"{'' if mode == 'autograd' else '/' + levels.used} "
+          f"{'' if mode == 'autograd' else '/' + levels.used}"
+          f"{'' if mode == 'autograd' or levels.used != 'triton' else f'(tail={propagation.LEVEL_TAIL_NODES})'} "
           f"deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={args.data_dir.name if real else 'synthetic'} "

@@ -7,10 +7,11 @@ through a CSR list), and writes the level's rows. A launch covers the levels lev
 read from the plan's ``offsets`` on the device), in the pass's order, each level's blocks shared out over the
 launch's programs, with a barrier between levels: a wide level gets a launch of its own with a program per block,
 and the narrow levels at a graph's top (a few nodes each, ~20 of a batch's ~30 levels) share ONE single-program
-launch (propagation.LEVEL_TAIL_NODES) — each launch costs ~60 us of host time on an H100 box, where a step is
-host-bound, and a level of a few blocks costs the one program a few microseconds. Every sum runs in a fixed order inside one program (no atomics):
-the results are deterministic, and the per-parameter gradient sums are written per program ("partials") and added
-by torch afterwards. A step then launches ~4 kernels per tree level instead of ~80 ops. Diagonal functions work
+launch (propagation.LEVEL_TAIL_NODES): each launch costs ~60 us of host time on an H100 box, where a step is
+host-bound, and a level of a few blocks costs the one program a few microseconds. Every sum runs in a fixed order
+inside one block (no atomics): the results are deterministic, and the per-parameter gradient sums are written per
+block ("partials", in the same rows however the levels are launched) and added by torch afterwards. A step launches
+~4 kernels per tree level (or per wide level) instead of ~80 ops. Diagonal functions work
 on (BLOCK nodes, E) tiles; linear ones (further down) on one node's (channels, channel size) tile at a time.
 
 Sums follow the torch path's order (a node's messages in its CSR order = the order torch's index_add adds them);
