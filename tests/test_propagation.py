@@ -142,7 +142,7 @@ def test_levels_sharing_one_launch_compute_what_a_launch_per_level_does(case, ta
     separate = _levels(structure, recipe, functions, True, triton_levels=True)
     monkeypatch.setattr(propagation, "LEVEL_TAIL_NODES", tail)
     offsets = _graph_offsets(structure, recipe, functions)
-    assert any(hi - lo > 1 for lo, hi, _ in propagation.level_launches(offsets, 1, tail)), offsets
+    assert any(end - first > 1 for first, end, _ in propagation.level_launches(offsets, 1, tail)), offsets
     shared = _levels(structure, recipe, functions, True, triton_levels=True)
     for a, b in zip(separate[:2], shared[:2]):
         assert torch.equal(a, b)
@@ -202,7 +202,7 @@ from strae.models import propagate_kernel
 pointers = {  # every pointer argument's element type; the rest are i32 scalars or constexpr
     "children_ptr": "*i64", "begin_ptr": "*i64", "entries_ptr": "*i64", "left_ptr": "*i64", "right_ptr": "*i64",
     "root_ptr": "*i64", "offsets_ptr": "*i64"}
-scalars = ("level_lo", "level_hi", "n_level0", "block_base", "block_end")
+scalars = ("level_first", "level_end", "n_level0", "block_base", "block_end")
 shapes = [("", dict(E=256, E_B=256, BLOCK=16))]  # diagonal: Banyan's E
 shapes += [("_linear", dict(K=k, U=u, E=k * u, K_B=k, U_B=u, BLOCK=8))  # SemEval Table 2's k x u grid
            for k, u in ((8, 32), (16, 16), (32, 8), (64, 4), (128, 2), (256, 1))]

@@ -3,7 +3,7 @@
 
 models/propagation.py gives the math; these kernels do it level by level, fused: a program reads a block of a
 level's nodes (BLOCK rows x E columns), gathers what it needs (children's rows, or the messages of its parents
-through a CSR list), and writes the level's rows. A launch covers the levels level_lo..level_hi - 1 (their bounds
+through a CSR list), and writes the level's rows. A launch covers the levels level_first..level_end - 1 (their bounds
 read from the plan's ``offsets`` on the device), in the pass's order, each level's blocks shared out over the
 launch's programs, with a barrier between levels: a wide level gets a launch of its own with a program per block,
 and the narrow levels at a graph's top (a few nodes each, ~20 of a batch's ~30 levels) share ONE single-program
@@ -29,13 +29,13 @@ except ImportError:
 
 
 @triton.jit
-def _level(offsets_ptr, i, level_lo, level_hi, n_level0, REVERSED: tl.constexpr):
+def _level(offsets_ptr, i, level_first, level_end, n_level0, REVERSED: tl.constexpr):
     """The i-th level of the launch's range in the pass's order: its first node, its first internal-node index
     (node - n_level0) and its node count."""
     if REVERSED:
-        level = level_hi - 1 - i
+        level = level_end - 1 - i
     else:
-        level = level_lo + i
+        level = level_first + i
     start = tl.load(offsets_ptr + level)
     return start, start - n_level0, tl.load(offsets_ptr + level + 1) - start
 
@@ -59,8 +59,8 @@ def _parent_entry(entries_ptr, first, t, degree, valid, col_ok):
     return parent, entry - 2 * parent, has[:, None] & col_ok[None, :]
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0"])
-def up_forward(up_ptr, children_ptr, gates_ptr, bias_ptr, mask_ptr, offsets_ptr, level_lo, level_hi, n_level0,
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0"])
+def up_forward(up_ptr, children_ptr, gates_ptr, bias_ptr, mask_ptr, offsets_ptr, level_first, level_end, n_level0,
                E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
     """Each level's rows start..start+n: U = Mu * (gl * U[left] + gr * U[right] + b); children of internal node
     first+r at children[2(first+r)], children[2(first+r)+1]. Levels ascending."""
@@ -69,8 +69,8 @@ def up_forward(up_ptr, children_ptr, gates_ptr, bias_ptr, mask_ptr, offsets_ptr,
     g_left = tl.load(gates_ptr + cols, mask=col_ok, other=0.0)
     g_right = tl.load(gates_ptr + E + cols, mask=col_ok, other=0.0)
     bias = tl.load(bias_ptr + cols, mask=col_ok, other=0.0)
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, False)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, False)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             rows, cols, valid, col_ok, tile = _block(pid, n, E, E_B, BLOCK)
             internal = (first + rows).to(tl.int64)
@@ -86,15 +86,15 @@ def up_forward(up_ptr, children_ptr, gates_ptr, bias_ptr, mask_ptr, offsets_ptr,
         tl.debug_barrier()  # the next level reads these rows (a launch of several levels has one program)
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0"])
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0"])
 def down_forward(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, gates_ptr, bias_ptr, count_ptr, root_ptr,
-                 offsets_ptr, level_lo, level_hi, n_level0, E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr,
+                 offsets_ptr, level_first, level_end, n_level0, E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr,
                  MASKED: tl.constexpr):
     """Each level's rows start..start+n: D = (sum of the parents' messages + U if a parentless root) / count, a
     message from (parent p, side s) being Md[p, s] * (D[p] * h_s + c_s); a node's (p, s) are
     entries[begin[i]:begin[i+1]] as 2p + s. Levels descending."""
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, True)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, True)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             rows, cols, valid, col_ok, tile = _block(pid, n, E, E_B, BLOCK)
             node = (start + rows).to(tl.int64)
@@ -118,9 +118,9 @@ def down_forward(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, gates_ptr, 
         tl.debug_barrier()
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0", "block_base"])
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0", "block_base"])
 def down_backward(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, right_ptr, mask_ptr, gates_ptr, count_ptr,
-                  partial_ptr, offsets_ptr, level_lo, level_hi, n_level0, block_base,
+                  partial_ptr, offsets_ptr, level_first, level_end, n_level0, block_base,
                   E: tl.constexpr, E_B: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
     """Each level's rows (internal nodes, children's levels done): gT = (gD + sum_s gT[child_s] * Md[., s] * h_s)
     / count; partials (4, E) per block, block_base + the blocks of the levels before it in the launch: sum gT[child_s]
@@ -130,8 +130,8 @@ def down_backward(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, right_ptr, 
     h_left = tl.load(gates_ptr + cols, mask=col_ok, other=0.0)
     h_right = tl.load(gates_ptr + E + cols, mask=col_ok, other=0.0)
     base = block_base.to(tl.int64)  # advanced by int64 block counts (the offsets are int64)
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, False)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, False)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             rows, cols, valid, col_ok, tile = _block(pid, n, E, E_B, BLOCK)
             internal = (first + rows).to(tl.int64)
@@ -159,17 +159,17 @@ def down_backward(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, right_ptr, 
         tl.debug_barrier()
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0", "block_end"])
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0", "block_end"])
 def up_backward(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, gates_ptr, mask_ptr, children_ptr, partial_ptr,
-                offsets_ptr, level_lo, level_hi, n_level0, block_end, E: tl.constexpr, E_B: tl.constexpr,
+                offsets_ptr, level_first, level_end, n_level0, block_end, E: tl.constexpr, E_B: tl.constexpr,
                 BLOCK: tl.constexpr, MASKED: tl.constexpr, INTERNAL: tl.constexpr):
     """Each level's rows (parents' levels done): G = gU + sum over (p, s) of g_s * P[p]; P = G * Mu (the gradient
     at the composition's output, what the children and the parameters receive); for internal levels, partials
     (3, E) per block, ending at block_end (the blocks of the launch's levels come last to first before it): sum
     P * U[left], sum P * U[right] (d/dg_l, d/dg_r), sum P (d/db). Levels descending."""
     base = block_end.to(tl.int64)
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, True)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, True)
         base -= tl.cdiv(n, BLOCK)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             rows, cols, valid, col_ok, tile = _block(pid, n, E, E_B, BLOCK)
@@ -264,8 +264,8 @@ def _outer(a, b):
     return tl.sum(a[:, :, None] * b[:, None, :], axis=0)
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0"])
-def up_forward_linear(up_ptr, children_ptr, w_ptr, b_ptr, mask_ptr, offsets_ptr, level_lo, level_hi, n_level0,
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0"])
+def up_forward_linear(up_ptr, children_ptr, w_ptr, b_ptr, mask_ptr, offsets_ptr, level_first, level_end, n_level0,
                       K: tl.constexpr, U: tl.constexpr, E: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr,
                       BLOCK: tl.constexpr, MASKED: tl.constexpr):
     element, in_row = _node_tile(K, U, K_B, U_B)
@@ -273,8 +273,8 @@ def up_forward_linear(up_ptr, children_ptr, w_ptr, b_ptr, mask_ptr, offsets_ptr,
     w_left = _square(w_ptr, U, U, U_B)
     w_right = _square(w_ptr + U * U, U, U, U_B)
     bias = tl.load(b_ptr + within, mask=within < U, other=0.0)
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, False)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, False)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             for r in range(0, BLOCK):
                 row, live, m = _row(pid, r, n, in_row, BLOCK)
@@ -291,15 +291,15 @@ def up_forward_linear(up_ptr, children_ptr, w_ptr, b_ptr, mask_ptr, offsets_ptr,
         tl.debug_barrier()
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0"])
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0"])
 def down_forward_linear(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, wd_ptr, bd_ptr, count_ptr, root_ptr,
-                        offsets_ptr, level_lo, level_hi, n_level0, K: tl.constexpr, U: tl.constexpr,
+                        offsets_ptr, level_first, level_end, n_level0, K: tl.constexpr, U: tl.constexpr,
                         E: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr, BLOCK: tl.constexpr,
                         MASKED: tl.constexpr):
     element, in_row = _node_tile(K, U, K_B, U_B)
     within = tl.arange(0, U_B)
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, True)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, True)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             for r in range(0, BLOCK):
                 row, live, m = _row(pid, r, n, in_row, BLOCK)
@@ -325,9 +325,9 @@ def down_forward_linear(down_ptr, up_ptr, begin_ptr, entries_ptr, mask_ptr, wd_p
         tl.debug_barrier()
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0", "block_base"])
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0", "block_base"])
 def down_backward_linear(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, right_ptr, mask_ptr, wd_ptr, count_ptr,
-                         partial_ptr, offsets_ptr, level_lo, level_hi, n_level0, block_base, K: tl.constexpr,
+                         partial_ptr, offsets_ptr, level_first, level_end, n_level0, block_base, K: tl.constexpr,
                          U: tl.constexpr, E: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr,
                          BLOCK: tl.constexpr, MASKED: tl.constexpr):
     """As down_backward; partials per block: d/dWd's two (u, u) blocks, then d/dbd's two halves."""
@@ -336,8 +336,8 @@ def down_backward_linear(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, righ
     wd_left = _square(wd_ptr, 2 * U, U, U_B)
     wd_right = _square(wd_ptr + U, 2 * U, U, U_B)
     base = block_base.to(tl.int64)  # advanced by int64 block counts (the offsets are int64)
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, False)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, False)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             acc_left = tl.zeros((U_B, U_B), dtype=tl.float32)
             acc_right = tl.zeros((U_B, U_B), dtype=tl.float32)
@@ -372,17 +372,17 @@ def down_backward_linear(grad_total_ptr, grad_down_ptr, down_ptr, left_ptr, righ
         tl.debug_barrier()
 
 
-@triton.jit(do_not_specialize=["level_lo", "level_hi", "n_level0", "block_end"])
+@triton.jit(do_not_specialize=["level_first", "level_end", "n_level0", "block_end"])
 def up_backward_linear(pre_ptr, grad_up_ptr, up_ptr, begin_ptr, entries_ptr, w_ptr, mask_ptr, children_ptr,
-                       partial_ptr, offsets_ptr, level_lo, level_hi, n_level0, block_end, K: tl.constexpr,
+                       partial_ptr, offsets_ptr, level_first, level_end, n_level0, block_end, K: tl.constexpr,
                        U: tl.constexpr, E: tl.constexpr, K_B: tl.constexpr, U_B: tl.constexpr, BLOCK: tl.constexpr,
                        MASKED: tl.constexpr, INTERNAL: tl.constexpr):
     """As up_backward; partials per block (internal levels): d/dW's left and right (u, u) blocks, then d/db."""
     element, in_row = _node_tile(K, U, K_B, U_B)
     within = tl.arange(0, U_B)
     base = block_end.to(tl.int64)
-    for i in range(0, level_hi - level_lo):
-        start, first, n = _level(offsets_ptr, i, level_lo, level_hi, n_level0, True)
+    for i in range(0, level_end - level_first):
+        start, first, n = _level(offsets_ptr, i, level_first, level_end, n_level0, True)
         base -= tl.cdiv(n, BLOCK)
         for pid in range(tl.program_id(0), tl.cdiv(n, BLOCK), tl.num_programs(0)):
             acc_left = tl.zeros((U_B, U_B), dtype=tl.float32)

@@ -340,7 +340,7 @@ def _shape_args(functions, size: int) -> tuple[int, dict]:
 
 def level_launches(offsets: list[int], per_program: int, tail_nodes: int,
                    first: int = 1) -> list[tuple[int, int, int]]:
-    """(level_lo, level_hi, programs) of the launches covering levels first..L-1, ascending: a level of its own
+    """(level_first, level_end, programs) of the launches covering levels first..L-1, ascending: a level of its own
     with a program per block, except that the narrow levels at the top (every one from some level up has at most
     ``tail_nodes`` nodes; 0: none) share one single-program launch when there are at least two of them."""
     top = len(offsets) - 1
@@ -369,16 +369,16 @@ def _forward_triton(leaves, functions, plan, up_masks, down_masks):
     up = leaves.new_empty(n_nodes, size)
     up[:n_level0] = leaves if up_masks is None else leaves * up_masks[:n_level0]
     mask_arg = up_masks if up_masks is not None else up
-    for lo, hi, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
-        up_level[(programs,)](up, plan.up_children, *compose, mask_arg, plan.level_offsets, lo, hi, n_level0,
+    for low, high, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
+        up_level[(programs,)](up, plan.up_children, *compose, mask_arg, plan.level_offsets, low, high, n_level0,
                               **shape, MASKED=up_masks is not None)
     down = torch.empty_like(up)
     ordered = _node_ordered(down_masks)
     begin, entries = plan.down_parents
-    for lo, hi, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
+    for low, high, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
         down_level[(programs,)](
             down, up, begin, entries, ordered if ordered is not None else up, *decompose, plan.count_flat,
-            plan.root_flag, plan.level_offsets, lo, hi, n_level0, **shape, MASKED=ordered is not None)
+            plan.root_flag, plan.level_offsets, low, high, n_level0, **shape, MASKED=ordered is not None)
     return up, down
 
 
@@ -408,19 +408,19 @@ def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, do
         up_level, compose = kernels.up_backward, functions.gates
         partial_down = down.new_empty(n_blocks, 4, size)
         partial_up = up.new_empty(n_blocks, 3, size)
-    for lo, hi, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
+    for low, high, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
         down_level[(programs,)](grad_total, grad_down, down, plan.down_left, plan.down_right,
                                 ordered if ordered is not None else down, decompose, plan.count_flat, partial_down,
-                                plan.level_offsets, lo, hi, n_level0, bases[lo - 1], **shape,
+                                plan.level_offsets, low, high, n_level0, bases[low - 1], **shape,
                                 MASKED=ordered is not None)
     grad_up = grad_up.index_add(0, plan.roots, grad_total.index_select(0, plan.roots))
     pre = torch.empty_like(up)
     begin, entries = plan.up_parents
-    for lo, hi, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
+    for low, high, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
         up_level[(programs,)](
             pre, grad_up, up, begin, entries, compose, up_masks if up_masks is not None else up, plan.up_children,
-            partial_up, plan.level_offsets, lo, hi, n_level0, bases[hi - 1] if lo > 0 else 0, **shape,
-            MASKED=up_masks is not None, INTERNAL=lo > 0)
+            partial_up, plan.level_offsets, low, high, n_level0, bases[high - 1] if low > 0 else 0, **shape,
+            MASKED=up_masks is not None, INTERNAL=low > 0)
     if bases[-1] == 0:  # no internal nodes: no partials were written
         partial_down.zero_()
         partial_up.zero_()
