@@ -287,13 +287,15 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert json.loads(files[relative]) == json.loads(scores.read_text())
     assert "campaign.txt" in files and any(name.startswith("logs/train/") for name in files)
 
-    # a later session's fresh box: nothing of this one but the checkpoint, brought back and carried up again in
-    # parts (strae parts); Snakemake sees no train.json, runs the train job, and strae train resumes from it
-    checkpoint = run_dir / "checkpoint.pt"
-    half_mib = checkpoint.stat().st_size / 2 / 2 ** 20 + 1e-3
+    # a later session's fresh box: nothing of this one but the run's state (checkpoint.pt, best.pt: the recipe ends
+    # on the best epoch's weights), brought back and carried up again in parts (strae parts, as README says);
+    # Snakemake sees no train.json, runs the train job, and strae train resumes from it
+    state = [run_dir / "checkpoint.pt", run_dir / "best.pt"]
+    assert state[1].exists()  # the first epoch end wrote it
+    half_mib = sum(path.stat().st_size for path in state) / 2 / 2 ** 20 + 1e-3
     moved = tmp_path / "moved"
     for call, only in (("call1", "0:1"), ("call2", "1:")):
-        parts.split(checkpoint, moved / call, half_mib, only, workdir)
+        parts.split(state, moved / call, half_mib, only, workdir, missing_ok=True)
     fresh = tmp_path / "fresh"
     shutil.copytree(workdir, fresh, ignore=shutil.ignore_patterns("results", "logs", ".snakemake", "campaign-out"))
     assert "joined from 2 parts" in parts.join([moved], fresh)[0]
@@ -310,6 +312,7 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
     record = json.loads((run_dir / "train.json").read_text())
+    assert fresh_record["final_weights"] == record["final_weights"] and "unavailable" not in record["final_weights"]
     assert record["status"] == "completed" and len(record["history"]) == EPOCHS
     sessions = record["timings"]["sessions"]
     # resumed where the first chunk's checkpoint stood (the snapshot's step), not from step 0

@@ -1,12 +1,14 @@
 """strae parts: a file split for transfers and joined back exactly, or not at all."""
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import pytest
 
 from strae import parts
+from strae.io import sha256_file, write_json
 
 
 @pytest.fixture
@@ -62,7 +64,7 @@ def test_split_refuses_a_file_outside_the_checkout_and_a_bad_range(checkout, tmp
     outside.write_bytes(b"abc")
     with pytest.raises(SystemExit, match="not inside the checkout"):
         parts.split(outside, tmp_path / "o", 1.0, None, root)
-    with pytest.raises(SystemExit, match="the file has parts 0..5"):
+    with pytest.raises(SystemExit, match="the files have parts 0..5"):
         parts.split(path, tmp_path / "o", 1024 / 2 ** 20, "3:9", root)
 
 
@@ -73,4 +75,60 @@ def test_the_command_line_splits_and_joins(checkout, tmp_path, monkeypatch, caps
     assert "parts 0..2 of 3 written" in capsys.readouterr().out
     target = tmp_path / "copy.pt"
     assert parts.main(["join", str(tmp_path / "o"), "--to", str(target)]) == 0
+    assert target.read_bytes() == payload
+
+
+def test_a_checkpoint_and_best_weights_go_as_one_stream_and_come_back_together(checkout, tmp_path):
+    """A run's resumable state is checkpoint.pt and best.pt: cut as one stream (a part spans the boundary), over two
+    calls; joined, both files are back; with one part damaged neither is written."""
+    root, path, payload = checkout
+    best = path.with_name("best.pt")
+    best_bytes = os.urandom(2 * 1024 + 5)
+    best.write_bytes(best_bytes)
+    part_mib = 1024 / 2 ** 20
+    first, second = tmp_path / "call1", tmp_path / "call2"
+    done = parts.split([path, best], first, part_mib, "0:5", root)
+    assert done["parts"] == 8 and done["paths"] == [f"results/runs/en/selfstrae/setting/seed0/{n}"
+                                                    for n in ("checkpoint.pt", "best.pt")]
+    parts.split([path, best], second, part_mib, "5:", root)
+    stem = "results.runs.en.selfstrae.setting.seed0.checkpoint.pt-best.pt"
+    assert sorted(p.name for p in second.iterdir()) == [f"{stem}.part00{i}" for i in (5, 6, 7)] + [
+        f"{stem}.parts.json"]
+    assert (second / f"{stem}.part005").read_bytes() == (payload + best_bytes)[5 * 1024:6 * 1024]  # the boundary
+    box = tmp_path / "box"
+    box.mkdir()
+    damaged = second / f"{stem}.part006"
+    good = damaged.read_bytes()
+    damaged.write_bytes(b"x" + good[1:])
+    with pytest.raises(SystemExit, match=r"parts \[6\] of 8 not found"):
+        parts.join([first, second], box)
+    assert not any(p.is_file() for p in box.rglob("*"))
+    damaged.write_bytes(good)
+    line = parts.join([first, second], box)[0]
+    run = box / "results/runs/en/selfstrae/setting/seed0"
+    assert (run / "checkpoint.pt").read_bytes() == payload and (run / "best.pt").read_bytes() == best_bytes
+    assert "joined from 8 parts" in line
+    with pytest.raises(SystemExit, match="a file is named twice"):
+        parts.split([path, path], tmp_path / "o", part_mib, None, root)
+    # a run before its first epoch end has no best.pt yet: --missing-ok leaves it out, and says so
+    best.unlink()
+    with pytest.raises(SystemExit, match="best.pt: no such file"):
+        parts.split([path, best], tmp_path / "o", part_mib, None, root)
+    done = parts.split([path, best], tmp_path / "o", part_mib, None, root, missing_ok=True)
+    assert done["paths"] == ["results/runs/en/selfstrae/setting/seed0/checkpoint.pt"] and done["left_out"] == [best]
+
+
+def test_a_first_schema_manifest_still_joins(checkout, tmp_path):
+    root, path, payload = checkout
+    out = tmp_path / "old"
+    out.mkdir()
+    stem = "results.runs.en.selfstrae.setting.seed0.checkpoint.pt"
+    write_json(out / f"{stem}.parts.json", {
+        "schema_version": 1, "path": "results/runs/en/selfstrae/setting/seed0/checkpoint.pt", "size": len(payload),
+        "sha256": sha256_file(path), "part_bytes": 4096,
+        "parts": [hashlib.sha256(payload[i:i + 4096]).hexdigest() for i in range(0, len(payload), 4096)]})
+    for index, start in enumerate(range(0, len(payload), 4096)):
+        (out / f"{stem}.part{index:03d}").write_bytes(payload[start:start + 4096])
+    target = tmp_path / "joined.pt"
+    assert "joined from 2 parts" in parts.join([out], root, to=target)[0]
     assert target.read_bytes() == payload

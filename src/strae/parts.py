@@ -1,25 +1,29 @@
-"""`strae parts`: move a file too big for one transfer in parts, and join it back exactly.
+"""`strae parts`: move files too big for one transfer in parts, and join them back exactly.
 
 A lent GPU box (README "Training on an offline GPU box") takes up at most ~64 MiB per call, checkout included, and
 gives back at most 8 files of 16 MiB per call; a Self-StrAE checkpoint with Adam's state is ~155 MB. A run that
-cannot finish within one session's device time would be lost with the box. Instead its ``checkpoint.pt`` comes back
-in parts (``split --only`` picks the parts of each call), is joined here, and goes up again in parts in a later
-session; ``strae train`` then resumes where the run stopped (same weights, optimizer state, RNG and history).
+cannot finish within one session's device time would be lost with the box. Instead its resumable state comes back
+in parts (``checkpoint.pt``, and ``best.pt`` where the recipe keeps the best epoch's weights: without it a resumed
+run could not end on them), ``split --only`` picking the parts of each call; it is joined here, and goes up again
+in parts in a later session; ``strae train`` then resumes where the run stopped (same weights, optimizer state, RNG
+and history).
 
-    strae parts split results/runs/en/.../seed0/checkpoint.pt --to $OUT --part-mib 16 --only 0:7   # call 1
-    strae parts split results/runs/en/.../seed0/checkpoint.pt --to $OUT --part-mib 16 --only 7:    # call 2
-    strae parts join DIR [DIR ...]   # here or on the box: every part found, checked, joined at its recorded path
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 0:7   # call 1 (16 MiB parts)
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 7:    # call 2
+    strae parts join DIR [DIR ...]   # here or on the box: every part found, checked, joined at its recorded paths
 
-Every ``split`` writes ``<name>.parts.json`` beside its parts: the file's path (relative to the checkout), size and
-sha256, and each part's sha256 (always all of them, whichever parts this call writes). ``join`` finds manifests
-under the folders given, checks each part and the whole against them, and puts the file in place atomically (a
-failed join leaves nothing); a file already in place with the same sha256 is left alone.
+The files given to one ``split`` are cut as one stream (their bytes one after the other), so parts are full-sized
+across file boundaries and one manifest covers them: ``<name>.parts.json`` beside the parts, with each file's path
+(relative to the checkout), size and sha256, and each part's sha256 (always all of them, whichever parts this call
+writes). ``join`` finds manifests under the folders given, checks each part, then each file, and puts the files in
+place only when all of them check (a failed join leaves nothing); files already in place with the same sha256 are
+left alone.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,17 +31,20 @@ from typing import Any
 from strae.io import atomic_path, project_root, read_json, sha256_file, write_json
 
 MANIFEST_SUFFIX = ".parts.json"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 1: one file (path, size, sha256 at the top level); still joined
 
 
 def part_name(stem: str, index: int) -> str:
     return f"{stem}.part{index:03d}"
 
 
-def stem_for(relative: Path) -> str:
-    """One flat, portable name per file: its checkout-relative path with '/' as '.' (the box returns only plain
-    names)."""
-    return ".".join(relative.parts)
+def stem_for(relatives: list[Path]) -> str:
+    """One flat, portable name per set of files: a file's checkout-relative path with '/' as '.' (the box returns only
+    plain names); for several, their common folder's, then their names joined by '-'."""
+    if len(relatives) == 1:
+        return ".".join(relatives[0].parts)
+    common = Path(*[parts[0] for parts in zip(*(r.parent.parts for r in relatives)) if len(set(parts)) == 1])
+    return ".".join(common.parts + ("-".join(r.name for r in relatives),))
 
 
 def _relative(path: Path, root: Path) -> Path:
@@ -49,12 +56,25 @@ def _relative(path: Path, root: Path) -> Path:
                          "path relative to the checkout") from None
 
 
-def _part_digests(path: Path, part_bytes: int) -> list[str]:
-    digests = []
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(part_bytes), b""):
-            digests.append(hashlib.sha256(block).hexdigest())
-    return digests
+def _blocks(paths: list[Path], part_bytes: int, start: int = 0):
+    """The files' bytes as one stream, ``part_bytes`` at a time, from part ``start`` on."""
+    skip = start * part_bytes
+    pending = b""
+    for path in paths:
+        size = path.stat().st_size
+        if skip >= size:
+            skip -= size
+            continue
+        with open(path, "rb") as handle:
+            handle.seek(skip)
+            skip = 0
+            while chunk := handle.read(part_bytes - len(pending)):
+                pending += chunk
+                if len(pending) == part_bytes:
+                    yield pending
+                    pending = b""
+    if pending:
+        yield pending
 
 
 def _parse_range(text: str, count: int) -> range:
@@ -65,34 +85,45 @@ def _parse_range(text: str, count: int) -> range:
     except ValueError:
         raise SystemExit(f"strae parts split: --only {text!r}: expected I, I:J, I: or :J (part indices)") from None
     if not 0 <= first < last <= count:
-        raise SystemExit(f"strae parts split: --only {text!r}: the file has parts 0..{count - 1}")
+        raise SystemExit(f"strae parts split: --only {text!r}: the files have parts 0..{count - 1}")
     return range(first, last)
 
 
-def split(path: Path, out: Path, part_mib: float, only: str | None, root: Path) -> dict[str, Any]:
-    """Write the manifest and the parts ``only`` names (default all) of ``path`` to ``out``."""
-    if not path.is_file():
-        raise SystemExit(f"strae parts split: {path}: no such file")
+def split(paths: Path | list[Path], out: Path, part_mib: float, only: str | None, root: Path,
+          missing_ok: bool = False) -> dict[str, Any]:
+    """Write the manifest and the parts ``only`` names (default all) of ``paths`` (one stream) to ``out``;
+    ``missing_ok``: files that do not exist are left out (returned as ``left_out``)."""
+    paths = [paths] if isinstance(paths, Path) else list(paths)
+    left_out = [path for path in paths if missing_ok and not path.exists()]
+    paths = [path for path in paths if path not in left_out]
+    if not paths:
+        raise SystemExit(f"strae parts split: none of {', '.join(map(str, left_out))} exists")
+    for path in paths:
+        if not path.is_file():
+            raise SystemExit(f"strae parts split: {path}: no such file")
     part_bytes = int(part_mib * 2 ** 20)
     if part_bytes < 1:
         raise SystemExit(f"strae parts split: --part-mib {part_mib}: must be positive")
-    relative = _relative(path, root)
-    digests = _part_digests(path, part_bytes)
-    manifest = {"schema_version": SCHEMA_VERSION, "path": relative.as_posix(), "size": path.stat().st_size,
-                "sha256": sha256_file(path), "part_bytes": part_bytes, "parts": digests}
-    stem = stem_for(relative)
+    relatives = [_relative(path, root) for path in paths]
+    if len(set(relatives)) < len(relatives):
+        raise SystemExit(f"strae parts split: a file is named twice: {', '.join(map(str, paths))}")
+    files = [{"path": relative.as_posix(), "size": path.stat().st_size, "sha256": sha256_file(path)}
+             for path, relative in zip(paths, relatives)]
+    digests = [hashlib.sha256(block).hexdigest() for block in _blocks(paths, part_bytes)]
+    manifest = {"schema_version": SCHEMA_VERSION, "files": files, "size": sum(f["size"] for f in files),
+                "part_bytes": part_bytes, "parts": digests}
+    stem = stem_for(relatives)
     chosen = _parse_range(only, len(digests)) if only else range(len(digests))
     out.mkdir(parents=True, exist_ok=True)
-    with open(path, "rb") as handle:
-        for index in chosen:
-            handle.seek(index * part_bytes)
-            block = handle.read(part_bytes)
-            if hashlib.sha256(block).hexdigest() != digests[index]:
-                raise SystemExit(f"strae parts split: {path} changed while it was being split (part {index})")
-            with atomic_path(out / part_name(stem, index)) as tmp:
-                tmp.write_bytes(block)
+    for index, block in zip(chosen, _blocks(paths, part_bytes, chosen.start)):
+        if hashlib.sha256(block).hexdigest() != digests[index]:
+            raise SystemExit(f"strae parts split: {', '.join(map(str, paths))} changed while being split (part "
+                             f"{index})")
+        with atomic_path(out / part_name(stem, index)) as tmp:
+            tmp.write_bytes(block)
     write_json(out / f"{stem}{MANIFEST_SUFFIX}", manifest)
-    return {"path": manifest["path"], "parts": len(digests), "written": list(chosen), "out": str(out)}
+    return {"paths": [f["path"] for f in files], "parts": len(digests), "written": list(chosen), "out": str(out),
+            "left_out": left_out}
 
 
 def _find_part(folders: list[Path], name: str, digest: str) -> tuple[Path | None, list[Path]]:
@@ -106,16 +137,31 @@ def _find_part(folders: list[Path], name: str, digest: str) -> tuple[Path | None
     return None, wrong
 
 
+def _files_of(manifest: dict[str, Any], manifest_path: Path) -> list[dict[str, Any]]:
+    version = manifest.get("schema_version")
+    if version == 1:
+        return [{key: manifest[key] for key in ("path", "size", "sha256")}]
+    if version != SCHEMA_VERSION:
+        raise SystemExit(f"strae parts join: {manifest_path}: schema_version {version!r}, this strae reads 1 and "
+                         f"{SCHEMA_VERSION}")
+    return manifest["files"]
+
+
+def _in_place(target: Path, entry: dict[str, Any]) -> bool:
+    return target.is_file() and target.stat().st_size == entry["size"] and sha256_file(target) == entry["sha256"]
+
+
 def join_one(manifest_path: Path, folders: list[Path], root: Path, to: Path | None = None) -> str:
-    """Put the file ``manifest_path`` describes in place from parts found under ``folders``; returns what it did."""
+    """Put the files ``manifest_path`` describes in place from parts found under ``folders``; returns what it did."""
     manifest = read_json(manifest_path)
-    if manifest.get("schema_version") != SCHEMA_VERSION:
-        raise SystemExit(f"strae parts join: {manifest_path}: schema_version {manifest.get('schema_version')!r}, "
-                         f"this strae reads {SCHEMA_VERSION}")
-    target = to if to is not None else root / manifest["path"]
-    if target.is_file() and target.stat().st_size == manifest["size"] and sha256_file(target) == manifest["sha256"]:
-        return f"{target}: already in place (sha256 matches)"
-    stem = stem_for(Path(manifest["path"]))
+    files = _files_of(manifest, manifest_path)
+    if to is not None and len(files) > 1:
+        raise SystemExit(f"strae parts join: --to names one file, but {manifest_path} holds {len(files)}")
+    targets = [to] if to is not None else [root / entry["path"] for entry in files]
+    names = ", ".join(entry["path"] for entry in files)
+    if all(_in_place(target, entry) for target, entry in zip(targets, files)):
+        return f"{', '.join(map(str, targets))}: already in place (sha256 matches)"
+    stem = stem_for([Path(entry["path"]) for entry in files])
     found, missing, corrupt = [], [], []
     for index, digest in enumerate(manifest["parts"]):
         part, wrong = _find_part(folders, part_name(stem, index), digest)
@@ -127,17 +173,32 @@ def join_one(manifest_path: Path, folders: list[Path], root: Path, to: Path | No
     if missing:
         where = ", ".join(str(folder) for folder in folders)
         extra = f"; parts with the wrong sha256: {', '.join(map(str, corrupt))}" if corrupt else ""
-        raise SystemExit(f"strae parts join: {manifest['path']}: parts {missing} of {len(manifest['parts'])} not found "
-                         f"(intact) under {where}{extra}. Bring them (strae parts split --only) and join again.")
-    with atomic_path(target) as tmp:
-        with open(tmp, "wb") as out:
-            for part in found:
-                with open(part, "rb") as handle:
-                    shutil.copyfileobj(handle, out, 1 << 20)
-        if tmp.stat().st_size != manifest["size"] or sha256_file(tmp) != manifest["sha256"]:
-            raise SystemExit(f"strae parts join: {manifest['path']}: the joined parts do not give the recorded file "
-                             "(size or sha256 differs); nothing was written")
-    return f"{target}: joined from {len(found)} parts ({manifest['size']:,} bytes, sha256 checked)"
+        raise SystemExit(f"strae parts join: {names}: parts {missing} of {len(manifest['parts'])} not found (intact) "
+                         f"under {where}{extra}. Bring them (strae parts split --only) and join again.")
+    with contextlib.ExitStack() as stack:  # every file renamed into place only if all of them check
+        temps = [stack.enter_context(atomic_path(target)) for target in targets]
+        stream = (open(part, "rb") for part in found)
+        source = next(stream)
+        for tmp, entry in zip(temps, files):
+            left = entry["size"]
+            with open(tmp, "wb") as out:
+                while left:
+                    chunk = source.read(min(left, 1 << 20))
+                    if not chunk:
+                        source.close()
+                        source = next(stream, None)
+                        if source is None:
+                            break
+                        continue
+                    out.write(chunk)
+                    left -= len(chunk)
+            if tmp.stat().st_size != entry["size"] or sha256_file(tmp) != entry["sha256"]:
+                raise SystemExit(f"strae parts join: {entry['path']}: the joined parts do not give the recorded file "
+                                 "(size or sha256 differs); nothing was written")
+        if source is not None:
+            source.close()
+    size = sum(entry["size"] for entry in files)
+    return f"{', '.join(map(str, targets))}: joined from {len(found)} parts ({size:,} bytes, sha256 checked)"
 
 
 def join(folders: list[Path], root: Path, to: Path | None = None) -> list[str]:
@@ -147,7 +208,9 @@ def join(folders: list[Path], root: Path, to: Path | None = None) -> list[str]:
     manifests: dict[str, Path] = {}
     for folder in folders:
         for path in sorted(folder.rglob(f"*{MANIFEST_SUFFIX}")):
-            manifests.setdefault(read_json(path).get("sha256", str(path)), path)
+            manifest = read_json(path)
+            key = manifest.get("sha256") or ",".join(f["sha256"] for f in manifest.get("files", [])) or str(path)
+            manifests.setdefault(key, path)
     if not manifests:
         raise SystemExit(f"strae parts join: no *{MANIFEST_SUFFIX} under {', '.join(map(str, folders))}")
     if to is not None and len(manifests) > 1:
@@ -158,11 +221,14 @@ def join(folders: list[Path], root: Path, to: Path | None = None) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strae parts", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    cut = commands.add_parser("split", help="write a file's manifest and (some of) its parts to a folder")
-    cut.add_argument("path", type=Path, help="the file (inside the checkout), e.g. a run's checkpoint.pt")
+    cut = commands.add_parser("split", help="write the manifest and (some of) the parts of files to a folder")
+    cut.add_argument("paths", type=Path, nargs="+", help="the files (inside the checkout), cut as one stream: a run's "
+                     "checkpoint.pt, and its best.pt where it has one")
     cut.add_argument("--to", type=Path, required=True, help="folder for the parts and the manifest (e.g. $OUT)")
     cut.add_argument("--part-mib", type=float, default=16.0,
                      help="part size in MiB (16: what a lent box gives back per file; 8 to carry up beside a bundle)")
+    cut.add_argument("--missing-ok", action="store_true",
+                     help="leave out files that do not exist (a run's best.pt before its first epoch end) and say so")
     cut.add_argument("--only", default=None, help="the parts to write: I, I:J, I: or :J (default: all)")
     glue = commands.add_parser("join", help="check the parts found under folders and put each file back in place")
     glue.add_argument("folders", type=Path, nargs="+")
@@ -174,8 +240,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     root = project_root()
     if args.command == "split":
-        done = split(args.path, args.to, args.part_mib, args.only, root)
-        print(f"{done['path']}: parts {done['written'][0] if done['written'] else '-'}.."
+        done = split(args.paths, args.to, args.part_mib, args.only, root, args.missing_ok)
+        for path in done["left_out"]:
+            print(f"{path}: does not exist, left out (--missing-ok)")
+        print(f"{', '.join(done['paths'])}: parts {done['written'][0] if done['written'] else '-'}.."
               f"{done['written'][-1] if done['written'] else '-'} of {done['parts']} written to {done['out']}")
     else:
         for line in join(args.folders, root, args.to):
