@@ -132,3 +132,25 @@ def test_a_first_schema_manifest_still_joins(checkout, tmp_path):
     target = tmp_path / "joined.pt"
     assert "joined from 2 parts" in parts.join([out], root, to=target)[0]
     assert target.read_bytes() == payload
+
+
+def test_parts_for_calls_fill_numbered_folders_each_carrying_the_manifest(checkout, tmp_path, monkeypatch, capsys):
+    root, path, payload = checkout  # 6 parts of 1 KiB
+    kib = 1024 / 2 ** 20
+    done = parts.split_for_calls([path], tmp_path / "up", kib, [kib, 3 * kib], root)
+    assert [d["written"] for d in done] == [[0], [1, 2, 3], [4, 5]]
+    stem = "results.runs.en.selfstrae.setting.seed0.checkpoint.pt"
+    for call in ("call1", "call2", "call3"):
+        assert (tmp_path / "up" / call / f"{stem}.parts.json").is_file()
+    box = tmp_path / "box"
+    box.mkdir()
+    assert "joined from 6 parts" in parts.join([tmp_path / "up"], box)[0]
+    assert (box / "results/runs/en/selfstrae/setting/seed0/checkpoint.pt").read_bytes() == payload
+    with pytest.raises(SystemExit, match="every call must hold at least one part"):
+        parts.split_for_calls([path], tmp_path / "x", kib, [kib / 2], root)
+    monkeypatch.setattr(parts, "project_root", lambda: root)
+    assert parts.main(["split", str(path), "--to", str(tmp_path / "cli"), "--part-mib", str(kib),
+                       "--calls-mib", f"{2 * kib},{4 * kib}"]) == 0
+    assert "parts 2..5 of 6 written to" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="exclude each other"):
+        parts.main(["split", str(path), "--to", str(tmp_path / "cli"), "--calls-mib", "1", "--only", "0"])

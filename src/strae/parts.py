@@ -11,6 +11,8 @@ and history).
     strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 0:7   # call 1 (16 MiB parts)
     strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 7:    # call 2
     strae parts join DIR [DIR ...]   # here or on the box: every part found, checked, joined at its recorded paths
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to transport --part-mib 8 --calls-mib 18,56
+                                     # going up again: transport/call1 (beside the bundle), call2, ... one per call
 
 The files given to one ``split`` are cut as one stream (their bytes one after the other), so parts are full-sized
 across file boundaries and one manifest covers them: ``<name>.parts.json`` beside the parts, with each file's path
@@ -126,6 +128,25 @@ def split(paths: Path | list[Path], out: Path, part_mib: float, only: str | None
             "left_out": left_out}
 
 
+def split_for_calls(paths: list[Path], out: Path, part_mib: float, calls_mib: list[float], root: Path,
+                    missing_ok: bool = False) -> list[dict[str, Any]]:
+    """All parts of ``paths`` into ``out``/call1, call2, ... (each with the manifest), call N holding at most
+    ``calls_mib[N-1]`` MiB of parts (the last value repeats): what each call to a lent box can carry up beside the
+    rest of what it needs (the first call: the checkout and a bundle). Carry ``out/callN`` in call N; on the box the
+    earlier calls' folders are still there (ignored files stay while the box is warm): ``strae parts join out``."""
+    if not calls_mib or any(mib < part_mib for mib in calls_mib):
+        raise SystemExit(f"strae parts split: --calls-mib {','.join(map(str, calls_mib))}: every call must hold at "
+                         f"least one part of {part_mib} MiB")
+    count = split(paths, out / "call1", part_mib, "0:1", root, missing_ok)["parts"]
+    done, start, call = [], 0, 1
+    while start < count:
+        per_call = int(calls_mib[min(call, len(calls_mib)) - 1] // part_mib)
+        stop = min(count, start + per_call)
+        done.append(split(paths, out / f"call{call}", part_mib, f"{start}:{stop}", root, missing_ok))
+        start, call = stop, call + 1
+    return done
+
+
 def _find_part(folders: list[Path], name: str, digest: str) -> tuple[Path | None, list[Path]]:
     """The first file named ``name`` under ``folders`` with the right sha256, and any with the wrong one."""
     wrong = []
@@ -230,6 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     cut.add_argument("--missing-ok", action="store_true",
                      help="leave out files that do not exist (a run's best.pt before its first epoch end) and say so")
     cut.add_argument("--only", default=None, help="the parts to write: I, I:J, I: or :J (default: all)")
+    cut.add_argument("--calls-mib", default=None, metavar="FIRST[,NEXT...]",
+                     help="instead of --only: every part, into DIR/call1, DIR/call2, ... (each with the manifest), "
+                     "call N holding at most the N-th value in MiB (the last repeats), e.g. 18,56 beside a 31 MiB "
+                     "bundle; carry DIR/callN in call N, then `strae parts join DIR` on the box")
     glue = commands.add_parser("join", help="check the parts found under folders and put each file back in place")
     glue.add_argument("folders", type=Path, nargs="+")
     glue.add_argument("--to", type=Path, default=None, help="write here instead of the recorded path (one file)")
@@ -240,11 +265,22 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     root = project_root()
     if args.command == "split":
-        done = split(args.paths, args.to, args.part_mib, args.only, root, args.missing_ok)
-        for path in done["left_out"]:
+        if args.calls_mib is not None and args.only is not None:
+            raise SystemExit("strae parts split: --calls-mib and --only exclude each other")
+        if args.calls_mib is not None:
+            try:
+                calls = [float(value) for value in args.calls_mib.split(",")]
+            except ValueError:
+                raise SystemExit(f"strae parts split: --calls-mib {args.calls_mib!r}: expected MiB values such as "
+                                 "18,56") from None
+            done_list = split_for_calls(args.paths, args.to, args.part_mib, calls, root, args.missing_ok)
+        else:
+            done_list = [split(args.paths, args.to, args.part_mib, args.only, root, args.missing_ok)]
+        for path in done_list[0]["left_out"]:
             print(f"{path}: does not exist, left out (--missing-ok)")
-        print(f"{', '.join(done['paths'])}: parts {done['written'][0] if done['written'] else '-'}.."
-              f"{done['written'][-1] if done['written'] else '-'} of {done['parts']} written to {done['out']}")
+        for done in done_list:
+            print(f"{', '.join(done['paths'])}: parts {done['written'][0] if done['written'] else '-'}.."
+                  f"{done['written'][-1] if done['written'] else '-'} of {done['parts']} written to {done['out']}")
     else:
         for line in join(args.folders, root, args.to):
             print(line)
