@@ -459,3 +459,17 @@ def test_best_weights_missing_keeps_the_last_and_says_so(tiny, tmp_path, monkeyp
     assert trainer.train(train_args(tiny, out)) == 0
     selection = json.loads((out / "train.json").read_text())["final_weights"]
     assert selection["epoch"] == 2 and "missing" in selection["unavailable"]
+
+
+def test_the_triton_levels_record_how_the_narrow_top_levels_are_launched(tiny, tmp_path, monkeypatch):
+    """train.json says whether the narrow top levels shared one launch (models/propagation.py LEVEL_TAIL_NODES); the
+    Triton engine runs here on Triton's CPU interpreter (conftest.py)."""
+    from strae.models import propagation
+
+    monkeypatch.setattr(propagation, "LEVEL_TAIL_NODES", 8)
+    out = tmp_path / "run"
+    args = train_args(tiny, out, "--induction-kernel", "triton", "--propagation", "handwritten", "--max-steps", "1",
+                      "--dev-max-sentences", "4", "--collapse-sentences", "4", "--batch-size", "4")
+    assert trainer.train(args) == 0
+    record = json.loads((out / "train.json").read_text())["provenance"]["propagation"]
+    assert (record["mode"], record["levels"]["used"], record["level_tail_nodes"]) == ("handwritten", "triton", 8)

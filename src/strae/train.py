@@ -48,6 +48,7 @@ from strae import paths, recipes
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
 from strae.io import provenance, read_json, sha256_file
+from strae.models import propagation as passes
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.models.propagation import PROPAGATION_MODES
 from strae.models.scatter import SCATTER_MODES
@@ -586,6 +587,8 @@ def build_state(job: Job) -> State:
     # the handwritten passes' level engine (torch, or the Triton kernels where the induction runs Triton)
     propagation = {"requested": job.args.propagation, "mode": model.propagation_mode(job.device),
                    "levels": model.levels_choice(job.device).record()}
+    if propagation["levels"]["used"] == "triton":  # the narrow top levels' shared launch (0: a launch per level)
+        propagation["level_tail_nodes"] = passes.LEVEL_TAIL_NODES
     return State(model, optimizer, engine_sha, determinism, induction_kernel, float32_matmul=float32_matmul,
                  propagation=propagation)
 
