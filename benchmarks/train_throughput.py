@@ -326,6 +326,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="the Triton levels: the narrow top levels (each <= NODES nodes) share one single-program "
                         "launch per pass (models/propagation.py LEVEL_TAIL_NODES; 0 = a launch per level; default: "
                         "the engine's)")
+    parser.add_argument("--compare-level-tail", type=int, default=None, metavar="NODES",
+                        help="after the timed steps, time the same batches again in alternating rounds with a "
+                        "launch per level (tail 0) and with the <= NODES-node top levels in one launch: a paired "
+                        "comparison in one process (the line's tail_compare_tokens/s=, best round of each)")
     parser.add_argument("--nondeterministic", action="store_true",
                         help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "
                         "deterministic kernels, as strae train; compare the two to measure what determinism costs)")
@@ -343,6 +347,31 @@ def build_model(args: argparse.Namespace, vocab_size: int, device: torch.device)
     model = StraeModel(config, recipe, induction_kernel=args.induction_kernel, scatter=args.scatter,
                        propagation=args.propagation).to(device).train()
     return config, recipe, model
+
+
+def compare_level_tails(step, batches, device: torch.device, tails: tuple[int, ...],
+                        rounds: int = 3) -> dict[int, float]:
+    """Best tokens/s of ``rounds`` alternating rounds over ``batches`` per LEVEL_TAIL_NODES value in ``tails``:
+    the same process, batches and compiled kernels, so the comparison is paired (separate benchmark processes on the
+    H100 box varied ~25 % between calls). The engine constant is restored afterwards."""
+    saved = propagation.LEVEL_TAIL_NODES
+    n_tokens = sum(int(lengths.sum()) for _, lengths in batches)
+    best: dict[int, float] = {}
+    try:
+        for _ in range(rounds):
+            for tail in tails:
+                propagation.LEVEL_TAIL_NODES = tail
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                start = time.perf_counter()
+                for ids, lengths in batches:
+                    step(ids, lengths)
+                if device.type == "cuda":
+                    torch.cuda.synchronize()
+                best[tail] = max(best.get(tail, 0.0), n_tokens / (time.perf_counter() - start))
+    finally:
+        propagation.LEVEL_TAIL_NODES = saved
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -430,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
         launches = kernel_launches_per_step(step, extra, device)
         cuda_fields += (f" kernels/step={launches:,.0f} "
                        f"peak_gpu_mem={torch.cuda.max_memory_allocated(device) / 2 ** 30:.2f}GB")
+    compare = ""
+    if args.compare_level_tail is not None:
+        rates = compare_level_tails(step, prepared[args.warmup:], device, (0, args.compare_level_tail))
+        compare = " tail_compare_tokens/s=" + "/".join(f"{tail}:{rate:,.0f}" for tail, rate in rates.items())
     split = ""
     if extra:
         timer = PhaseTimer(model, device)
@@ -454,7 +487,7 @@ def main(argv: list[str] | None = None) -> int:
           f"s/step={elapsed / args.steps:.3f} timed_s={elapsed:.3f} cpu_s/step={cpu_per_step:.3f} "
           f"peak_rss={peak_rss_gb():.2f}GB "
           f"objective_gflop/step={objective_flop / 1e9:.0f} gemm_gflop/s={rate / 1e9:.0f} "
-          f"bound_tokens/s={bound:,.0f}{split}{cuda_fields} torch={torch.__version__} "
+          f"bound_tokens/s={bound:,.0f}{split}{cuda_fields}{compare} torch={torch.__version__} "
           f"device={describe_device(device).replace(' ', '_')}")
     return 0
 

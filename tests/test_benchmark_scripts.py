@@ -164,6 +164,22 @@ def test_sync_report_counts_each_sync_by_its_call_site_and_passes_other_warnings
                and "(step)" in row[2] for row in rows), text
 
 
+def test_level_tail_comparison_alternates_the_engine_constant_and_restores_it():
+    from strae.models import propagation
+
+    script = load_script("train_throughput")
+    seen = []
+
+    def step(ids, lengths):
+        seen.append(propagation.LEVEL_TAIL_NODES)
+
+    batches = [(None, torch.tensor([3, 4]))] * 2  # 7 tokens a step
+    before = propagation.LEVEL_TAIL_NODES
+    rates = script.compare_level_tails(step, batches, torch.device("cpu"), (0, 64), rounds=2)
+    assert seen == [0, 0, 64, 64, 0, 0, 64, 64] and set(rates) == {0, 64} and all(r > 0 for r in rates.values())
+    assert propagation.LEVEL_TAIL_NODES == before
+
+
 def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     script = ROOT / "tools" / "gpu_measure.sh"
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)

@@ -13,8 +13,8 @@
 #   banyan-torch-profile  the same under torch.profiler: op tables, GPU busy ms per step    budget 60 s
 #   banyan-syncs      the same with every host sync reported, by Python call site (logs/...txt)  budget 90 s
 #   banyan-op-sites   banyan-torch-profile with Python stacks: the ops by the lines that launch them  budget 60 s
-#   banyan-tail-off   banyan-handwritten with a Triton launch per level (--level-tail 0)      budget 60 s
-#   banyan-tail-on    the same with the levels of <= 64 nodes at the top in one launch per pass budget 60 s
+#   banyan-tail       banyan-handwritten, then the same batches in alternating rounds with a Triton launch per
+#                     level and with the top levels of <= 64 nodes in one launch per pass (tail_compare_tokens/s=) budget 90 s
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -23,8 +23,7 @@
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
 #   selfstrae-host-profile  selfstrae-handwritten under cProfile (logs/...txt)               budget 60 s
 #   selfstrae-syncs   selfstrae-handwritten with every host sync reported by call site (logs/...txt) budget 90 s
-#   selfstrae-tail-off  selfstrae-handwritten with a Triton launch per level (--level-tail 0)  budget 60 s
-#   selfstrae-tail-on   the same with the levels of <= 16 nodes at the top in one launch per pass budget 60 s
+#   selfstrae-tail    as banyan-tail for Self-StrAE's linear levels (top levels of <= 16 nodes)  budget 90 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
@@ -159,12 +158,11 @@ if [ "$DEVICE" = cuda ]; then
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" banyan-op-sites "* ]]; then
     record "[banyan-op-sites] skipped: DEVICE=$DEVICE (it profiles the CUDA step)"
 fi
-# budget 60 s each: the narrow top levels (~20 of ~30, <= 64 nodes each) in ONE single-program launch per pass
-# instead of a launch each (models/propagation.py LEVEL_TAIL_NODES, 0 until measured): tokens/s of both, same batches
-step banyan-tail-off 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
-    --split-steps 0 --level-tail 0
-step banyan-tail-on 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
-    --split-steps 0 --level-tail 64
+# budget 90 s: the narrow top levels (~20 of ~30, <= 64 nodes each) in ONE single-program launch per pass instead of
+# a launch each (models/propagation.py LEVEL_TAIL_NODES, 0 until measured): tokens/s of both in one process, the same
+# batches in alternating rounds (tail_compare_tokens/s=0:X/64:Y, best round of three each)
+step banyan-tail 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+    --split-steps 0 --compare-level-tail 64
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
 step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
@@ -191,12 +189,10 @@ step selfstrae-host-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective 
 # ($OUT/logs/selfstrae-syncs.txt; 19 per step waited 7.9 ms on 2026-11-26)
 step selfstrae-syncs 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --sync-report "$LOGS/selfstrae-syncs.txt"
-# budget 60 s each: as banyan-tail-off/-on for the linear levels (a program walks its nodes one at a time, so its
-# tail is kept to <= 16 nodes a level)
-step selfstrae-tail-off 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
-    --propagation handwritten --split-steps 0 --level-tail 0
-step selfstrae-tail-on 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
-    --propagation handwritten --split-steps 0 --level-tail 16
+# budget 90 s: as banyan-tail for the linear levels (a program walks its nodes one at a time, so its tail is kept to
+# <= 16 nodes a level)
+step selfstrae-tail 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation handwritten --split-steps 0 --compare-level-tail 16
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --threads "$THREADS" \
