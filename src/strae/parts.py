@@ -137,7 +137,8 @@ def split_for_calls(paths: list[Path], out: Path, part_mib: float, calls_mib: li
     if not calls_mib or any(mib < part_mib for mib in calls_mib):
         raise SystemExit(f"strae parts split: --calls-mib {','.join(map(str, calls_mib))}: every call must hold at "
                          f"least one part of {part_mib} MiB")
-    count = split(paths, out / "call1", part_mib, "0:1", root, missing_ok)["parts"]
+    total = sum(path.stat().st_size for path in paths if path.exists())
+    count = max(1, -(-total // int(part_mib * 2 ** 20)))  # the stream's parts (split checks each path itself)
     done, start, call = [], 0, 1
     while start < count:
         per_call = int(calls_mib[min(call, len(calls_mib)) - 1] // part_mib)
