@@ -324,8 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(models/propagation.py)")
     parser.add_argument("--level-tail", type=int, default=None, metavar="NODES",
                         help="the Triton levels: the narrow top levels (each <= NODES nodes) share one single-program "
-                        "launch per pass (models/propagation.py LEVEL_TAIL_NODES; 0 = a launch per level; default: "
-                        "the engine's)")
+                        "launch per pass (models/propagation.py LEVEL_TAIL_NODES and LINEAR_LEVEL_TAIL_NODES, both "
+                        "set; 0 = a launch per level; default: the engine's)")
     parser.add_argument("--compare-level-tail", type=int, default=None, metavar="NODES",
                         help="after the timed steps, time the same batches again in alternating rounds with a "
                         "launch per level (tail 0) and with the <= NODES-node top levels in one launch: a paired "
@@ -351,16 +351,16 @@ def build_model(args: argparse.Namespace, vocab_size: int, device: torch.device)
 
 def compare_level_tails(step, batches, device: torch.device, tails: tuple[int, ...],
                         rounds: int = 3) -> dict[int, float]:
-    """Best tokens/s of ``rounds`` alternating rounds over ``batches`` per LEVEL_TAIL_NODES value in ``tails``:
-    the same process, batches and compiled kernels, so the comparison is paired (separate benchmark processes on the
-    H100 box varied ~25 % between calls). The engine constant is restored afterwards."""
-    saved = propagation.LEVEL_TAIL_NODES
+    """Best tokens/s of ``rounds`` alternating rounds over ``batches`` per tail value in ``tails`` (both engine
+    constants set to it): the same process, batches and compiled kernels, so the comparison is paired (separate
+    benchmark processes on the H100 box varied ~25 % between calls). The constants are restored afterwards."""
+    saved = propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES
     n_tokens = sum(int(lengths.sum()) for _, lengths in batches)
     best: dict[int, float] = {}
     try:
         for _ in range(rounds):
             for tail in tails:
-                propagation.LEVEL_TAIL_NODES = tail
+                propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = tail
                 if device.type == "cuda":
                     torch.cuda.synchronize()
                 start = time.perf_counter()
@@ -370,14 +370,14 @@ def compare_level_tails(step, batches, device: torch.device, tails: tuple[int, .
                     torch.cuda.synchronize()
                 best[tail] = max(best.get(tail, 0.0), n_tokens / (time.perf_counter() - start))
     finally:
-        propagation.LEVEL_TAIL_NODES = saved
+        propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES = saved
     return best
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.level_tail is not None:  # an engine constant, not a training option: set for this process only
-        propagation.LEVEL_TAIL_NODES = args.level_tail
+        propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = args.level_tail
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)
@@ -475,11 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     with model.objective.matmul_precision(device):  # tf32: the rate of TF32 products on CUDA
         rate = gemm_rate(step_shapes[0], device, torch.bfloat16 if low_precision else torch.float32)
     bound = n_tokens / args.steps / (objective_flop / rate)
+    tail = propagation.level_tail_nodes(model.functions)
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
           f"induction_kernel={kernel.used} scatter={args.scatter} propagation={mode}"
           f"{'' if mode == 'autograd' else '/' + levels.used}"
-          f"{'' if mode == 'autograd' or levels.used != 'triton' else f'(tail={propagation.LEVEL_TAIL_NODES})'} "
+          f"{'' if mode == 'autograd' or levels.used != 'triton' else f'(tail={tail})'} "
           f"deterministic={determinism['deterministic']} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={args.data_dir.name if real else 'synthetic'} "

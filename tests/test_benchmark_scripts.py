@@ -171,13 +171,14 @@ def test_level_tail_comparison_alternates_the_engine_constant_and_restores_it():
     seen = []
 
     def step(ids, lengths):
-        seen.append(propagation.LEVEL_TAIL_NODES)
+        seen.append((propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES))
 
     batches = [(None, torch.tensor([3, 4]))] * 2  # 7 tokens a step
-    before = propagation.LEVEL_TAIL_NODES
-    rates = script.compare_level_tails(step, batches, torch.device("cpu"), (0, 64), rounds=2)
-    assert seen == [0, 0, 64, 64, 0, 0, 64, 64] and set(rates) == {0, 64} and all(r > 0 for r in rates.values())
-    assert propagation.LEVEL_TAIL_NODES == before
+    before = propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES
+    rates = script.compare_level_tails(step, batches, torch.device("cpu"), (0, 32), rounds=2)
+    assert [diagonal for diagonal, _ in seen] == [0, 0, 32, 32, 0, 0, 32, 32] and all(a == b for a, b in seen)
+    assert set(rates) == {0, 32} and all(r > 0 for r in rates.values())
+    assert (propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES) == before
 
 
 def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():

@@ -140,10 +140,13 @@ def test_levels_sharing_one_launch_compute_what_a_launch_per_level_does(case, ta
     from strae.models import propagation
 
     structure, recipe, functions = CASES[case]
+    monkeypatch.setattr(propagation, "LEVEL_TAIL_NODES", 0)  # a launch per level (the engine's default tails are not)
+    monkeypatch.setattr(propagation, "LINEAR_LEVEL_TAIL_NODES", 0)
     separate = _levels(structure, recipe, functions, True, triton_levels=True, n_sentences=n_sentences)
     offsets = _graph_offsets(structure, recipe, functions, n_sentences)
     for tail in tails:
         monkeypatch.setattr(propagation, "LEVEL_TAIL_NODES", tail)
+        monkeypatch.setattr(propagation, "LINEAR_LEVEL_TAIL_NODES", tail)
         assert any(end - first > 1 for first, end, _ in propagation.level_launches(offsets, 1, tail)), offsets
         shared = _levels(structure, recipe, functions, True, triton_levels=True, n_sentences=n_sentences)
         for a, b in zip(separate[:2], shared[:2]):

@@ -588,7 +588,7 @@ def build_state(job: Job) -> State:
     propagation = {"requested": job.args.propagation, "mode": model.propagation_mode(job.device),
                    "levels": model.levels_choice(job.device).record()}
     if propagation["levels"]["used"] == "triton":  # the narrow top levels' shared launch (0: a launch per level)
-        propagation["level_tail_nodes"] = passes.LEVEL_TAIL_NODES
+        propagation["level_tail_nodes"] = passes.level_tail_nodes(model.functions)
     return State(model, optimizer, engine_sha, determinism, induction_kernel, float32_matmul=float32_matmul,
                  propagation=propagation)
 

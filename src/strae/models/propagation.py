@@ -321,9 +321,19 @@ LINEAR_BLOCK = 8
 # The narrow levels at a graph's top (from the first level up whose every level has at most this many nodes) share
 # ONE single-program launch per pass instead of a launch each (propagate_kernel.py): ~20 of a batch's ~30 levels
 # hold a few blocks, and every launch costs ~60 us of host time on the H100 box (a step is host-bound there), against
-# a few microseconds of the one program's time per level. 0: a launch per level. Left at 0 until a GPU measures both
-# (benchmarks/train_throughput.py --level-tail); results are the same either way (tests/test_propagation.py).
-LEVEL_TAIL_NODES = 0
+# a few microseconds of the one program's time per level. 0: a launch per level; results are the same either way
+# (tests/test_propagation.py). Measured on the H100 box (2026-11-27, Amharic batches of 512, the same batches in
+# alternating rounds in one process: benchmarks/train_throughput.py --compare-level-tail): Banyan's diagonal levels
+# 490.5k -> 516.0k tokens/s with a 64-node tail (+5.2 %), Self-StrAE's linear levels 331.1k -> 339.2k with a
+# 16-node tail (+2.4 %). The linear kernels walk their program's nodes one after another, so their tail is kept to
+# what was measured (two programs' worth).
+LEVEL_TAIL_NODES = 64  # diagonal functions' levels
+LINEAR_LEVEL_TAIL_NODES = 16  # linear functions' levels
+
+
+def level_tail_nodes(functions) -> int:
+    """The narrow-top tail (nodes) that ``functions``' Triton levels run with."""
+    return LINEAR_LEVEL_TAIL_NODES if isinstance(functions, _Linear) else LEVEL_TAIL_NODES
 
 
 def _pow2(n: int) -> int:
@@ -366,16 +376,17 @@ def _forward_triton(leaves, functions, plan, up_masks, down_masks):
     n_nodes, size = offsets[-1], leaves.shape[1]
     n_level0 = offsets[1]
     per_program, shape = _shape_args(functions, size)
+    tail = level_tail_nodes(functions)
     up = leaves.new_empty(n_nodes, size)
     up[:n_level0] = leaves if up_masks is None else leaves * up_masks[:n_level0]
     mask_arg = up_masks if up_masks is not None else up
-    for low, high, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
+    for low, high, programs in level_launches(offsets, per_program, tail):
         up_level[(programs,)](up, plan.up_children, *compose, mask_arg, plan.level_offsets, low, high, n_level0,
                               **shape, MASKED=up_masks is not None)
     down = torch.empty_like(up)
     ordered = _node_ordered(down_masks)
     begin, entries = plan.down_parents
-    for low, high, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
+    for low, high, programs in reversed(level_launches(offsets, per_program, tail, first=0)):
         down_level[(programs,)](
             down, up, begin, entries, ordered if ordered is not None else up, *decompose, plan.count_flat,
             plan.root_flag, plan.level_offsets, low, high, n_level0, **shape, MASKED=ordered is not None)
@@ -390,6 +401,7 @@ def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, do
     size = up.shape[1]
     n_level0 = offsets[1]
     per_program, shape = _shape_args(functions, size)
+    tail = level_tail_nodes(functions)
     # partial rows: level l's blocks at bases[l - 1] .. bases[l] (levels 1..L-1 ascending)
     blocks = [triton_cdiv(offsets[level + 1] - offsets[level], per_program) for level in range(1, len(offsets) - 1)]
     bases = np.concatenate(([0], np.cumsum(blocks))).tolist()
@@ -408,7 +420,7 @@ def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, do
         up_level, compose = kernels.up_backward, functions.gates
         partial_down = down.new_empty(n_blocks, 4, size)
         partial_up = up.new_empty(n_blocks, 3, size)
-    for low, high, programs in level_launches(offsets, per_program, LEVEL_TAIL_NODES):
+    for low, high, programs in level_launches(offsets, per_program, tail):
         down_level[(programs,)](grad_total, grad_down, down, plan.down_left, plan.down_right,
                                 ordered if ordered is not None else down, decompose, plan.count_flat, partial_down,
                                 plan.level_offsets, low, high, n_level0, bases[low - 1], **shape,
@@ -416,7 +428,7 @@ def _backward_triton(grad_up, grad_down, up, down, functions, plan, up_masks, do
     grad_up = grad_up.index_add(0, plan.roots, grad_total.index_select(0, plan.roots))
     pre = torch.empty_like(up)
     begin, entries = plan.up_parents
-    for low, high, programs in reversed(level_launches(offsets, per_program, LEVEL_TAIL_NODES, first=0)):
+    for low, high, programs in reversed(level_launches(offsets, per_program, tail, first=0)):
         up_level[(programs,)](
             pre, grad_up, up, begin, entries, compose, up_masks if up_masks is not None else up, plan.up_children,
             partial_up, plan.level_offsets, low, high, n_level0, bases[high - 1] if low > 0 else 0, **shape,
