@@ -192,7 +192,8 @@ def _propagation(record) -> str:
     """mode/levels engine (e.g. handwritten/triton) of a train.json's provenance.propagation ('-' before it existed)."""
     if not isinstance(record, dict):
         return "-"
-    return f"{record.get('mode')}/{(record.get('levels') or {}).get('used')}"
+    tail = f"(tail={record['level_tail_nodes']})" if "level_tail_nodes" in record else ""
+    return f"{record.get('mode')}/{(record.get('levels') or {}).get('used')}{tail}"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -216,6 +217,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--tiny-sentences", type=int, default=2048, help="train sentences of the tiny corpus")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the runs here (default: a temp folder)")
+    parser.add_argument("--level-tail", type=int, default=None, metavar="NODES",
+                        help="the Triton levels' shared narrow-top launch for every run here (models/propagation.py "
+                        "LEVEL_TAIL_NODES and LINEAR_LEVEL_TAIL_NODES, both set; default: the engine's)")
     parser.add_argument("--perturb", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.train_args = train_args
@@ -240,6 +244,18 @@ def timed(check, *arguments) -> tuple[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.level_tail is None:
+        return run_checks(args)
+    from strae.models import propagation  # an engine constant, not a training option: set for these runs only
+    saved = propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES
+    propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = args.level_tail
+    try:
+        return run_checks(args)
+    finally:
+        propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES = saved
+
+
+def run_checks(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)

@@ -104,9 +104,14 @@ def test_cuda_checks_on_cpu_finds_identical_reruns_and_resume(capsys, torch_thre
 
 
 def test_cuda_checks_reports_runs_that_differ(capsys, torch_threads):
-    # --perturb: the second run gets another seed and the checkpoint is altered before the resume
-    status = load_script("cuda_checks").main([*CHECK_ARGS, "--perturb"])
+    # --perturb: the second run gets another seed and the checkpoint is altered before the resume. --level-tail sets
+    # the engine constants for these runs only (on a CPU the levels are torch's: nothing else changes)
+    from strae.models import propagation
+
+    before = propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES
+    status = load_script("cuda_checks").main([*CHECK_ARGS, "--perturb", "--level-tail", "8"])
     fields = check_fields(capsys.readouterr().out)
+    assert (propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES) == before
     assert status == 1
     assert fields["determinism"] == "differs" and float(fields["determinism_max_abs_diff"]) > 0
     assert fields["resume"] == "differs" and float(fields["resume_max_abs_diff"]) > 0

@@ -24,6 +24,7 @@
 #   selfstrae-host-profile  selfstrae-handwritten under cProfile (logs/...txt)               budget 60 s
 #   selfstrae-syncs   selfstrae-handwritten with every host sync reported by call site (logs/...txt) budget 90 s
 #   selfstrae-tail    as banyan-tail for Self-StrAE's linear levels (top levels of <= 16 nodes)  budget 90 s
+#   cuda-checks-selfstrae-tail  cuda_checks of Self-StrAE (CECO k16 u16) with the 16-node linear tail  budget 120 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
@@ -159,8 +160,8 @@ elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" banyan-op-sites "* ]]; then
     record "[banyan-op-sites] skipped: DEVICE=$DEVICE (it profiles the CUDA step)"
 fi
 # budget 90 s: the narrow top levels (~20 of ~30, <= 64 nodes each) in ONE single-program launch per pass instead of
-# a launch each (models/propagation.py LEVEL_TAIL_NODES, 0 until measured): tokens/s of both in one process, the same
-# batches in alternating rounds (tail_compare_tokens/s=0:X/64:Y, best round of three each)
+# a launch each (models/propagation.py LEVEL_TAIL_NODES, 64 since 2026-11-27's measurement; LINEAR_LEVEL_TAIL_NODES
+# 0 until a GPU check): tokens/s of both in one process, the same batches in alternating rounds (tail_compare_tokens/s=0:X/64:Y, best round of three each)
 step banyan-tail 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --compare-level-tail 64
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
@@ -193,6 +194,10 @@ step selfstrae-syncs 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --
 # <= 16 nodes a level)
 step selfstrae-tail 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --compare-level-tail 16
+# budget 120 s: what a Self-StrAE run checks, with the linear tail on (LINEAR_LEVEL_TAIL_NODES is 0 until this passes:
+# provenance.propagation=handwritten/triton(tail=16) and determinism, resume, sigterm identical); 24 steps a run
+step cuda-checks-selfstrae-tail 120 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
+    --steps 24 --model selfstrae --level-tail 16 "${CORPUS_ARGS[@]}" -- --propagation handwritten
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --threads "$THREADS" \

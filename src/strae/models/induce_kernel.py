@@ -68,8 +68,9 @@ def induce_kernel(up_ptr, adjacent_ptr, leaf_key_ptr, keep_ptr, start_ptr, lengt
     within = tl.arange(0, U_B)
     element = channel[:, None] * U + within[None, :]  # flat index c * u + i of the (K_B, U_B) tile
     in_row = (channel[:, None] < K) & (within[None, :] < U)
-    if LINEAR:  # (u, u) blocks of the (2u, u) weight: rows = input of the left / right child, cols = output
-        w_offsets = within[:, None] * U + within[None, :]
+    if LINEAR:  # (u, u) blocks of the (2u, u) weight, loaded TRANSPOSED: rows = output, cols = input of the child
+        # (the products below then sum over the last axis: see there why)
+        w_offsets = within[None, :] * U + within[:, None]
         w_mask = (within[:, None] < U) & (within[None, :] < U)
         w_left = tl.load(w_left_ptr + w_offsets, mask=w_mask, other=0.0)
         w_right = tl.load(w_right_ptr + w_offsets, mask=w_mask, other=0.0)
@@ -105,9 +106,13 @@ def induce_kernel(up_ptr, adjacent_ptr, leaf_key_ptr, keep_ptr, start_ptr, lengt
         occ = n_leaves + merge
         left_row = tl.load(up_ptr + left_id * E + element, mask=in_row, other=0.0)
         right_row = tl.load(up_ptr + right_id * E + element, mask=in_row, other=0.0)
-        if LINEAR:  # per channel: hcat(l, r) @ W + b
-            parent = (tl.sum(left_row[:, :, None] * w_left[None, :, :], axis=1)
-                      + tl.sum(right_row[:, :, None] * w_right[None, :, :], axis=1) + bias[None, :])
+        if LINEAR:  # per channel: hcat(l, r) @ W + b. Summed over the last axis against the blocks' transposes,
+            # never as sum(l[:, :, None] * W[None, :, :], axis=1): Triton's combine pass rewrites that form into a
+            # tt.dot, which runs fp32 as TF32 on NVIDIA (at k16 u16 the induction failed its first-use check on an
+            # H100, 2026-11-27: up embeddings off by 6.6e-4, and the run fell back to the torch induction, ~25x
+            # slower); as propagate_kernel._times. tests/test_fused_induction.py asserts no tt.dot.
+            parent = (tl.sum(left_row[:, None, :] * w_left[None, :, :], axis=2)
+                      + tl.sum(right_row[:, None, :] * w_right[None, :, :], axis=2) + bias[None, :])
         else:  # l * sigmoid(g_l) + r * sigmoid(g_r) + b, in the torch path's order
             parent = left_row * w_left[None, :] + right_row * w_right[None, :] + bias[None, :]
         parent = tl.where(in_row, parent, 0.0)  # padded channels got the bias: keep them out of the norms
