@@ -473,3 +473,19 @@ def test_the_triton_levels_record_how_the_narrow_top_levels_are_launched(tiny, t
     assert trainer.train(args) == 0
     record = json.loads((out / "train.json").read_text())["provenance"]["propagation"]
     assert (record["mode"], record["levels"]["used"], record["level_tail_nodes"]) == ("handwritten", "triton", 8)
+
+
+def test_a_triton_engine_that_fails_its_first_use_check_is_warned_about(tiny, tmp_path, monkeypatch, capsys):
+    """The fallback is correct but far slower (the torch induction ~25x on an H100): a time-boxed GPU chunk's log
+    must say so at the start, not only train.json's provenance at the end."""
+    from strae.models import model as model_module
+
+    monkeypatch.setattr(model_module, "levels_self_check", lambda model, device: "up differs by up to 1 (scale 1)")
+    out = tmp_path / "run"
+    args = train_args(tiny, out, "--induction-kernel", "triton", "--propagation", "handwritten", "--max-steps", "1",
+                      "--dev-max-sentences", "4", "--collapse-sentences", "4", "--batch-size", "4")
+    assert trainer.train(args) == 0
+    record = json.loads((out / "train.json").read_text())["provenance"]["propagation"]["levels"]
+    assert record["used"] == "torch" and "first-use check" in record["reason"]
+    warning = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert any("Triton levels engine fell back to torch" in line and "up differs" in line for line in warning)

@@ -589,6 +589,11 @@ def build_state(job: Job) -> State:
                    "levels": model.levels_choice(job.device).record()}
     if propagation["levels"]["used"] == "triton":  # the narrow top levels' shared launch (0: a launch per level)
         propagation["level_tail_nodes"] = passes.level_tail_nodes(model.functions)
+    for engine, choice in (("induction", induction_kernel), ("levels", propagation["levels"])):
+        if "first-use check" in choice["reason"] and choice["used"] == "torch":
+            # correct but slow (the torch induction is ~25x slower on an H100): a time-boxed GPU chunk must see it
+            log(f"warning: {job.device.type}: the Triton {engine} engine fell back to torch ({choice['reason']}); "
+                "the run is correct but much slower; recorded in train.json provenance")
     return State(model, optimizer, engine_sha, determinism, induction_kernel, float32_matmul=float32_matmul,
                  propagation=propagation)
 
