@@ -116,7 +116,7 @@ def test_license_is_mit_as_pyproject_says():
 
     text = (REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
     assert text.startswith("MIT License")
-    assert tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["license"]["text"] == "MIT"
+    assert tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["license"] == "MIT"
     assert "DATA_LICENSES.md" in text  # the code licence points at the data licences, which differ
 
 
