@@ -330,6 +330,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="after the timed steps, time the same batches again in alternating rounds with a "
                         "launch per level (tail 0) and with the <= NODES-node top levels in one launch: a paired "
                         "comparison in one process (the line's tail_compare_tokens/s=, best round of each)")
+    parser.add_argument("--compare-fill", action="store_true",
+                        help="after the timed steps, time the same batches again in alternating rounds with torch's "
+                        "fill of fresh buffers on and off (deterministic mode only; runtime.FILL_UNINITIALIZED_MEMORY "
+                        "= off is strae train's choice): the line's fill_compare_tokens/s=, best round of each")
     parser.add_argument("--nondeterministic", action="store_true",
                         help="as `strae train --nondeterministic`: on CUDA, allow atomics-based kernels (default: "
                         "deterministic kernels, as strae train; compare the two to measure what determinism costs)")
@@ -349,29 +353,56 @@ def build_model(args: argparse.Namespace, vocab_size: int, device: torch.device)
     return config, recipe, model
 
 
+def paired_rates(step, batches, device: torch.device, variants: dict, rounds: int = 3) -> dict:
+    """Best tokens/s of ``rounds`` alternating rounds over ``batches`` per variant (``{label: set it up}``): the
+    same process, batches and compiled kernels, so the comparison is paired (separate benchmark processes on the
+    H100 box varied ~25 % between calls). The caller restores what the variants change."""
+    n_tokens = sum(int(lengths.sum()) for _, lengths in batches)
+    best: dict = {}
+    for _ in range(rounds):
+        for label, set_up in variants.items():
+            set_up()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            start = time.perf_counter()
+            for ids, lengths in batches:
+                step(ids, lengths)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            best[label] = max(best.get(label, 0.0), n_tokens / (time.perf_counter() - start))
+    return best
+
+
 def compare_level_tails(step, batches, device: torch.device, tails: tuple[int, ...],
                         rounds: int = 3) -> dict[int, float]:
-    """Best tokens/s of ``rounds`` alternating rounds over ``batches`` per tail value in ``tails`` (both engine
-    constants set to it): the same process, batches and compiled kernels, so the comparison is paired (separate
-    benchmark processes on the H100 box varied ~25 % between calls). The constants are restored afterwards."""
+    """:func:`paired_rates` per tail value in ``tails`` (both engine constants set to it), restored after."""
     saved = propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES
-    n_tokens = sum(int(lengths.sum()) for _, lengths in batches)
-    best: dict[int, float] = {}
+
+    def tail_of(nodes: int):
+        def set_up() -> None:
+            propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = nodes
+        return set_up
+
     try:
-        for _ in range(rounds):
-            for tail in tails:
-                propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = tail
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                start = time.perf_counter()
-                for ids, lengths in batches:
-                    step(ids, lengths)
-                if device.type == "cuda":
-                    torch.cuda.synchronize()
-                best[tail] = max(best.get(tail, 0.0), n_tokens / (time.perf_counter() - start))
+        return paired_rates(step, batches, device, {tail: tail_of(tail) for tail in tails}, rounds)
     finally:
         propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES = saved
-    return best
+
+
+def compare_fill(step, batches, device: torch.device, rounds: int = 3) -> dict[str, float]:
+    """:func:`paired_rates` with torch's fill of fresh buffers under deterministic mode on and off (what
+    ``runtime.FILL_UNINITIALIZED_MEMORY`` decides for `strae train`), restored after."""
+    saved = torch.utils.deterministic.fill_uninitialized_memory
+
+    def fill(on: bool):
+        def set_up() -> None:
+            torch.utils.deterministic.fill_uninitialized_memory = on
+        return set_up
+
+    try:
+        return paired_rates(step, batches, device, {"on": fill(True), "off": fill(False)}, rounds)
+    finally:
+        torch.utils.deterministic.fill_uninitialized_memory = saved
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -463,6 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare_level_tail is not None:
         rates = compare_level_tails(step, prepared[args.warmup:], device, (0, args.compare_level_tail))
         compare = " tail_compare_tokens/s=" + "/".join(f"{tail}:{rate:,.0f}" for tail, rate in rates.items())
+    if args.compare_fill:
+        rates = compare_fill(step, prepared[args.warmup:], device)
+        compare += " fill_compare_tokens/s=" + "/".join(f"{fill}:{rate:,.0f}" for fill, rate in rates.items())
     split = ""
     if extra:
         timer = PhaseTimer(model, device)
@@ -476,12 +510,14 @@ def main(argv: list[str] | None = None) -> int:
         rate = gemm_rate(step_shapes[0], device, torch.bfloat16 if low_precision else torch.float32)
     bound = n_tokens / args.steps / (objective_flop / rate)
     tail = propagation.level_tail_nodes(model.functions)
+    fill = determinism.get("fill_uninitialized_memory")  # CUDA's deterministic mode only
+    fill = "" if fill is None else f"(fill={'on' if fill else 'off'})"
     print(f"model={args.model} setting={config.setting_name()} recipe={recipe.name} "
           f"loss_precision={recipe.loss_precision} induction_dropout={recipe.induction_dropout} "
           f"induction_kernel={kernel.used} scatter={args.scatter} propagation={mode}"
           f"{'' if mode == 'autograd' else '/' + levels.used}"
           f"{'' if mode == 'autograd' or levels.used != 'triton' else f'(tail={tail})'} "
-          f"deterministic={determinism['deterministic']} "
+          f"deterministic={determinism['deterministic']}{fill} "
           f"float32_matmul={float32_matmul['used']}(found:{float32_matmul['found']}) "
           f"data={args.data_dir.name if real else 'synthetic'} "
           f"batch={args.batch_size} steps={args.steps} tokens/s={n_tokens / elapsed:,.0f} "

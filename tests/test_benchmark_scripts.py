@@ -186,6 +186,20 @@ def test_level_tail_comparison_alternates_the_engine_constant_and_restores_it():
     assert (propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES) == before
 
 
+def test_fill_comparison_alternates_torchs_fill_and_restores_it():
+    script = load_script("train_throughput")
+    seen = []
+
+    def step(ids, lengths):
+        seen.append(torch.utils.deterministic.fill_uninitialized_memory)
+
+    before = torch.utils.deterministic.fill_uninitialized_memory
+    rates = script.compare_fill(step, [(None, torch.tensor([3, 4]))], torch.device("cpu"), rounds=2)
+    assert seen == [True, False, True, False]
+    assert set(rates) == {"on", "off"} and all(r > 0 for r in rates.values())
+    assert torch.utils.deterministic.fill_uninitialized_memory == before
+
+
 def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     script = ROOT / "tools" / "gpu_measure.sh"
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)

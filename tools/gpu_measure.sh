@@ -15,6 +15,8 @@
 #   banyan-op-sites   banyan-torch-profile with Python stacks: the ops by the lines that launch them  budget 60 s
 #   banyan-tail       banyan-handwritten, then the same batches in alternating rounds with a Triton launch per
 #                     level and with the top levels of <= 64 nodes in one launch per pass (tail_compare_tokens/s=) budget 90 s
+#   banyan-fill       banyan-handwritten, then the same batches with torch's fill of fresh buffers under deterministic
+#                     mode on and off, alternating (fill_compare_tokens/s=)                budget 70 s
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
@@ -23,7 +25,8 @@
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
 #   selfstrae-host-profile  selfstrae-handwritten under cProfile (logs/...txt)               budget 60 s
 #   selfstrae-syncs   selfstrae-handwritten with every host sync reported by call site (logs/...txt) budget 90 s
-#   selfstrae-tail    as banyan-tail for Self-StrAE's linear levels (top levels of <= 16 nodes)  budget 90 s
+#   selfstrae-tail    as banyan-tail for Self-StrAE's linear levels (top levels of <= 16 nodes), and as banyan-fill
+#                                                                                          budget 90 s
 #   cuda-checks-selfstrae-tail  cuda_checks of Self-StrAE (CECO k16 u16) with the 16-node linear tail  budget 120 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
@@ -164,6 +167,12 @@ fi
 # 0 until a GPU check): tokens/s of both in one process, the same batches in alternating rounds (tail_compare_tokens/s=0:X/64:Y, best round of three each)
 step banyan-tail 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --compare-level-tail 64
+# budget 70 s: torch's fill of every fresh buffer under deterministic mode (NaN / int max; the likely source of the
+# ~200 fill kernels per Banyan step) on and off, paired as banyan-tail (fill_compare_tokens/s=on:X/off:Y); strae train
+# runs with it off since 2026-11-27 (runtime.FILL_UNINITIALIZED_MEMORY; tests/test_uninitialized_memory.py), so the
+# cuda-checks steps check determinism without it
+step banyan-fill 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+    --split-steps 0 --compare-fill
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
 step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
@@ -193,7 +202,7 @@ step selfstrae-syncs 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --
 # budget 90 s: as banyan-tail for the linear levels (a program walks its nodes one at a time, so its tail is kept to
 # <= 16 nodes a level)
 step selfstrae-tail 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
-    --propagation handwritten --split-steps 0 --compare-level-tail 16
+    --propagation handwritten --split-steps 0 --compare-level-tail 16 --compare-fill
 # budget 120 s: what a Self-StrAE run checks, with the linear tail on (LINEAR_LEVEL_TAIL_NODES is 0 until this passes:
 # provenance.propagation=handwritten/triton(tail=16) and determinism, resume, sigterm identical); 24 steps a run
 step cuda-checks-selfstrae-tail 120 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \

@@ -50,6 +50,10 @@ def seed_everything(seed: int) -> None:
         torch.cuda.manual_seed_all(seed)
 
 
+# torch's fill of fresh buffers under deterministic mode (configure_determinism): a debugging aid strae does not need
+FILL_UNINITIALIZED_MEMORY = False
+
+
 def configure_determinism(device: torch.device, enabled: bool = True) -> dict[str, Any]:
     """Deterministic kernels on CUDA (same seed twice -> same weights), returned as a record for train.json.
 
@@ -59,6 +63,11 @@ def configure_determinism(device: torch.device, enabled: bool = True) -> dict[st
     touches the GPU). ``warn_only``: an op without a deterministic kernel warns instead of stopping a run. On an
     H100 (2026-11-25) and an H200 (2026-11-26) the same seed twice gave identical weights; on the H200 it cost 11%
     of a Banyan step with the handwritten passes (608k vs 684k tokens/s) and 12% with autograd's (180k vs 205k).
+    Under this mode torch also fills every fresh buffer (NaN / int max, so that a read of unwritten memory repeats):
+    the likely source of the ~200 unattributed fill kernels counted per Banyan step on the H100 (their time not yet
+    measured apart: benchmarks/train_throughput.py --compare-fill). No engine reads unwritten memory
+    (tests/test_uninitialized_memory.py trains with the fill on and off: the same weights bit for bit), so the fill
+    is off (``FILL_UNINITIALIZED_MEMORY``), recorded.
     """
     record: dict[str, Any] = {"deterministic": bool(enabled), "device_type": device.type}
     if device.type != "cuda":
@@ -67,6 +76,9 @@ def configure_determinism(device: torch.device, enabled: bool = True) -> dict[st
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         record["cublas_workspace_config"] = os.environ["CUBLAS_WORKSPACE_CONFIG"]
     torch.use_deterministic_algorithms(enabled, warn_only=True)
+    if enabled:
+        torch.utils.deterministic.fill_uninitialized_memory = FILL_UNINITIALIZED_MEMORY
+        record["fill_uninitialized_memory"] = FILL_UNINITIALIZED_MEMORY
     torch.backends.cudnn.deterministic = enabled
     torch.backends.cudnn.benchmark = not enabled
     return record
