@@ -6,8 +6,9 @@ so that a read of memory nobody wrote is at least repeatable. It is a debugging 
 buffer: on the H100 ~200 ``aten::fill_`` launches per Banyan step. strae runs CUDA deterministically by default and
 turns the fill off (runtime.configure_determinism) because no engine reads unwritten memory, which this checks:
 trained with every fresh buffer poisoned (NaN / int max: a read would show as NaN weights, a different result or
-an index error) each engine gives bit for bit the weights it gives without the poison. CPU, so the Triton kernels
-run on the interpreter (conftest.py) over the same buffers the CUDA launches would get.
+an index error) each engine, and the multi-view Tree-LSTMs (whose trainer runs the same mode), gives bit for bit
+the weights it gives without the poison. CPU, so the Triton kernels run on the interpreter (conftest.py) over the
+same buffers the CUDA launches would get.
 """
 from __future__ import annotations
 
@@ -81,6 +82,35 @@ def test_no_engine_reads_a_buffer_it_has_not_written(model_name, engine):
     poisoned_losses, poisoned_weights = trained(model_name, engine, poison=True)
     assert all(loss == loss for loss in losses)  # finite to begin with, so a NaN below would be the poison's
     assert poisoned_losses == losses
+    for name, tensor in weights.items():
+        assert torch.equal(poisoned_weights[name], tensor), name
+
+
+def multiview_trained(model_name: str, poison: bool, steps: int = 2) -> tuple[list[float], dict]:
+    from baselines.multiview.model import make_batch
+    from tests.test_multiview import TREES, _tiny
+
+    with poisoned_buffers(poison):
+        model = _tiny(model_name).train()
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        batch = make_batch(TREES, model.config.pad_id)
+        books, positions = torch.tensor([0, 0, 0, 1]), torch.tensor([0, 1, 2, 0])
+        losses = []
+        for _ in range(steps):
+            loss, _ = model.loss(batch, books, positions)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(float(loss.detach()))
+    return losses, {name: tensor.clone() for name, tensor in model.state_dict().items()}
+
+
+@pytest.mark.parametrize("model_name", ["ctl", "cl"])
+def test_the_multiview_models_read_no_buffer_they_have_not_written(model_name):
+    """The multi-view trainer also runs CUDA's deterministic mode (runtime.configure_determinism)."""
+    losses, weights = multiview_trained(model_name, poison=False)
+    poisoned_losses, poisoned_weights = multiview_trained(model_name, poison=True)
+    assert all(loss == loss for loss in losses) and poisoned_losses == losses
     for name, tensor in weights.items():
         assert torch.equal(poisoned_weights[name], tensor), name
 
