@@ -86,6 +86,29 @@ def test_no_engine_reads_a_buffer_it_has_not_written(model_name, engine):
         assert torch.equal(poisoned_weights[name], tensor), name
 
 
+def test_the_objective_terms_read_no_unwritten_block_however_they_are_blocked(monkeypatch):
+    """The fused CE and contrastive terms fill preallocated (rows, V) / (M, M) buffers block by block (one block per
+    batch on CUDA, several on the CPU): with blocks of 4 rows the multi-block paths run here too."""
+    from strae.objectives import terms
+
+    monkeypatch.setattr(terms, "_ROW_BLOCK", 4)
+    monkeypatch.setattr(terms, "_CONTRASTIVE_BLOCK", 4)
+    results = []
+    for poison in (False, True):
+        with poisoned_buffers(poison):
+            torch.manual_seed(0)
+            head = torch.nn.Linear(6, 9)
+            leaves = torch.randn(11, 6, requires_grad=True)
+            a, b = torch.randn(10, 6, requires_grad=True), torch.randn(10, 6, requires_grad=True)
+            loss = terms.leaf_cross_entropy(head, leaves, torch.randint(0, 9, (11,)), bf16=False) + \
+                terms.symmetric_contrastive(a, b, 0.2, bf16=False)
+            loss.backward()
+            results.append([loss.detach(), leaves.grad, a.grad, b.grad, head.weight.grad, head.bias.grad])
+    assert results[0][0].isfinite()
+    for clean, poisoned in zip(*results):
+        assert torch.equal(clean, poisoned)
+
+
 def multiview_trained(model_name: str, poison: bool, steps: int = 2) -> tuple[list[float], dict]:
     from baselines.multiview.model import make_batch
     from tests.test_multiview import TREES, _tiny
