@@ -200,12 +200,29 @@ def test_fill_comparison_alternates_torchs_fill_and_restores_it():
     assert torch.utils.deterministic.fill_uninitialized_memory == before
 
 
+def test_engine_choices_says_which_settings_get_the_triton_engines_and_fails_a_fallback(capsys, monkeypatch):
+    pytest.importorskip("triton")  # the interpreter (conftest.py) stands in for CUDA
+    script = load_script("engine_choices")
+    only = ["--only", "ceco_linear_sentential_k256_u1", "--only", "ce_diagonal_entangled_k128_u2"]
+    assert script.main(["--device", "cpu", "--vocab-size", "50", *only]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and all("fast=yes" in line and "levels=triton" in line for line in lines[:2]), lines
+    assert lines[2].startswith("settings=2 fast=2 fallback=0 interpreter=True"), lines[2]
+
+    import strae.models.model as model_module  # the levels' first-use check fails: the setting falls back
+    monkeypatch.setattr(model_module, "levels_self_check", lambda model, device: "up differs by up to 1 (scale 1)")
+    assert script.main(["--device", "cpu", "--vocab-size", "50", "--only", "ce_diagonal_entangled_k128_u2"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "fast=no" in lines[0] and "failed their first-use check: up differs" in lines[0], lines
+    assert lines[1].startswith("settings=1 fast=0 fallback=1 (banyan/ce_diagonal_entangled_k128_u2)"), lines[1]
+
+
 def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     script = ROOT / "tools" / "gpu_measure.sh"
     result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     text = script.read_text()
-    for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput",
+    for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput", "engine_choices",
                  "roberta_graphs_check", "threaded_throughput", "roberta_loop", "objective_precision"):
         assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name
 
