@@ -249,7 +249,7 @@ def test_host_arrays_reach_a_cuda_device_through_pinned_memory_without_a_host_sy
 def test_the_engine_sends_no_host_array_with_a_blocking_copy():
     """Inside the engine's step (models, objectives) host arrays go through runtime.host_to_device: a plain
     ``.to(cuda)`` of host memory, ``torch.tensor(..., device=)`` or ``torch.as_tensor(..., device=)`` is a copy
-    followed by a stream synchronise, the host waiting for every queued kernel (README, the engine on a GPU)."""
+    followed by a stream synchronise, the host waiting for every queued kernel (docs/GPU.md)."""
     import re
     from pathlib import Path
 

@@ -118,7 +118,7 @@ class StraeModel(nn.Module):
 
     def propagation_mode(self, device: torch.device) -> str:
         """The passes' mode on ``device``. ``auto``: handwritten where the induction runs Triton (CUDA; on an H200
-        3.4x Banyan's and 1.7x Self-StrAE's autograd step, README "The handwritten passes"), autograd elsewhere (on
+        3.4x Banyan's and 1.7x Self-StrAE's autograd step, docs/GPU.md "The handwritten passes"), autograd elsewhere (on
         CPU the two run at the same speed, and autograd's numbers stay those of every earlier CPU run)."""
         if self.propagation != "auto":
             return self.propagation
