@@ -162,6 +162,22 @@ def test_summary_of_a_running_run_says_how_much_training_is_left(tmp_path):
     assert line.endswith("no snapshot evaluated  ~200 s of training left (400 steps at 2.0 steps/s)"), line
 
 
+def test_summary_warns_when_a_triton_engine_fell_back_to_torch(tmp_path):
+    results = tmp_path / "results"
+    levels = {"requested": "auto", "used": "torch",
+              "reason": "the Triton levels failed their first-use check: up differs by up to 1 (scale 1)"}
+    provenance = {"induction_kernel": {"requested": "auto", "used": "triton", "reason": "auto: CUDA, ..."},
+                  "propagation": {"requested": "auto", "mode": "handwritten", "levels": levels}}
+    path = fake_run(results, {"train.json": json.dumps({"status": "running", "provenance": provenance})})
+    torch.save({"epoch": 0, "batch_in_epoch": 5, "global_step": 5}, path / "checkpoint.pt")
+    line = progress.summary_line(results, None, RUN, path)
+    assert line.endswith("no snapshot evaluated  WARNING: the Triton levels fell back to torch (the Triton levels "
+                         "failed their first-use check: up differs by up to 1 (scale 1))"), line
+    provenance["propagation"]["levels"] = {"requested": "auto", "used": "torch", "reason": "the induction runs torch"}
+    (path / "train.json").write_text(json.dumps({"status": "running", "provenance": provenance}))
+    assert "WARNING" not in progress.summary_line(results, None, RUN, path)  # a CPU run's torch is no fallback
+
+
 FAKE_SNAKEMAKE = """#!/usr/bin/env bash
 # stands in for snakemake: one run training at FAKE_STEP of FAKE_TOTAL steps at 50 steps/s (its progress.json
 # rewritten every 0.2 s, as strae train does every 10 s), exiting 0 after FAKE_S seconds unless stopped before

@@ -249,7 +249,12 @@ def average_text(scores_path: Path, where: str) -> str:
 
 
 def summary_line(results: Path, config: dict[str, Any] | None, run: plan.Run, path: Path) -> str:
-    """``lang/model/setting/seedN  status  epoch E/15 step S  STS avg X (...)``"""
+    """``lang/model/setting/seedN  status  epoch E/15 step S  STS avg X (...)``, and a warning when a Triton engine
+    fell back to torch (:func:`engine_fallbacks`)."""
+    return _summary_line(results, config, run, path) + engine_fallbacks(path)
+
+
+def _summary_line(results: Path, config: dict[str, Any] | None, run: plan.Run, path: Path) -> str:
     planned = planned_epochs(config, run) if config else None
     status = recorded_status(path)
     if unfinished(path):
@@ -266,6 +271,22 @@ def summary_line(results: Path, config: dict[str, Any] | None, run: plan.Run, pa
     scores = average_text(paths.eval_json(run.language, run.model, run.setting, run.seed, VARIANT, results=results),
                           "final")
     return f"{label(run)}  {status}  {where}  {scores}"
+
+
+def engine_fallbacks(path: Path) -> str:
+    """``  WARNING: the Triton <engine> fell back to torch (<reason>)`` for each Triton engine of the run's train.json
+    (written when training starts) that failed its first-use check, else nothing: such a run is correct but on a
+    GPU ~2-25x slower, which a time-boxed chunk has to know at once (strae train also says so in its log)."""
+    try:
+        provenance = read_json(path / TRAIN_JSON).get("provenance") or {}
+    except (OSError, ValueError):
+        return ""
+    choices = {"induction": provenance.get("induction_kernel"),
+               "levels": (provenance.get("propagation") or {}).get("levels")}
+    return "".join(f"  WARNING: the Triton {engine} fell back to torch ({choice.get('reason')})"
+                   for engine, choice in choices.items()
+                   if isinstance(choice, dict) and choice.get("used") == "torch"
+                   and "first-use check" in str(choice.get("reason")))
 
 
 def read_progress(path: Path) -> tuple[int, int, float, float]:
