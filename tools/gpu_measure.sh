@@ -29,7 +29,7 @@
 #                                                                                          budget 90 s
 #   cuda-checks-selfstrae-tail  cuda_checks of Self-StrAE (CECO k16 u16) with the 16-node linear tail  budget 120 s
 #   engine-choices    engine_choices: the engines (and their first-use checks) of every setting the config trains
-#                                                                                          budget 150 s
+#                                                                                          budget 240 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
 #   threaded-handwritten  threaded_throughput: 1,2,4 runs as threads of ONE process, a CUDA stream each budget 150 s
 #   banyan-nondeterministic  banyan-triton with --nondeterministic (what determinism costs) budget 50 s
@@ -209,10 +209,11 @@ step selfstrae-tail 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --i
 # provenance.propagation=handwritten/triton(tail=16) and determinism, resume, sigterm identical); 24 steps a run
 step cuda-checks-selfstrae-tail 120 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
     --steps 24 --model selfstrae --level-tail 16 "${CORPUS_ARGS[@]}" -- --propagation handwritten
-# budget 150 s: every model setting config/config.yaml trains (21: the papers' tables and grids), with the engines
-# strae train would pick here, each Triton engine's first-use check compiled for its k and u: a setting that falls
+# budget 240 s: every model setting config/config.yaml trains (21: the papers' tables and grids), with the engines
+# strae train would pick here, each Triton engine's first-use check compiled for its k and u (~15 distinct shapes of
+# the induction and four level kernels; the Triton cache keeps what earlier steps compiled): a setting that falls
 # back to torch would run its campaign runs ~2-25x slower (exit 1 and fallback=N on the summary line)
-step engine-choices 150 "$PY" benchmarks/engine_choices.py --device "$DEVICE"
+step engine-choices 240 "$PY" benchmarks/engine_choices.py --device "$DEVICE"
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent-handwritten 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
     --log-dir "$LOGS/concurrent-handwritten" -- --model banyan --device "$DEVICE" --threads "$THREADS" \
