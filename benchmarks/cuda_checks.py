@@ -247,12 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.level_tail is None:
         return run_checks(args)
     from strae.models import propagation  # an engine constant, not a training option: set for these runs only
-    saved = propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES
-    propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = args.level_tail
-    try:
+    with propagation.level_tails(args.level_tail):
         return run_checks(args)
-    finally:
-        propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES = saved
 
 
 def run_checks(args: argparse.Namespace) -> int:

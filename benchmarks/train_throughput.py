@@ -28,6 +28,7 @@ import os
 import resource
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -376,31 +377,19 @@ def paired_rates(step, batches, device: torch.device, variants: dict, rounds: in
 def compare_level_tails(step, batches, device: torch.device, tails: tuple[int, ...],
                         rounds: int = 3) -> dict[int, float]:
     """:func:`paired_rates` per tail value in ``tails`` (both engine constants set to it), restored after."""
-    saved = propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES
-
-    def tail_of(nodes: int):
-        def set_up() -> None:
-            propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = nodes
-        return set_up
-
-    try:
-        return paired_rates(step, batches, device, {tail: tail_of(tail) for tail in tails}, rounds)
-    finally:
-        propagation.LEVEL_TAIL_NODES, propagation.LINEAR_LEVEL_TAIL_NODES = saved
+    with propagation.level_tails(tails[0]):
+        return paired_rates(step, batches, device, {tail: partial(propagation.set_level_tails, tail) for tail in tails},
+                            rounds)
 
 
 def compare_fill(step, batches, device: torch.device, rounds: int = 3) -> dict[str, float]:
     """:func:`paired_rates` with torch's fill of fresh buffers under deterministic mode on and off (what
     ``runtime.FILL_UNINITIALIZED_MEMORY`` decides for `strae train`), restored after."""
     saved = torch.utils.deterministic.fill_uninitialized_memory
-
-    def fill(on: bool):
-        def set_up() -> None:
-            torch.utils.deterministic.fill_uninitialized_memory = on
-        return set_up
-
     try:
-        return paired_rates(step, batches, device, {"on": fill(True), "off": fill(False)}, rounds)
+        return paired_rates(step, batches, device, {label: partial(setattr, torch.utils.deterministic,
+                                                                   "fill_uninitialized_memory", on)
+                                                    for label, on in (("on", True), ("off", False))}, rounds)
     finally:
         torch.utils.deterministic.fill_uninitialized_memory = saved
 
@@ -408,7 +397,7 @@ def compare_fill(step, batches, device: torch.device, rounds: int = 3) -> dict[s
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.level_tail is not None:  # an engine constant, not a training option: set for this process only
-        propagation.LEVEL_TAIL_NODES = propagation.LINEAR_LEVEL_TAIL_NODES = args.level_tail
+        propagation.set_level_tails(args.level_tail)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = resolve_device(args.device)

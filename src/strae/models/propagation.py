@@ -27,6 +27,7 @@ runs Triton) each level is one Triton kernel instead, for both function kinds (p
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
@@ -338,6 +339,25 @@ LINEAR_LEVEL_TAIL_NODES = 0  # linear functions' levels (16 measured faster; see
 def level_tail_nodes(functions) -> int:
     """The narrow-top tail (nodes) that ``functions``' Triton levels run with."""
     return LINEAR_LEVEL_TAIL_NODES if isinstance(functions, _Linear) else LEVEL_TAIL_NODES
+
+
+def set_level_tails(nodes: int) -> None:
+    """Both tails (diagonal and linear) set to ``nodes``, for this process: benchmarks and checks that compare tails
+    (they are engine constants, not training options)."""
+    global LEVEL_TAIL_NODES, LINEAR_LEVEL_TAIL_NODES
+    LEVEL_TAIL_NODES = LINEAR_LEVEL_TAIL_NODES = nodes
+
+
+@contextlib.contextmanager
+def level_tails(nodes: int):
+    """:func:`set_level_tails` inside the block; both tails restored after."""
+    global LEVEL_TAIL_NODES, LINEAR_LEVEL_TAIL_NODES
+    saved = LEVEL_TAIL_NODES, LINEAR_LEVEL_TAIL_NODES
+    set_level_tails(nodes)
+    try:
+        yield
+    finally:
+        LEVEL_TAIL_NODES, LINEAR_LEVEL_TAIL_NODES = saved
 
 
 def _pow2(n: int) -> int:
