@@ -50,6 +50,7 @@ from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
 from strae.io import provenance, read_json, sha256_file
 from strae.models import propagation as passes
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
+from strae.models.fused import fell_back
 from strae.models.propagation import PROPAGATION_MODES
 from strae.models.scatter import SCATTER_MODES
 from strae.runs import (
@@ -590,7 +591,7 @@ def build_state(job: Job) -> State:
     if propagation["levels"]["used"] == "triton":  # the narrow top levels' shared launch (0: a launch per level)
         propagation["level_tail_nodes"] = passes.level_tail_nodes(model.functions)
     for engine, choice in (("induction", induction_kernel), ("levels", propagation["levels"])):
-        if "first-use check" in choice["reason"] and choice["used"] == "torch":
+        if fell_back(choice):
             # correct but slow (the torch induction is ~25x slower on an H100): a time-boxed GPU chunk must see it
             log(f"warning: {job.device.type}: the Triton {engine} engine fell back to torch ({choice['reason']}); "
                 "the run is correct but much slower; recorded in train.json provenance")

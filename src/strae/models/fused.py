@@ -46,6 +46,14 @@ class KernelChoice:
         return record
 
 
+def fell_back(choice: dict[str, Any] | None) -> bool:
+    """Whether a recorded engine choice (``KernelChoice.record()``, train.json's provenance: the induction's or the
+    Triton levels') is a Triton engine that failed its first-use check and runs torch instead: correct, but on a GPU
+    ~2-25x slower, so `strae train` warns and the campaign summary says so."""
+    return (isinstance(choice, dict) and choice.get("used") == "torch"
+            and "first-use check" in str(choice.get("reason")))
+
+
 def interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 

@@ -277,16 +277,16 @@ def engine_fallbacks(path: Path) -> str:
     """``  WARNING: the Triton <engine> fell back to torch (<reason>)`` for each Triton engine of the run's train.json
     (written when training starts) that failed its first-use check, else nothing: such a run is correct but on a
     GPU ~2-25x slower, which a time-boxed chunk has to know at once (strae train also says so in its log)."""
+    from strae.models.fused import fell_back  # torch only when asked (as checkpoint_progress)
+
     try:
         provenance = read_json(path / TRAIN_JSON).get("provenance") or {}
     except (OSError, ValueError):
         return ""
     choices = {"induction": provenance.get("induction_kernel"),
                "levels": (provenance.get("propagation") or {}).get("levels")}
-    return "".join(f"  WARNING: the Triton {engine} fell back to torch ({choice.get('reason')})"
-                   for engine, choice in choices.items()
-                   if isinstance(choice, dict) and choice.get("used") == "torch"
-                   and "first-use check" in str(choice.get("reason")))
+    return "".join(f"  WARNING: the Triton {engine} fell back to torch ({choice['reason']})"
+                   for engine, choice in choices.items() if fell_back(choice))
 
 
 def read_progress(path: Path) -> tuple[int, int, float, float]:
