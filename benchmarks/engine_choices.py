@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from strae import plan, recipes
+from strae import plan
 from strae.data.registry import load_config
 from strae.models.config import ModelConfig
 from strae.models.fused import interpreting
@@ -32,26 +32,21 @@ from strae.models.model import StraeModel
 from strae.runtime import describe_device, resolve_device
 
 
-def settings(config: dict, only: list[str]) -> list[tuple[plan.Run, str, list[tuple[str, object, str]]]]:
-    """(the first run of each (model, setting), its recipe name, the recipe overrides as ``recipes.resolve`` takes
-    them), in plan order."""
-    chosen: dict[tuple[str, str], tuple] = {}
+def settings(config: dict, only: list[str]) -> list[plan.Run]:
+    """The first run of each (model, setting), in plan order."""
+    chosen: dict[tuple[str, str], plan.Run] = {}
     for run in plan.model_runs(config, include_disabled=True):
-        if (run.model, run.setting) in chosen or (only and run.setting not in only):
-            continue
-        recipe = config["models"][run.model].get("recipe", run.model)
-        overrides = [(key, value, f"config: {run.language}/{run.model}/{run.setting}")
-                     for key, value in plan.recipe_overrides(config, run.language, run.model, run.setting).items()]
-        chosen[(run.model, run.setting)] = (run, recipe, overrides)
+        if not (only and run.setting not in only):
+            chosen.setdefault((run.model, run.setting), run)
     return list(chosen.values())
 
 
-def engines(run: plan.Run, recipe_name: str, overrides, device: torch.device, vocab_size: int) -> dict[str, str]:
-    config = ModelConfig(model=run.model, vocab_size=vocab_size, **plan.parse_setting(run.setting))
-    recipe = recipes.resolve(recipe_name, overrides).recipe
+def engines(config: dict, run: plan.Run, device: torch.device, vocab_size: int) -> dict[str, str]:
+    architecture = ModelConfig(model=run.model, vocab_size=vocab_size, **plan.parse_setting(run.setting))
+    recipe = plan.run_recipe(config, run)
     requested = "triton" if device.type != "cuda" and interpreting() else "auto"
     torch.manual_seed(0)
-    model = StraeModel(config, recipe, induction_kernel=requested, propagation="auto").to(device)
+    model = StraeModel(architecture, recipe, induction_kernel=requested, propagation="auto").to(device)
     induction = model.kernel_choice(device)
     mode = model.propagation_mode(device)
     levels = model.levels_choice(device)
@@ -74,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     triton_expected = device.type == "cuda" or interpreting()  # elsewhere torch is the choice, not a fallback
     fallbacks = []
-    for run, recipe_name, overrides in todo:
-        chosen = engines(run, recipe_name, overrides, device, args.vocab_size)
+    for run in todo:
+        chosen = engines(config, run, device, args.vocab_size)
         fast = (chosen["induction"], chosen["propagation"], chosen["levels"]) == ("triton", "handwritten", "triton")
         if triton_expected and not fast:
             fallbacks.append(f"{run.model}/{run.setting}")

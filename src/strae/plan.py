@@ -170,6 +170,16 @@ def recipe_overrides(config: dict[str, Any], language: str, model: str, setting:
     return merged
 
 
+def run_recipe(config: dict[str, Any], run: Run) -> recipes.Recipe | None:
+    """The recipe a run trains with (its model's, the config's overrides applied), as `strae train` resolves it from
+    the run's flags; None when the config has no preset for the run's model."""
+    preset = config["models"].get(run.model)
+    if preset is None:
+        return None
+    overrides = recipe_overrides(config, run.language, run.model, run.setting)
+    return recipes.resolve(preset["recipe"], [(key, value, "config") for key, value in overrides.items()]).recipe
+
+
 def _experiments_with_run(config: dict[str, Any], language: str, model: str, setting: str) -> list[dict[str, Any]]:
     found = []
     for experiment in (config.get("experiments") or {}).values():

@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from strae import paths, plan, recipes
+from strae import paths, plan
 from strae.io import atomic_path, read_json
 from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, MODEL_FILE, PROGRESS_FILE, TRAIN_JSON, RunRecord
 
@@ -99,12 +99,8 @@ def snapshot_scores(dest: Path) -> Path:
 
 def planned_epochs(config: dict[str, Any], run: plan.Run) -> int | None:
     """The epochs the run's recipe asks for (config overrides applied), as `strae train` resolves them."""
-    preset = config["models"].get(run.model)
-    if preset is None:
-        return None
-    overrides = plan.recipe_overrides(config, run.language, run.model, run.setting)
-    resolved = recipes.resolve(preset["recipe"], [(key, value, "config") for key, value in overrides.items()])
-    return resolved.recipe.epochs
+    recipe = plan.run_recipe(config, run)
+    return recipe.epochs if recipe is not None else None
 
 
 # -------------------------------------------------------------------------------------------- commands
