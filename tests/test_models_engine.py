@@ -246,6 +246,49 @@ def test_host_arrays_reach_a_cuda_device_through_pinned_memory_without_a_host_sy
     assert calls == ["pin", ("to", "cuda", True)] and moved.tolist() == [0, 2, 4]
 
 
+def test_several_host_arrays_reach_a_cuda_device_in_one_copy_each_aligned(monkeypatch):
+    """host_to_device_many: the arrays' bytes packed into one buffer (every array on a 16-byte boundary, since Triton
+    specialises kernels on pointer alignment), one non-blocking copy, and views read back with their dtypes and
+    shapes; on CPU the arrays themselves. The CUDA copy is intercepted here (no GPU)."""
+    import numpy as np
+
+    from strae import runtime
+
+    arrays = [np.arange(5, dtype=np.int64)[::2], np.array([3, -1, 7], dtype=np.int32), np.zeros(0, dtype=np.int64),
+              np.array([True, False, True]), np.linspace(0, 1, 7), np.arange(6, dtype=np.int32).reshape(2, 3),
+              torch.tensor(4.5)]
+    on_cpu = runtime.host_to_device_many(arrays, torch.device("cpu"))
+    shared = arrays[1]
+    assert on_cpu[1].data_ptr() == shared.ctypes.data  # no copy on CPU
+    as_tensors = [a if isinstance(a, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
+    buffer, layout = runtime.pack_bytes(as_tensors)
+    assert all(offset % runtime.PACK_ALIGNMENT == 0 for offset, *_ in layout)
+    unpacked = runtime.unpack_bytes(buffer, layout)
+    for expected, cpu, view in zip(as_tensors, on_cpu, unpacked):
+        for got in (cpu, view):
+            assert got.dtype == expected.dtype and got.shape == expected.shape and torch.equal(got, expected)
+        assert view.data_ptr() % runtime.PACK_ALIGNMENT == 0 or view.numel() == 0
+    calls = []
+    to, pack = torch.Tensor.to, runtime.pack_bytes
+
+    def fake_to(self, *args, **kwargs):
+        target = args[0] if args else kwargs.get("device")
+        if isinstance(target, torch.device) and target.type == "cuda":
+            calls.append(("to", kwargs.get("non_blocking"), self.dtype))
+            return self
+        return to(self, *args, **kwargs)
+
+    def unpinned_pack(tensors, pin=False):  # pinning needs a CUDA build; record that it was asked for
+        calls.append(("pin", pin))
+        return pack(tensors)
+
+    monkeypatch.setattr(torch.Tensor, "to", fake_to)
+    monkeypatch.setattr(runtime, "pack_bytes", unpinned_pack)
+    moved = runtime.host_to_device_many(arrays, torch.device("cuda"))
+    assert calls == [("pin", True), ("to", True, torch.uint8)]
+    assert [m.tolist() for m in moved] == [v.tolist() for v in unpacked]
+
+
 def test_the_engine_sends_no_host_array_with_a_blocking_copy():
     """Inside the engine's step (models, objectives) host arrays go through runtime.host_to_device: a plain
     ``.to(cuda)`` of host memory, ``torch.tensor(..., device=)`` or ``torch.as_tensor(..., device=)`` is a copy

@@ -27,7 +27,8 @@
 #   selfstrae-syncs   selfstrae-handwritten with every host sync reported by call site (logs/...txt) budget 90 s
 #   selfstrae-tail    as banyan-tail for Self-StrAE's linear levels (top levels of <= 16 nodes), and as banyan-fill
 #                                                                                          budget 90 s
-#   cuda-checks-selfstrae-tail  cuda_checks of Self-StrAE (CECO k16 u16) with the 16-node linear tail  budget 120 s
+#   cuda-checks-selfstrae-tail  cuda_checks of Self-StrAE (CECO k128 u2, the campaign's) with the 16-node linear tail
+#                                                                                          budget 120 s
 #   engine-choices    engine_choices: the engines (and their first-use checks) of every setting the config trains
 #                                                                                          budget 240 s
 #   concurrent-handwritten  concurrent_throughput 1,4,8 copies of banyan-handwritten     budget 200 s
@@ -206,9 +207,10 @@ step selfstrae-syncs 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --
 step selfstrae-tail 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --compare-level-tail 16 --compare-fill
 # budget 120 s: what a Self-StrAE run checks, with the linear tail on (LINEAR_LEVEL_TAIL_NODES is 0 until this passes:
-# provenance.propagation=handwritten/triton(tail=16) and determinism, resume, sigterm identical); 24 steps a run
+# provenance.propagation=handwritten/triton(tail=16) and determinism, resume, sigterm identical); 24 steps a run, at
+# the channels the campaign trains (SemEval Table 3's and Banyan Table 5's k128 u2), not the preset's k16 u16
 step cuda-checks-selfstrae-tail 120 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
-    --steps 24 --model selfstrae --level-tail 16 "${CORPUS_ARGS[@]}" -- --propagation handwritten
+    --steps 24 --model selfstrae --level-tail 16 "${CORPUS_ARGS[@]}" -- --propagation handwritten --k 128 --u 2
 # budget 240 s: every model setting config/config.yaml trains (21: the papers' tables and grids), with the engines
 # strae train would pick here, each Triton engine's first-use check compiled for its k and u (~15 distinct shapes of
 # the induction and four level kernels; the Triton cache keeps what earlier steps compiled): a setting that falls

@@ -35,6 +35,43 @@ def host_to_device(array: np.ndarray | torch.Tensor, device: torch.device) -> to
     return tensor.pin_memory().to(device, non_blocking=True)
 
 
+# Byte boundary every array of a packed copy starts on: Triton specialises a kernel on whether each pointer argument
+# is 16-byte aligned, and misaligned index slices made it compile new variants batch after batch (docs/GPU.md).
+PACK_ALIGNMENT = 16
+
+
+def pack_bytes(tensors: list[torch.Tensor], pin: bool = False) -> tuple[torch.Tensor, list[tuple]]:
+    """The tensors' bytes in one uint8 buffer (pinned with ``pin``), each starting on a ``PACK_ALIGNMENT`` boundary;
+    with the layout :func:`unpack_bytes` reads them back by (offset, bytes, dtype, shape)."""
+    layout, total = [], 0
+    for tensor in tensors:
+        nbytes = tensor.numel() * tensor.element_size()
+        layout.append((total, nbytes, tensor.dtype, tuple(tensor.shape)))
+        total += -(-nbytes // PACK_ALIGNMENT) * PACK_ALIGNMENT
+    buffer = torch.empty(max(total, PACK_ALIGNMENT), dtype=torch.uint8, pin_memory=pin)
+    for tensor, (offset, nbytes, _, _) in zip(tensors, layout):
+        if nbytes:
+            buffer[offset:offset + nbytes].copy_(tensor.contiguous().reshape(-1).view(torch.uint8))
+    return buffer, layout
+
+
+def unpack_bytes(buffer: torch.Tensor, layout: list[tuple]) -> list[torch.Tensor]:
+    """The tensors :func:`pack_bytes` packed, as views of ``buffer`` (on whatever device it now is)."""
+    return [buffer[offset:offset + nbytes].view(dtype).view(shape) for offset, nbytes, dtype, shape in layout]
+
+
+def host_to_device_many(arrays: list[np.ndarray | torch.Tensor], device: torch.device) -> list[torch.Tensor]:
+    """Several host arrays on ``device`` in ONE queued copy: :func:`host_to_device` for a step's small index
+    arrays, which otherwise cost a pinned staging buffer and a copy launch each (~10 per training step). On CUDA
+    each result is a view of one device buffer, 16-byte aligned; on CPU the arrays themselves, as tensors."""
+    tensors = [array if isinstance(array, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(array))
+               for array in arrays]
+    if device.type != "cuda":
+        return [tensor.to(device) for tensor in tensors]
+    buffer, layout = pack_bytes(tensors, pin=True)
+    return unpack_bytes(buffer.to(device, non_blocking=True), layout)
+
+
 def describe_device(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda:{torch.cuda.get_device_name(device)}"

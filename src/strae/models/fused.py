@@ -23,7 +23,7 @@ from torch import nn
 from strae.models.dropout import _as_int32, keep_scale
 from strae.models.trees import Induction, InductionDropout, PackedBatch, _normalize, leaf_dropout, merge_schedule
 from strae.models.trees import induce as induce_torch
-from strae.runtime import host_to_device
+from strae.runtime import host_to_device_many
 
 INDUCTION_KERNELS = ("auto", "torch", "triton")
 # Longer sentences fall back to the torch loop: the per-slot vectors live in registers (T_B = next power of 2).
@@ -195,7 +195,6 @@ def _schedule(packed: PackedBatch, device: torch.device) -> tuple[torch.Tensor, 
     step_base = np.zeros(max(len(active_counts), 1), dtype=np.int64)
     np.cumsum(active_counts[:-1], out=step_base[1:len(active_counts)])
     lengths = [packed.lengths[b] for b in order]
-    return (host_to_device(packed.offsets[:-1][order], device),  # int64 already; the fancy index copies
-            host_to_device(np.asarray(lengths, dtype=np.int32), device),
-            host_to_device(np.asarray(order, dtype=np.int32), device),
-            host_to_device(step_base, device))
+    return tuple(host_to_device_many([packed.offsets[:-1][order],  # int64 already; the fancy index copies
+                                      np.asarray(lengths, dtype=np.int32), np.asarray(order, dtype=np.int32),
+                                      step_base], device))

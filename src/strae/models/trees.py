@@ -41,7 +41,7 @@ import torch.nn.functional as F
 
 from strae.models.dropout import apply_keep, keyed_keep, leaf_keys, pair_keys
 from strae.models.scatter import Csr, gather_rows, scatter_sum
-from strae.runtime import host_to_device
+from strae.runtime import host_to_device, host_to_device_many
 
 
 @dataclass
@@ -599,17 +599,18 @@ def build_graph(induction: Induction, tokens: torch.Tensor | np.ndarray, structu
     root_levels, root_nodes = root_levels[by_level], root_nodes[by_level]
     levels, first = np.unique(root_levels, return_index=True)
     bounds = dict(zip(levels.tolist(), zip(first.tolist(), np.append(first[1:], len(root_levels)).tolist())))
-    local = host_to_device(node_local[root_nodes], device)  # one host-to-device copy, then a view per level
+    # the graph's index arrays in one host-to-device copy; the roots' local rows then as a view per level
+    local, leaf_tokens_t, roots_t, count_t, node_occurrence_t = host_to_device_many(
+        [node_local[root_nodes], leaf_tokens, node_of[roots_np], count, node_occurrence], device)
     for level, (start, end) in bounds.items():
         root_local[level] = local[start:end]
     root_csr = None if level_sizes is None else Csr.build_many(
         node_local[root_nodes], bounds, {level: int(level_sizes[level]) for level in bounds}, device)
     return Graph(structure=structure, level_offsets=offsets_np.tolist(),
-                 leaf_tokens=host_to_device(leaf_tokens, device),
+                 leaf_tokens=leaf_tokens_t,
                  left=node_left, right=node_right, down_left=down_left, down_right=down_right,
-                 roots=host_to_device(node_of[roots_np], device),
+                 roots=roots_t,
                  occurrence_node=node_of, route_factory=routes, root_local=root_local, root_nodes=root_nodes,
-                 down_count=host_to_device(count, device), node_occurrence=node_occurrence,
-                 up_keep=None if induction.keep is None else
-                 induction.keep[host_to_device(node_occurrence, device)],
+                 down_count=count_t, node_occurrence=node_occurrence,
+                 up_keep=None if induction.keep is None else induction.keep[node_occurrence_t],
                  induction_dropout=induction.dropout, device=device, root_csr=root_csr)
