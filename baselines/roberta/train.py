@@ -372,9 +372,11 @@ def new_record(*, language: str, model: str, setting: str, seed: int, config: di
     return RunRecord(
         language=language, model=model, setting=setting, seed=seed, config=config,
         timings={"device": describe_device(device), "precision": precision, "torch_threads": torch.get_num_threads()},
-        # said, not set: on CUDA deterministic kernels are not requested (SDPA's memory-efficient backward has no
-        # deterministic variant, and a CUDA graph capture has not been tried with the sort-based ones; the graphed
-        # MLM step was repeatable anyway on an H100, benchmarks/roberta_graphs_check.py); CPU kernels are
+        # said, not set: on CUDA deterministic kernels are not requested. Strict mode would raise on any op of the
+        # step without a deterministic kernel and make SDPA's memory-efficient backward run unsplit (torch's own
+        # deterministic variant); neither that nor a CUDA graph capture of the sort-based kernels has been tried on
+        # a GPU. The graphed MLM step was repeatable anyway on an H100 (benchmarks/roberta_graphs_check.py); the
+        # CPU kernels are deterministic.
         provenance=provenance(**extra_provenance,
                               determinism={"deterministic": device.type != "cuda", "device_type": device.type}),
     )
