@@ -48,7 +48,7 @@ from strae.runtime import (
     capture_rng_states,
     configure_determinism,
     describe_device,
-    resolve_device,
+    job_device,
     restore_rng_states,
     seed_everything,
 )
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parse_meta = read_parse_meta(args.parses)
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = resolve_device(args.device)
+    device = job_device(args.device)  # several GPUs: the one the fewest strae jobs hold
     # before the model touches the GPU (cuBLAS reads its workspace setting then): the Tree-LSTM's child sums are
     # index_add scatters, which sum in any order on CUDA unless deterministic kernels are asked for
     determinism = configure_determinism(device)

@@ -51,7 +51,7 @@ from strae.runtime import (
     bf16_autocast_supported,
     capture_rng_states,
     describe_device,
-    resolve_device,
+    job_device,
     restore_rng_states,
     seed_everything,
 )
@@ -414,7 +414,7 @@ def configure_device(args: argparse.Namespace) -> tuple[torch.device, Callable[[
     """(device, autocast context factory, resolved precision) from --threads, --device and --precision."""
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = resolve_device(args.device)
+    device = job_device(args.device)  # several GPUs: the one the fewest strae jobs hold
     autocast, precision = autocast_context(device, args.precision)
     return device, autocast, precision
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+import re
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +21,101 @@ def resolve_device(requested: str | None = "auto") -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"--device {requested}: CUDA was requested but torch.cuda.is_available() is False")
     return device
+
+
+# Where jobs on one machine agree which GPU each one took (job_device); STRAE_GPU_SLOTS names another folder (e.g. one
+# shared by several users' jobs on the same machine).
+GPU_SLOTS_ENV = "STRAE_GPU_SLOTS"
+_claimed: list[Any] = []  # this process's slot lock(s), held open until it exits
+_placement: dict[str, Any] | None = None
+
+
+def gpu_slots_dir() -> Path:
+    configured = os.environ.get(GPU_SLOTS_ENV)
+    if configured:
+        return Path(configured)
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    return Path(tempfile.gettempdir()) / f"strae-gpu-slots-{uid}"
+
+
+def visible_gpu_keys(count: int) -> list[str]:
+    """A name per visible GPU that every job on the machine agrees on: the entries of CUDA_VISIBLE_DEVICES (physical
+    indices or UUIDs) when it lists them, else the indices 0..count-1."""
+    listed = [entry.strip() for entry in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if entry.strip()]
+    keys = listed[:count] if len(listed) >= count else [str(index) for index in range(count)]
+    return [re.sub(r"[^A-Za-z0-9_.-]", "_", key) for key in keys]
+
+
+def claim_gpu(keys: list[str], directory: Path) -> tuple[int, int]:
+    """(index, jobs holding it before this one): the GPU of ``keys`` that the fewest live jobs hold, claimed.
+
+    Each job holds an exclusive ``flock`` on one slot file of its GPU for as long as it lives; the kernel drops the
+    locks of a process that exits or crashes, so a slot is free exactly when no live job holds it. Counting and
+    claiming happen under one machine-wide lock, so jobs starting together spread over the GPUs (ties: the lowest
+    index)."""
+    import fcntl
+
+    directory.mkdir(parents=True, exist_ok=True)
+
+    def try_lock(path: Path):
+        handle = open(path, "a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return None
+        return handle
+
+    with open(directory / "choose.lock", "a") as chooser:
+        fcntl.flock(chooser, fcntl.LOCK_EX)
+        held = []
+        for key in keys:
+            busy = 0
+            for slot in directory.glob(f"gpu-{key}.slot*.lock"):
+                handle = try_lock(slot)
+                if handle is None:
+                    busy += 1
+                else:
+                    handle.close()  # free: closing drops the probe's lock
+            held.append(busy)
+        index = min(range(len(keys)), key=lambda i: (held[i], i))
+        slot_number = 0
+        while (handle := try_lock(directory / f"gpu-{keys[index]}.slot{slot_number}.lock")) is None:
+            slot_number += 1
+    _claimed.append(handle)
+    return index, held[index]
+
+
+def job_device(requested: str | None = "auto") -> torch.device:
+    """The device of one job (`strae train`, `strae evaluate`, the baselines' trainers): :func:`resolve_device`, and
+    on a machine with several visible GPUs, for ``auto`` or ``cuda`` without an index, the GPU the fewest other strae
+    jobs hold (:func:`claim_gpu`), made this process's current device. So `snakemake --profile profiles/gpu
+    --resources gpu=N` on a box with G GPUs runs N jobs spread G ways instead of all on GPU 0. ``cuda:N`` is taken
+    as given; one GPU (or none) changes nothing. :func:`gpu_placement` says what was chosen (train.json records it)."""
+    global _placement
+    device = resolve_device(requested)
+    if device.type != "cuda" or device.index is not None:
+        return device
+    if _placement is not None:  # a process trains or evaluates on one GPU, however many jobs it runs in turn
+        return torch.device("cuda", _placement["gpu"])
+    count = torch.cuda.device_count()
+    if count <= 1:
+        return device
+    try:
+        import fcntl  # noqa: F401  (POSIX only)
+    except ImportError:
+        return device
+    keys = visible_gpu_keys(count)
+    index, sharing = claim_gpu(keys, gpu_slots_dir())
+    torch.cuda.set_device(index)
+    _placement = {"gpus_visible": count, "gpu": index, "gpu_key": keys[index], "jobs_already_on_it": sharing,
+                  "slots_dir": str(gpu_slots_dir())}
+    return torch.device("cuda", index)
+
+
+def gpu_placement() -> dict[str, Any] | None:
+    """What :func:`job_device` chose in this process (None when it did not choose: one GPU, none, or cuda:N)."""
+    return None if _placement is None else dict(_placement)
 
 
 def host_to_device(array: np.ndarray | torch.Tensor, device: torch.device) -> torch.Tensor:

@@ -76,7 +76,8 @@ from strae.runtime import (
     configure_determinism,
     configure_float32_matmul,
     describe_device,
-    resolve_device,
+    gpu_placement,
+    job_device,
     restore_rng_states,
     seed_everything,
 )
@@ -547,7 +548,7 @@ def prepare(args: argparse.Namespace) -> Job:
     """Resolve the command: model config, recipe, settings, corpora, device and the checkpoint fingerprint."""
     config, resolved, settings, (train_corpus, dev_corpus), tokenizer_sha = resolve(args)
     data_meta = read_json(Path(settings.data_dir) / "train.json")
-    device = resolve_device(args.device)
+    device = job_device(args.device)  # on a box with several GPUs: the one the fewest strae jobs hold
     expected = fingerprint(config.to_dict(), settings, data_meta, resolved.recipe)
     return Job(args, config, resolved, settings, train_corpus, dev_corpus, tokenizer_sha, data_meta, device,
                expected)
@@ -647,6 +648,8 @@ def start_session(job: Job, state: State) -> RunRecord:
     """Open this process' timing session and write train.json (status running)."""
     state.session = {"started": time.time(), "start_step": state.global_step, "device": describe_device(job.device),
                      "engine_sha256": state.engine_sha}
+    if gpu_placement() is not None:  # several GPUs: which one this session took, and how many jobs it shared
+        state.session["gpu_placement"] = gpu_placement()
     state.timings.setdefault("sessions", []).append(state.session)
     record = new_record(job, state.history, state.timings, data=data_block(job), parameters={
         "total": sum(p.numel() for p in state.params),

@@ -29,7 +29,7 @@ from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, Task
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
 from strae.io import provenance, read_json, sha256_file
 from strae.runs import ENCODER_MANIFEST, RunRecord
-from strae.runtime import configure_float32_matmul
+from strae.runtime import configure_float32_matmul, job_device
 
 DEFAULT_CONFIG = "config/config.yaml"
 DEFAULT_TASKS_FILE = "config/tasks.yaml"
@@ -320,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         if options.get("device", args.device) != args.device:
             raise SystemExit(f"--device {args.device} contradicts --encoder-option device={options['device']}")
         options["device"] = args.device
+    if options.get("device", "auto") in ("auto", "cuda"):
+        placed = job_device(options.get("device", "auto"))  # several GPUs: the one the fewest strae jobs hold
+        if placed.index is not None:
+            options["device"] = str(placed)
     result = evaluate(args.model, args.lang, args.variant, config_path=args.config, tasks_path=args.tasks_file,
                       only=only, encoder_options=options, batch_size=args.batch_size,
                       resources_dir=args.resources_dir, progress=not args.quiet)
