@@ -160,18 +160,29 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
             col_sum += block.sum(0, dtype=accumulate)
         loss = 0.5 * ((row_sum.log() - diag).mean() + (col_sum.log() - diag).mean())
         inv_row, inv_col = (1.0 / row_sum).to(compute), (1.0 / col_sum).to(compute)
-        grad_a = torch.empty_like(a)
+        grad_a = torch.empty(m, a.shape[1], dtype=compute, device=a.device)
         grad_b = torch.zeros(m, b.shape[1], dtype=accumulate, device=b.device)
+        # 1/row_sum_i + 1/col_sum_j of a block, in one buffer reused by every block: a fresh (rows, M) temporary per
+        # block (and a fresh product per block for each gradient) is, on a CPU, freshly mapped memory that the kernel
+        # zeroes page by page. Reused buffers and products written into the gradients: the fused term at M = 20k on
+        # 2 CPU cores 6.4-6.7 -> 5.8 s, at 12k 2.46 -> 2.17 s (2026-11-27), the same values. On a GPU, one launch
+        # fewer per block (the gradient of b accumulates inside its GEMM).
+        weights = torch.empty(min(m, block_rows), m, dtype=compute, device=a.device)
         factor = 0.5 / m * scale
         for start in range(0, m, block_rows):
             stop = min(m, start + block_rows)
             # dL/dS = (softmax_row + softmax_col - 2I) / 2M, from exp(S) and the row / column sums; in place (exp(S)
-            # is read once more, here), so the block needs no (rows, M) buffer of its own beside the sums'.
-            block = expo[start:stop].mul_(inv_row[start:stop].unsqueeze(1) + inv_col.unsqueeze(0))
+            # is read once more, here). The products write into the gradients (no per-block result buffers).
+            block_weights = torch.add(inv_row[start:stop].unsqueeze(1), inv_col.unsqueeze(0),
+                                      out=weights[:stop - start])
+            block = expo[start:stop].mul_(block_weights)
             block.diagonal(start).sub_(2.0)
-            grad_a[start:stop] = torch.mm(block, bc).to(a.dtype).mul_(factor)
-            grad_b += torch.mm(block.T, ac[start:stop]).to(accumulate)
-        ctx.save_for_backward(grad_a, grad_b.to(b.dtype).mul_(factor / scale))
+            torch.mm(block, bc, out=grad_a[start:stop])
+            if compute == accumulate:
+                grad_b.addmm_(block.T, ac[start:stop])
+            else:
+                grad_b += torch.mm(block.T, ac[start:stop])
+        ctx.save_for_backward(grad_a.to(a.dtype).mul_(factor), grad_b.to(b.dtype).mul_(factor / scale))
         return loss.to(a.dtype)
 
     @staticmethod
