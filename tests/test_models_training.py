@@ -178,6 +178,30 @@ def test_fused_leaf_cross_entropy_matches_plain(bias):
         torch.testing.assert_close(leaf_cross_entropy(layer, x, y, bf16=False) * 3.0, plain)
 
 
+@pytest.mark.parametrize("spread", [1.0, 40.0])
+def test_fused_leaf_cross_entropy_in_fp32_on_a_cpu_reads_the_loss_from_the_target_probability(spread):
+    """fp32 on a CPU takes -log p_target from the softmax (no max sweep); where p_target is too small for that (a
+    spread of 40 gives rows with losses in the hundreds, p_target underflowing to 0) the row falls back to
+    lse = max - log(p at the max). Both against float64."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(8, 300)
+    x = torch.randn(600, 8) * spread  # more rows than one fused block
+    y = torch.randint(0, 300, (600,))
+    x.requires_grad_(True)
+    fused = leaf_cross_entropy(layer, x, y, bf16=False)
+    grads = torch.autograd.grad(fused, [x] + list(layer.parameters()))
+    x64, layer64 = x.detach().double().requires_grad_(True), torch.nn.Linear(8, 300).double()
+    layer64.load_state_dict({key: value.double() for key, value in layer.state_dict().items()})
+    plain = torch.nn.functional.cross_entropy(layer64(x64), y)
+    expected = torch.autograd.grad(plain, [x64] + list(layer64.parameters()))
+    if spread > 1:
+        row_losses = torch.nn.functional.cross_entropy(layer64(x64), y, reduction="none")
+        assert row_losses.max() > 2 * 60.0  # the fallback rows are there
+    assert torch.isfinite(fused) and abs(fused.item() - plain.item()) <= 1e-5 * plain.item()
+    for got, want in zip(grads, expected):
+        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-6)
+
+
 def test_fast_dropout_statistics_and_gradient():
     from strae.models.model import fast_dropout
 
