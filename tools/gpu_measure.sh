@@ -20,6 +20,7 @@
 #   cuda-checks-handwritten  cuda_checks (determinism, resume, SIGTERM) of that engine  budget 180 s
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
+#   selfstrae-k128    the same at k128 u2, the campaign's Self-StrAE runs (SemEval Tables 2-3)  budget 60 s
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
 #   objective-precision  objective_precision: CE and contrastive terms, fp32/tf32 ms + error    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
@@ -184,6 +185,10 @@ step banyan-handwritten-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --
     --propagation handwritten --nondeterministic
 # budget 60 s: Self-StrAE's linear functions, the handwritten passes' linear Triton levels
 step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+    --propagation handwritten
+# budget 60 s: the same at the channels the campaign trains (k128 u2: SemEval Table 2's 128x2 cell, Table 3's runs),
+# whose tokens/s the README's estimate of results/table2.csv's time rests on
+step selfstrae-k128 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --k 128 --u 2 --induction-kernel triton \
     --propagation handwritten
 # budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)
 step selfstrae-tf32 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
