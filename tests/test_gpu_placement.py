@@ -111,7 +111,7 @@ def test_job_device_changes_nothing_with_one_gpu_or_none(monkeypatch, tmp_path):
     monkeypatch.setenv(runtime.GPU_SLOTS_ENV, str(tmp_path))
     chosen = fake_cuda(monkeypatch, 1)
     assert runtime.job_device("auto") == torch.device("cuda") and chosen == []
-    assert runtime.gpu_placement() is None and not list(tmp_path.iterdir())
+    assert runtime.gpu_placement() is None and runtime.placement_fields() == {} and not list(tmp_path.iterdir())
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert runtime.job_device("auto") == torch.device("cpu")
 
@@ -123,7 +123,7 @@ def test_a_training_session_records_its_gpu(monkeypatch, tmp_path):
 
     data_dir, tokenizer = make_tiny_corpus(tmp_path / "data", n_train=32, n_dev=8)
     placement = {"gpus_visible": 4, "gpu": 2, "gpu_key": "2", "jobs_already_on_it": 1, "slots_dir": "/tmp/x"}
-    monkeypatch.setattr(trainer, "gpu_placement", lambda: dict(placement))
+    monkeypatch.setattr(runtime, "_placement", dict(placement))  # as job_device leaves it on a several-GPU box
     out = tmp_path / "run"
     argv = ["--model", "banyan", "--lang", "xx", "--seed", "0", "--out", str(out), "--data-dir", str(data_dir),
             "--tokenizer", str(tokenizer), "--k", "4", "--u", "2", "--batch-size", "16", "--epochs", "1",

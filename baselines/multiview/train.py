@@ -49,6 +49,7 @@ from strae.runtime import (
     configure_determinism,
     describe_device,
     job_device,
+    placement_fields,
     restore_rng_states,
     seed_everything,
 )
@@ -236,7 +237,7 @@ def new_record(job: Job, parse_meta: dict, determinism: dict[str, Any]) -> RunRe
                 "init": "xavier_uniform weights, zero biases, zero leaf child states",
                 "test_vector": "concat(target view, context view)"},
         provenance=provenance(device=describe_device(job.device), seed=job.args.seed, command=sys.argv,
-                              determinism=determinism),
+                              determinism=determinism, **placement_fields()),
         blocks={"data": job.data_stats, "parser": parse_meta["parser"]},
     )
 

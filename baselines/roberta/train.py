@@ -52,6 +52,7 @@ from strae.runtime import (
     capture_rng_states,
     describe_device,
     job_device,
+    placement_fields,
     restore_rng_states,
     seed_everything,
 )
@@ -378,7 +379,8 @@ def new_record(*, language: str, model: str, setting: str, seed: int, config: di
         # a GPU. The graphed MLM step was repeatable anyway on an H100 (benchmarks/roberta_graphs_check.py); the
         # CPU kernels are deterministic.
         provenance=provenance(**extra_provenance,
-                              determinism={"deterministic": device.type != "cuda", "device_type": device.type}),
+                              determinism={"deterministic": device.type != "cuda", "device_type": device.type},
+                              **placement_fields()),
     )
 
 

@@ -118,6 +118,12 @@ def gpu_placement() -> dict[str, Any] | None:
     return None if _placement is None else dict(_placement)
 
 
+def placement_fields() -> dict[str, Any]:
+    """``{"gpu_placement": ...}`` for a record when :func:`job_device` chose a GPU, else nothing."""
+    placement = gpu_placement()
+    return {} if placement is None else {"gpu_placement": placement}
+
+
 def host_to_device(array: np.ndarray | torch.Tensor, device: torch.device) -> torch.Tensor:
     """A host array as a tensor on ``device``, without making the host wait for the GPU.
 

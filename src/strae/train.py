@@ -76,8 +76,8 @@ from strae.runtime import (
     configure_determinism,
     configure_float32_matmul,
     describe_device,
-    gpu_placement,
     job_device,
+    placement_fields,
     restore_rng_states,
     seed_everything,
 )
@@ -648,8 +648,7 @@ def start_session(job: Job, state: State) -> RunRecord:
     """Open this process' timing session and write train.json (status running)."""
     state.session = {"started": time.time(), "start_step": state.global_step, "device": describe_device(job.device),
                      "engine_sha256": state.engine_sha}
-    if gpu_placement() is not None:  # several GPUs: which one this session took, and how many jobs it shared
-        state.session["gpu_placement"] = gpu_placement()
+    state.session.update(placement_fields())  # several GPUs: which one this session took, how many jobs it shared
     state.timings.setdefault("sessions", []).append(state.session)
     record = new_record(job, state.history, state.timings, data=data_block(job), parameters={
         "total": sum(p.numel() for p in state.params),
