@@ -147,3 +147,36 @@ def test_the_holder_script_really_holds(tmp_path):
     time.sleep(0.05)
     with open(slot, "a") as probe:
         fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free once it is gone
+
+
+def test_evaluation_places_network_encoders_only(monkeypatch, tmp_path):
+    """`strae evaluate` takes a GPU slot for encoders that run a network; GloVe and random-token average numpy
+    vectors and leave the GPUs to the others."""
+    from strae import encode
+
+    assert encode.runs_a_network("random-token") is False
+    for kind, network in (("glove", False), ("strae", True), ("roberta", True), ("multiview", True)):
+        run = tmp_path / kind
+        run.mkdir()
+        (run / "encoder.json").write_text(json.dumps({"kind": kind}))
+        assert encode.runs_a_network(str(run)) is network, kind
+    assert encode.runs_a_network(str(tmp_path / "not-trained-yet")) is True  # loading will say what is missing
+
+    from strae.evaluate import harness
+
+    class Chosen(Exception):
+        """Stops `strae evaluate` once its encoder options are settled."""
+
+    placed, seen = [], {}
+
+    def evaluate(model, lang, variant, encoder_options, **_):
+        seen[model] = dict(encoder_options)
+        raise Chosen
+
+    monkeypatch.setattr(harness, "job_device", lambda device: placed.append(device) or torch.device("cuda", 1))
+    monkeypatch.setattr(harness, "evaluate", evaluate)
+    for model in ("random-token", str(tmp_path / "strae")):
+        with pytest.raises(Chosen):
+            harness.main(["--model", model, "--lang", "en", "--variant", "paper", "--device", "auto"])
+    assert placed == ["auto"]  # the network encoder only
+    assert seen == {"random-token": {"device": "auto"}, str(tmp_path / "strae"): {"device": "cuda:1"}}

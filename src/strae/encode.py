@@ -51,10 +51,12 @@ class Encoder(Protocol):
 @dataclass(frozen=True)
 class EncoderKind:
     """One kind of encoder: ``load(run_dir, **options)`` for a trained run directory, ``load(**options)`` for a
-    builtin (``builtin=True``, addressed by name on the command line)."""
+    builtin (``builtin=True``, addressed by name on the command line). ``network=False``: static vectors averaged
+    with numpy, which take no GPU whatever ``device`` says."""
 
     load: Callable[..., Encoder]
     builtin: bool = False
+    network: bool = True
 
 
 # Each loader imports its module when called: a kind's module pulls its own heavy dependencies (torch, gensim,
@@ -92,10 +94,10 @@ def _random_token(**options: Any) -> Encoder:
 # kind (encoder.json "kind", or a builtin's name) -> how to load it. The one list of encoders.
 ENCODERS: dict[str, EncoderKind] = {
     "strae": EncoderKind(_strae),  # Self-StrAE / Banyan runs (strae train)
-    "glove": EncoderKind(_glove),  # strae train-glove
+    "glove": EncoderKind(_glove, network=False),  # strae train-glove
     "roberta": EncoderKind(_roberta),  # strae train-roberta / train-simcse
     "multiview": EncoderKind(_multiview),  # strae train-multiview
-    "random-token": EncoderKind(_random_token, builtin=True),  # the sanity floor, no training
+    "random-token": EncoderKind(_random_token, builtin=True, network=False),  # the sanity floor, no training
 }
 
 
@@ -116,6 +118,20 @@ def _checked(encoder: Any, what: str) -> Encoder:
     if not isinstance(encoder, Encoder):
         raise TypeError(f"{what}: the loader returned {type(encoder).__name__}, not an Encoder")
     return encoder
+
+
+def runs_a_network(spec: str) -> bool:
+    """Whether the encoder ``spec`` names (as :func:`load_encoder` takes it) runs on a device; True when it cannot
+    tell (no manifest yet: loading will say what is wrong)."""
+    entry = ENCODERS.get(spec)
+    if entry is not None and entry.builtin:
+        return entry.network
+    manifest = Path(spec) / "encoder.json"
+    try:
+        kind = json.loads(manifest.read_text())["kind"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return True
+    return ENCODERS[kind].network if kind in ENCODERS else True
 
 
 def load_encoder(spec: str, **options: Any) -> Encoder:

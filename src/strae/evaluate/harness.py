@@ -23,7 +23,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from strae import paths
-from strae.encode import Encoder, load_encoder
+from strae.encode import Encoder, load_encoder, runs_a_network
 from strae.evaluate import metrics
 from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
@@ -320,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         if options.get("device", args.device) != args.device:
             raise SystemExit(f"--device {args.device} contradicts --encoder-option device={options['device']}")
         options["device"] = args.device
-    if options.get("device", "auto") in ("auto", "cuda"):
+    if options.get("device", "auto") in ("auto", "cuda") and runs_a_network(args.model):
         placed = job_device(options.get("device", "auto"))  # several GPUs: the one the fewest strae jobs hold
         if placed.index is not None:
             options["device"] = str(placed)
