@@ -180,3 +180,19 @@ def test_evaluation_places_network_encoders_only(monkeypatch, tmp_path):
             harness.main(["--model", model, "--lang", "en", "--variant", "paper", "--device", "auto"])
     assert placed == ["auto"]  # the network encoder only
     assert seen == {"random-token": {"device": "auto"}, str(tmp_path / "strae"): {"device": "cuda:1"}}
+
+
+def test_a_slots_folder_without_locks_runs_the_job_unplaced_and_says_so(monkeypatch, tmp_path, capsys):
+    """A filesystem that refuses locks (some network mounts) must not stall or stop a job: it runs on the default
+    GPU, with a line saying why and what to set."""
+    import errno
+
+    monkeypatch.setenv(runtime.GPU_SLOTS_ENV, str(tmp_path))
+    fake_cuda(monkeypatch, 2)
+
+    def no_locks(handle, operation):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    assert runtime.job_device("auto") == torch.device("cuda") and runtime.gpu_placement() is None
+    assert "cannot choose among 2 GPUs" in capsys.readouterr().err

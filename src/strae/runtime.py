@@ -5,6 +5,7 @@ import contextlib
 import os
 import random
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,12 @@ def claim_gpu(keys: list[str], directory: Path) -> tuple[int, int]:
         handle = open(path, "a")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        except BlockingIOError:  # held by a live job; any other error (no locks on this filesystem) goes up
             handle.close()
             return None
+        except OSError:
+            handle.close()
+            raise
         return handle
 
     with open(directory / "choose.lock", "a") as chooser:
@@ -106,7 +110,12 @@ def job_device(requested: str | None = "auto") -> torch.device:
     except ImportError:
         return device
     keys = visible_gpu_keys(count)
-    index, sharing = claim_gpu(keys, gpu_slots_dir())
+    try:
+        index, sharing = claim_gpu(keys, gpu_slots_dir())
+    except OSError as error:  # e.g. a slots folder on a filesystem without locks: run, just not spread
+        print(f"strae: cannot choose among {count} GPUs ({gpu_slots_dir()}: {error}); using the default one. Set "
+              f"{GPU_SLOTS_ENV} to a local folder to spread jobs over the GPUs", file=sys.stderr)
+        return device
     torch.cuda.set_device(index)
     _placement = {"gpus_visible": count, "gpu": index, "gpu_key": keys[index], "jobs_already_on_it": sharing,
                   "slots_dir": str(gpu_slots_dir())}
