@@ -22,18 +22,37 @@ from strae.runtime import bf16_autocast_supported
 
 # Rows of logits per block: on CPU 256 x 25k fp32 = 25 MB, about what stays in the last-level cache. On a GPU the
 # block costs ~10 kernel launches whatever its size and the step is launch-bound (issue 10): 8192 rows (a whole
-# English batch's ~3.7k leaves in one block; <= 0.8 GB of fp32 logits beside the (N, V) gradient buffer).
+# English batch's ~3.7k leaves in one block; <= 0.8 GB of fp32 logits, and as much again for its probabilities).
 _ROW_BLOCK = 256
-# -log p_target straight from the softmax while p_target >= e^-60 (~1e-26, a normal fp32 with full precision);
-# beyond, the row's loss is taken as lse - logit with lse = max - log(p at the max), which cannot underflow
-_CE_MAX_DIRECT_LOSS = 60.0
 _ROW_BLOCK_GPU = 8192
+# -log p_target straight from the softmax while p_target >= e^-60 (~1e-26, a normal fp32 with full precision);
+# beyond, the row's loss is taken in the max form (_max_form_losses), which cannot underflow
+_CE_MAX_DIRECT_LOSS = 60.0
 # Rows of the contrastive's (M, M) exp(S) per block. The matrix itself is held whole (in the compute dtype); a block
 # bounds pass 2's (rows, M) temporary. CPU: 1024. GPU: a whole English Self-StrAE batch (~15.7k internal nodes) in one
 # block — with 1024-row blocks the term was ~16 blocks x ~10 launches per pass, and on an H100 it took 13.6 ms against
 # its GEMMs' 7.9 ms (2026-11-26; the temporary is <= 16384 x M in the compute dtype, 1 GB for an English batch).
 _CONTRASTIVE_BLOCK = 1024
 _CONTRASTIVE_BLOCK_GPU = 16384
+
+
+def _add_product(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """out += a @ b: inside the GEMM when the dtypes agree, else through a product in a's dtype (bf16 products
+    summed into an fp32 gradient)."""
+    if out.dtype == a.dtype:
+        out.addmm_(a, b)
+    else:
+        out += torch.mm(a, b)
+
+
+def _max_form_losses(scores: torch.Tensor, probs: torch.Tensor, targets: torch.Tensor,
+                     accumulate: torch.dtype) -> torch.Tensor:
+    """Per row lse - logit_target, with lse = max - log(p at the max): that p is 1 / sum exp(logit - max) >= 1/V,
+    so it never underflows (p_target can). ``probs`` = softmax(scores), row for row."""
+    peak, at_peak = scores.max(dim=1)
+    at_peak_p = probs.gather(1, at_peak[:, None]).squeeze(1)
+    return peak.to(accumulate) - at_peak_p.to(accumulate).log() - scores.gather(1, targets[:, None]).squeeze(1).to(
+        accumulate)
 
 
 class _FusedLinearCrossEntropy(torch.autograd.Function):
@@ -61,9 +80,8 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
         row_block = _ROW_BLOCK if x.device.type == "cpu" else _ROW_BLOCK_GPU
         # One block of logits at a time, and as few sweeps over it as torch's kernels allow (on a GPU the (rows, V)
         # sweeps are memory-bound: a whole Banyan batch's is 0.4 GB of fp32 per sweep): the product with its bias
-        # added in the GEMM, one max (which also says where it is), the softmax kernel writing straight into
-        # ``probs``. The loss uses lse = max - log(p at the max): that p is 1 / sum exp(logit - max) >= 1/V, so it
-        # never underflows (p_target can).
+        # added in the GEMM, the softmax kernel writing straight into ``probs``, the loss in the max form (one max,
+        # which also says where it is: _max_form_losses).
         # fp32 on a CPU: the loss from p_target directly, without the max sweep (~10 % of a block's time there);
         # a GPU keeps the max form, whose check for tiny probabilities would be a host sync
         on_cpu_fp32 = x.device.type == "cpu" and compute == torch.float32
@@ -79,32 +97,23 @@ class _FusedLinearCrossEntropy(torch.autograd.Function):
             else:
                 torch.mm(xc[start:stop], w.T, out=scores)
             block = probs[:stop - start]
+            torch.ops.aten._softmax.out(scores, 1, False, out=block)  # fp32 accumulation inside, even for bf16
             if on_cpu_fp32:
-                torch.ops.aten._softmax.out(scores, 1, False, out=block)
-                # -log p_target, unless p_target is too small to have full precision (then the max form below)
+                # -log p_target, unless p_target is too small to have full precision (then the max form)
                 row_losses = block[rows, block_targets].log().neg_()
                 tiny = row_losses > _CE_MAX_DIRECT_LOSS
                 if bool(tiny.any()):  # a CPU reads this without waiting for anything
-                    few = scores[tiny]
-                    peak, at_peak = few.max(dim=1)
-                    row_losses[tiny] = (peak - block[tiny].gather(1, at_peak[:, None]).squeeze(1).log()
-                                        - few.gather(1, block_targets[tiny][:, None]).squeeze(1))
-                total += row_losses.sum()
+                    row_losses[tiny] = _max_form_losses(scores[tiny], block[tiny], block_targets[tiny], accumulate)
             else:
-                peak, at_peak = scores.max(dim=1)
-                torch.ops.aten._softmax.out(scores, 1, False, out=block)  # fp32 accumulation inside, even for bf16
-                lse = peak.to(accumulate) - block[rows, at_peak].to(accumulate).log()
-                total += (lse - scores[rows, block_targets].to(accumulate)).sum()
+                row_losses = _max_form_losses(scores, block, block_targets, accumulate)
+            total += row_losses.sum()
             block[rows, block_targets] -= 1.0
             if grad_bias is not None:
                 grad_bias += block.sum(0, dtype=torch.float32)
             if grad_x is not None:
                 torch.mm(block, w, out=grad_x[start:stop])
             if grad_w is not None:
-                if compute == accumulate:
-                    grad_w.addmm_(block.T, xc[start:stop])
-                else:
-                    grad_w += torch.mm(block.T, xc[start:stop])
+                _add_product(grad_w, block.T, xc[start:stop])
         scale = 1.0 / n
         if grad_x is not None:
             grad_x = grad_x.to(x.dtype).mul_(scale)
@@ -196,10 +205,7 @@ class _FusedSymmetricContrastive(torch.autograd.Function):
             block = expo[start:stop].mul_(block_weights)
             block.diagonal(start).sub_(2.0)
             torch.mm(block, bc, out=grad_a[start:stop])
-            if compute == accumulate:
-                grad_b.addmm_(block.T, ac[start:stop])
-            else:
-                grad_b += torch.mm(block.T, ac[start:stop])
+            _add_product(grad_b, block.T, ac[start:stop])
         ctx.save_for_backward(grad_a.to(a.dtype).mul_(factor), grad_b.to(b.dtype).mul_(factor / scale))
         return loss.to(a.dtype)
 
