@@ -142,10 +142,15 @@ def host_to_device(array: np.ndarray | torch.Tensor, device: torch.device) -> to
     they were most of its ~18 host syncs (H100 profile, 2026-11-26). Copied from pinned memory, the copy is queued
     on the stream like a kernel; torch's caching host allocator keeps the pinned block until the copy has run, so
     ``array`` may change as soon as this returns. On CPU: the array itself, as a tensor (no copy)."""
-    tensor = array if isinstance(array, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(array))
+    tensor = _host_tensor(array)
     if device.type != "cuda":
         return tensor.to(device)
     return tensor.pin_memory().to(device, non_blocking=True)
+
+
+def _host_tensor(array: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """A host array as a tensor sharing its memory (made contiguous first if it is not)."""
+    return array if isinstance(array, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(array))
 
 
 # Byte boundary every array of a packed copy starts on: Triton specialises a kernel on whether each pointer argument
@@ -177,8 +182,7 @@ def host_to_device_many(arrays: list[np.ndarray | torch.Tensor], device: torch.d
     """Several host arrays on ``device`` in ONE queued copy: :func:`host_to_device` for a step's small index
     arrays, which otherwise cost a pinned staging buffer and a copy launch each (~10 per training step). On CUDA
     each result is a view of one device buffer, 16-byte aligned; on CPU the arrays themselves, as tensors."""
-    tensors = [array if isinstance(array, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(array))
-               for array in arrays]
+    tensors = [_host_tensor(array) for array in arrays]
     if device.type != "cuda":
         return [tensor.to(device) for tensor in tensors]
     buffer, layout = pack_bytes(tensors, pin=True)
