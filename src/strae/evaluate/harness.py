@@ -320,8 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         if options.get("device", args.device) != args.device:
             raise SystemExit(f"--device {args.device} contradicts --encoder-option device={options['device']}")
         options["device"] = args.device
-    if options.get("device", "auto") in ("auto", "cuda") and runs_a_network(args.model):
-        placed = job_device(options.get("device", "auto"))  # several GPUs: the one the fewest strae jobs hold
+    requested = options.get("device", "auto")
+    if requested in ("auto", "cuda") and runs_a_network(args.model):
+        placed = job_device(requested)  # several GPUs: the one the fewest strae jobs hold
         if placed.index is not None:
             options["device"] = str(placed)
     result = evaluate(args.model, args.lang, args.variant, config_path=args.config, tasks_path=args.tasks_file,
