@@ -221,6 +221,24 @@ def test_a_run_about_to_end_at_the_cut_finishes_in_the_chunk(tmp_path, step, exp
         assert took < 22 + 15
 
 
+def test_a_tail_too_short_to_let_a_run_finish_is_warned_of(tmp_path):
+    """SNAPSHOT_S - WRAPUP_S - KILL_S below FINISH_EVAL_S: no run can be let finish at the cut, and the chunk says so
+    in its records (the 2026-11-27 call that stopped a run ~7 s short of its end had no such line)."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_chunk.sh", tmp_path / "tools")
+    fake = tmp_path / "fake-snakemake"
+    fake.write_text(FAKE_SNAKEMAKE)
+    fake.chmod(0o755)
+    for snapshot_s, warned in (("35", True), ("70", False)):
+        env = dict(chunk_env(90), SNAPSHOT_S=snapshot_s, KILL_S="10", WRAPUP_S="20", FINISH_EVAL_S="30",
+                   SNAKEMAKE=str(fake), FAKE_S="1", FAKE_STEP="1000", FAKE_TOTAL="1000")
+        result = subprocess.run(["bash", "tools/campaign_chunk.sh", "target"], cwd=tmp_path, env=env,
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert ("[warning] SNAPSHOT_S - WRAPUP_S - KILL_S = 5 s < FINISH_EVAL_S (30 s)" in result.stdout) == warned
+        assert ("[warning]" in result.stdout) == warned
+
+
 def chunk_env(chunk_s: int) -> dict[str, str]:
     # this checkout's sources first: the copied work tree has none, and an installed strae may be another checkout
     return dict(os.environ, CHUNK_S=str(chunk_s), SNAPSHOT_S="40", KILL_S="10", WRAPUP_S="15", SNAPSHOT_JOBS="2",

@@ -57,6 +57,14 @@ left_until() { echo $(($1 - (SECONDS - START))); }  # seconds from now until $1 
 PROGRESS=("$PY" -m strae.report.progress)
 
 record "# chunk $STAMP git=$(git rev-parse --short HEAD 2>/dev/null || echo none) CHUNK_S=$CHUNK_S: $*"
+# The "let it finish" window at the cut is SNAPSHOT_S - WRAPUP_S - KILL_S: with less than a run's evaluation
+# (FINISH_EVAL_S) in it, no run can be let finish, however close to its end (2026-11-27, H200: CHUNK_S=285
+# SNAPSHOT_S=35 stopped a run ~7 s of training short; only a still-warm box let the next call finish it)
+if ((SNAPSHOT_S - WRAPUP_S - KILL_S < FINISH_EVAL_S)); then
+    record "[warning] SNAPSHOT_S - WRAPUP_S - KILL_S = $((SNAPSHOT_S - WRAPUP_S - KILL_S)) s < FINISH_EVAL_S\
+ ($FINISH_EVAL_S s): a run still training at the cut is stopped there even if it is about to end; on a box about to\
+ be given back, raise SNAPSHOT_S"
+fi
 
 # 1. the workflow until the tail. SIGTERM to snakemake's process group (timeout's) stops the training jobs too, each
 #    after checkpointing where it stands; snakemake deletes their train.json as incomplete, checkpoint.pt stays.
