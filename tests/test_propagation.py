@@ -286,6 +286,20 @@ def test_parents_csr_is_the_lexsort_order():
         expected = (2 * parent + side)[np.lexsort((parent, side, -level[parent], child))]
         assert np.array_equal(entries, expected)
         assert np.array_equal(np.diff(begin), np.bincount(child, minlength=n_nodes))
+    # sentential trees (each node at most one parent: the sort-free path), a node's children in either order, and
+    # the leaves of a batch with the roots unparented
+    for n_level0 in (1, 2, 7, 300, 9000):
+        m = n_level0 - 1
+        n_nodes = n_level0 + m
+        children = rng.permutation(n_nodes - 1)  # every node but the last (a root) has one parent
+        left, right = children[:m], children[m:]
+        level = np.concatenate((np.zeros(n_level0, dtype=np.int64), np.sort(rng.integers(1, 30, m))))
+        begin, entries = _parents_csr(left, right, level, n_level0, n_nodes)
+        child = np.concatenate((left, right))
+        parent = n_level0 + np.concatenate((np.arange(m), np.arange(m)))
+        side = np.repeat(np.array([0, 1]), m)
+        assert np.array_equal(entries, (2 * parent + side)[np.lexsort((parent, side, -level[parent], child))])
+        assert np.array_equal(np.diff(begin), np.bincount(child, minlength=n_nodes))
 
 
 def test_the_levels_check_allows_rounding_that_cancelling_sums_amplify():

@@ -116,6 +116,17 @@ def _parents_csr(left: np.ndarray, right: np.ndarray, level: np.ndarray, n_level
     torch levels sum them: parents' levels descending, left side first, node order (propagate_kernel.py reads it)."""
     m = len(left)
     child = np.concatenate((left, right))
+    begin = np.zeros(n_nodes + 1, dtype=np.int64)
+    counts = np.bincount(child, minlength=n_nodes)
+    np.cumsum(counts, out=begin[1:])
+    if m == 0 or counts.max() <= 1:
+        # Sentential trees: every node has at most one parent, so the order within a node's list is moot and each
+        # entry goes straight to its node's slot (no sort; a Self-StrAE English batch's two lists, up and down, in a
+        # fraction of the key sort's time, twice per CECO step on the host of a GPU step)
+        parent = 2 * (n_level0 + np.arange(m))
+        entries = np.empty(2 * m, dtype=np.int64)
+        entries[begin[child]] = np.concatenate((parent, parent + 1))
+        return begin, entries
     local = np.concatenate((np.arange(m), np.arange(m)))  # the parent's index among the internal nodes
     side = np.repeat(np.array([0, 1]), m)
     # One int64 key ordering (child, parent level descending, side, parent), unique per entry, so sorting the keys
@@ -125,8 +136,6 @@ def _parents_csr(left: np.ndarray, right: np.ndarray, level: np.ndarray, n_level
     width = max(m, 1)
     key = np.sort(((child * n_levels + (n_levels - 1 - level[n_level0 + local])) * 2 + side) * width + local)
     rest, local = np.divmod(key, width)
-    begin = np.zeros(n_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(child, minlength=n_nodes), out=begin[1:])
     return begin, 2 * (n_level0 + local) + rest % 2
 
 
