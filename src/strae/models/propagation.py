@@ -52,8 +52,8 @@ class LevelPlan:
         self.offsets = offsets
         self.root_local = graph.root_local
         # (n_nodes, 1) messages each node averages, in the passes' dtype (converted once, not per level)
-        self.count = graph.down_count.to(dtype).unsqueeze(1)
         self.count_flat = graph.down_count.to(dtype)
+        self.count = self.count_flat.unsqueeze(1)  # a view: one conversion (one kernel on a GPU), not two
         arrays = {
             # Up: each parent's (left, right) children interleaved, as compose reads them ((n, 2, E) after a gather).
             "up_children": np.stack((graph.left, graph.right), axis=1).reshape(-1),
