@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -267,3 +269,27 @@ def test_objective_precision_prints_each_precision_with_its_error():
     refused = subprocess.run(script + ["--precisions", "fp32,bf16"], capture_output=True, text=True, timeout=300,
                              cwd=ROOT)
     assert refused.returncode == 2 and "unknown bf16" in refused.stderr and not refused.stdout, refused.stderr
+
+
+def test_gpu_measure_runs_each_throughput_step_again_with_the_baseline_code(tmp_path):
+    """BASELINE=<checkout folder>: a throughput step runs twice, the second time as STEP-baseline with that folder's
+    src/ and benchmarks/ (here a copy of this checkout's, told apart by a marker the copy's benchmark prints)."""
+    baseline = tmp_path / "baseline"
+    shutil.copytree(ROOT / "src", baseline / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copytree(ROOT / "benchmarks", baseline / "benchmarks", ignore=shutil.ignore_patterns("__pycache__"))
+    script = baseline / "benchmarks" / "train_throughput.py"
+    script.write_text(script.read_text().replace('if __name__ == "__main__":',
+                                                 'if __name__ == "__main__":\n    print("baseline-copy", end=" ")'))
+    out = tmp_path / "out"
+    env = dict(os.environ, DEVICE="cpu", BATCH="2", STEPS="1", WARMUP="1", ONLY="banyan-torch", OUT=str(out),
+               BASELINE=str(baseline), LANG_KEY="none", PYTHON=sys.executable)
+    result = subprocess.run(["bash", str(ROOT / "tools" / "gpu_measure.sh")], env=env, capture_output=True, text=True,
+                            timeout=300, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = (out / "gpu_measure.txt").read_text().splitlines()
+    assert any(line.startswith("# baseline ") for line in lines), lines
+    ours = [line for line in lines if line.startswith("[banyan-torch] ")]
+    theirs = [line for line in lines if line.startswith("[banyan-torch-baseline] ")]
+    assert len(ours) == 1 and "tokens/s=" in ours[0] and "baseline-copy" not in ours[0], lines
+    assert len(theirs) == 1 and "baseline-copy" in theirs[0] and "tokens/s=" in theirs[0], lines
+    assert not [line for line in lines if "FAILED" in line], lines

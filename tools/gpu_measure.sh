@@ -47,7 +47,8 @@
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
 # (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
 # just those steps (e.g. a second call).
-# Knobs (environment): ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
+# Knobs (environment): BASELINE (a commit or a checkout folder: each train_throughput step runs again with that code
+# right after, as STEP-baseline, so a change is measured against its parent in one call), ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
 # inside the timed steps), RUNS (1,4,8), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), CHECK_STEPS (60),
@@ -94,7 +95,7 @@ step() {
     shift 2
     local left=$((DEADLINE_S - (SECONDS - START)))
     local limit=$((budget < left ? budget : left))
-    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then
+    if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" ${name%-baseline} "* ]]; then
         return
     fi
     echo "# [$name] budget ${budget} s; ${left} s of ${DEADLINE_S} left" >&2
@@ -114,6 +115,21 @@ step() {
         record "[$name] FAILED $why; stderr tail: $(tail -c 600 "$LOGS/$name.err" | tr '\n\r' '  ')"
     fi
     echo "# [$name] took $((SECONDS - started)) s (rc $rc); $((SECONDS - START)) s so far" >&2
+}
+
+# throughput NAME BUDGET ARGS...: train_throughput.py with ARGS; with BASELINE set, then the same step with the
+# baseline's code (its src/ and benchmarks/), as NAME-baseline: the two in the same call, one after the other. A log
+# file named after the step in ARGS ($LOGS/NAME...) is renamed for the copy, so neither overwrites the other.
+throughput() {
+    local name=$1 budget=$2
+    shift 2
+    step "$name" "$budget" "${THROUGHPUT[@]}" "$@"
+    if [ -n "$BASELINE_DIR" ]; then
+        local from="$LOGS/$name" to="$LOGS/$name-baseline" args=() arg
+        for arg in "$@"; do args+=("${arg/#"$from"/"$to"}"); done
+        step "$name-baseline" "$budget" env PYTHONPATH="$BASELINE_DIR/src:$BASELINE_DIR" "$PY" \
+            "$BASELINE_DIR/benchmarks/train_throughput.py" "${THROUGHPUT[@]:2}" "${args[@]}"
+    fi
 }
 
 CORPUS_ARGS=()
@@ -138,30 +154,49 @@ gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "none"
 print(f"torch={torch.__version__} triton={version} cuda_available={torch.cuda.is_available()} gpu={gpu!r}")
 ' 2>&1 | tr '\n' ' ')"
 
+# BASELINE (a commit, or a folder holding another checkout's src/ and benchmarks/): the code the throughput steps are
+# compared with, unpacked once (git archive) into a folder outside the checkout
+BASELINE=${BASELINE:-}
+BASELINE_DIR=
+if [ -n "$BASELINE" ]; then
+    if [ -d "$BASELINE/src" ] && [ -d "$BASELINE/benchmarks" ]; then
+        BASELINE_DIR=$(cd "$BASELINE" && pwd)
+    else
+        BASELINE_DIR=${TMPDIR:-/tmp}/gpu-measure-baseline-$BASELINE
+        if [ ! -f "$BASELINE_DIR/.complete" ]; then
+            rm -rf "$BASELINE_DIR" && mkdir -p "$BASELINE_DIR" \
+                && git archive "$BASELINE" src benchmarks | tar -x -C "$BASELINE_DIR" && touch "$BASELINE_DIR/.complete" \
+                || { record "[baseline] FAILED: git archive $BASELINE src benchmarks (no such commit, or no .git here)"
+                     BASELINE_DIR=; }
+        fi
+    fi
+    [ -n "$BASELINE_DIR" ] && record "# baseline $BASELINE: each throughput step also runs as STEP-baseline from $BASELINE_DIR"
+fi
+
 # budget 90 s: ~15 s start-up (CUDA context, batches) + the first Triton compile and first-use check + 25 steps
-step banyan-triton 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation autograd
+throughput banyan-triton 90 --model banyan --induction-kernel triton --propagation autograd
 # budget 70 s: the up/down passes as one function with a hand-derived backward, each level one Triton kernel
 # (models/propagation.py, propagate_kernel.py; compiles 4 kernels on first use, then a first-use check)
-step banyan-handwritten 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten
+throughput banyan-handwritten 70 --model banyan --induction-kernel triton --propagation handwritten
 # budget 60 s: the same steps under cProfile: where the host-bound step's CPU time goes, by Python function
 # ($OUT/logs/banyan-host-profile.txt; its tokens/s is slowed by the profiler and is not a measurement)
-step banyan-host-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+throughput banyan-host-profile 60 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --host-profile "$LOGS/banyan-host-profile.txt"
 # budget 60 s: the same steps under the torch profiler: ops by own host time and by own GPU time, and the GPU's busy
 # time per step (what bounds several runs sharing the card) in $OUT/logs/banyan-torch-profile.txt
-step banyan-torch-profile 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+throughput banyan-torch-profile 60 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --profile "$LOGS/banyan-torch-profile.txt"
 # budget 90 s (on a fresh box the first step to run compiles the Triton kernels): the same steps with
 # torch.cuda.set_sync_debug_mode("warn"): each host sync (.item(), .cpu(), a blocking copy, nonzero, ...) counted by
 # the Python line that made it ($OUT/logs/banyan-syncs.txt): the 2026-11-26 profile counted 18
 # cudaStreamSynchronize per step without saying where
-step banyan-syncs 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+throughput banyan-syncs 90 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --sync-report "$LOGS/banyan-syncs.txt"
 # budget 60 s: the torch profile with Python stacks ($OUT/logs/banyan-op-sites.txt): which lines launch the host-bound
 # step's ~470 kernels (2026-11-26: ~200 aten::fill_ and 30 aten::arange per step, from lines the op table cannot name)
 # (CUDA only: under Triton's CPU interpreter every interpreted op is profiled with its stack, 23 GB for one step)
 if [ "$DEVICE" = cuda ]; then
-    step banyan-op-sites 60 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+    throughput banyan-op-sites 60 --model banyan --induction-kernel triton --propagation handwritten \
         --split-steps 0 --profile "$LOGS/banyan-op-sites.txt" --profile-stacks
 elif [ -z "${ONLY:-}" ] || [[ " $ONLY " == *" banyan-op-sites "* ]]; then
     record "[banyan-op-sites] skipped: DEVICE=$DEVICE (it profiles the CUDA step)"
@@ -169,47 +204,47 @@ fi
 # budget 90 s: the narrow top levels (~20 of ~30, <= 64 nodes each) in ONE single-program launch per pass instead of
 # a launch each (models/propagation.py LEVEL_TAIL_NODES, 64 since 2026-11-27's measurement; LINEAR_LEVEL_TAIL_NODES
 # 0 until a GPU check): tokens/s of both in one process, the same batches in alternating rounds (tail_compare_tokens/s=0:X/64:Y, best round of three each)
-step banyan-tail 90 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+throughput banyan-tail 90 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --compare-level-tail 64
 # budget 70 s: torch's fill of every fresh buffer under deterministic mode (NaN / int max; the likely source of the
 # ~200 fill kernels per Banyan step) on and off, paired as banyan-tail (fill_compare_tokens/s=on:X/off:Y); strae train
 # runs with it off since 2026-11-27 (runtime.FILL_UNINITIALIZED_MEMORY; tests/test_uninitialized_memory.py), so the
 # cuda-checks steps check determinism without it
-step banyan-fill 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --propagation handwritten \
+throughput banyan-fill 70 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --compare-fill
 # budget 180 s: six strae train runs (60 + 60 + 30 + 40 + 31 + 29 steps at batch 512) with the engine a campaign
 # would use
 step cuda-checks-handwritten 180 "$PY" benchmarks/cuda_checks.py --device "$DEVICE" --batch-size "$BATCH" \
     --steps "$CHECK_STEPS" "${CORPUS_ARGS[@]}" -- --propagation handwritten
-step banyan-handwritten-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton \
+throughput banyan-handwritten-nondeterministic 50 --model banyan --induction-kernel triton \
     --propagation handwritten --nondeterministic
 # budget 60 s: Self-StrAE's linear functions, the handwritten passes' linear Triton levels
-step selfstrae-handwritten 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+throughput selfstrae-handwritten 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten
 # budget 60 s: the same at the channels the campaign trains (k128 u2: SemEval Table 2's 128x2 cell, Table 3's runs),
 # whose tokens/s the README's estimate of results/table2.csv's time rests on
-step selfstrae-k128 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --k 128 --u 2 --induction-kernel triton \
+throughput selfstrae-k128 60 --model selfstrae --objective ceco --k 128 --u 2 --induction-kernel triton \
     --propagation handwritten
 # budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)
-step selfstrae-tf32 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+throughput selfstrae-tf32 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --set loss_precision=tf32
 # budget 60 s: the two terms alone at an English Self-StrAE batch's size, fp32 / tf32: ms per call and the largest
 # gradient error against float64 (benchmarks/objective_precision.py)
 step objective-precision 60 "$PY" benchmarks/objective_precision.py --device "$DEVICE"
 # budget 60 s: selfstrae-handwritten under the torch profiler: how much of its 50 ms step the objective's fp32
 # products take on the GPU, and what else ($OUT/logs/selfstrae-torch-profile.txt)
-step selfstrae-torch-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+throughput selfstrae-torch-profile 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --profile "$LOGS/selfstrae-torch-profile.txt"
 # budget 60 s: the same under cProfile ($OUT/logs/selfstrae-host-profile.txt): the host's share of Self-StrAE's step
-step selfstrae-host-profile 60 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+throughput selfstrae-host-profile 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --host-profile "$LOGS/selfstrae-host-profile.txt"
 # budget 90 s (compiles the linear Triton kernels when first): its host syncs by call site
 # ($OUT/logs/selfstrae-syncs.txt; 19 per step waited 7.9 ms on 2026-11-26)
-step selfstrae-syncs 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+throughput selfstrae-syncs 90 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --sync-report "$LOGS/selfstrae-syncs.txt"
 # budget 90 s: as banyan-tail for the linear levels (a program walks its nodes one at a time, so its tail is kept to
 # <= 16 nodes a level)
-step selfstrae-tail 90 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+throughput selfstrae-tail 90 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --compare-level-tail 16 --compare-fill
 # budget 120 s: what a Self-StrAE run checks, with the linear tail on (LINEAR_LEVEL_TAIL_NODES is 0 until this passes:
 # provenance.propagation=handwritten/triton(tail=16) and determinism, resume, sigterm identical); 24 steps a run, at
@@ -231,13 +266,13 @@ step threaded-handwritten 150 "$PY" benchmarks/threaded_throughput.py --runs "${
     --model banyan --device "$DEVICE" --induction-kernel triton --propagation handwritten --batch-size "$BATCH" \
     --steps "$STEPS" --warmup "$WARMUP" --data-dir "$DATA"
 # budget 50 s: banyan-triton without deterministic kernels (strae train --nondeterministic; Triton cache warm now)
-step banyan-nondeterministic 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --nondeterministic \
+throughput banyan-nondeterministic 50 --model banyan --induction-kernel triton --nondeterministic \
     --propagation autograd
 # budget 50 s: deterministic again, the message passing's sums presorted on the host (models/scatter.py)
-step banyan-presorted 50 "${THROUGHPUT[@]}" --model banyan --induction-kernel triton --scatter presorted \
+throughput banyan-presorted 50 --model banyan --induction-kernel triton --scatter presorted \
     --propagation autograd
 # budget 80 s: Self-StrAE's preset is sentential, linear, CECO, k16 u16 (named here so the line cannot drift)
-step selfstrae-triton 80 "${THROUGHPUT[@]}" --model selfstrae --objective ceco --induction-kernel triton \
+throughput selfstrae-triton 80 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation autograd
 # budget 200 s: three groups (1, 4, 8 copies), each ~30 s of start-up + 20 timed steps; 90 s cap per group
 step concurrent 200 "$PY" benchmarks/concurrent_throughput.py --runs "$RUNS" --timeout 90 \
@@ -262,6 +297,6 @@ step roberta-graphs-check 90 "$PY" benchmarks/roberta_graphs_check.py --device "
 step roberta-loop 150 "$PY" benchmarks/roberta_loop.py --device "$DEVICE" --steps "${ROBERTA_LOOP_STEPS:-600}" \
     --lang "$LANG_KEY"
 # budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)
-step banyan-torch 70 "${THROUGHPUT[@]}" --model banyan --induction-kernel torch
+throughput banyan-torch 70 --model banyan --induction-kernel torch
 
 record "# gpu_measure done in $((SECONDS - START)) s"
