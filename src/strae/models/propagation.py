@@ -122,7 +122,7 @@ def _parents_csr(left: np.ndarray, right: np.ndarray, level: np.ndarray, n_level
     if m == 0 or counts.max() <= 1:
         # Sentential trees: every node has at most one parent, so the order within a node's list is moot and each
         # entry goes straight to its node's slot (no sort; a Self-StrAE English batch's two lists, up and down, in a
-        # fraction of the key sort's time, twice per CECO step on the host of a GPU step)
+        # fraction of the key sort's time, on the host of every GPU step)
         parent = 2 * (n_level0 + np.arange(m))
         entries = np.empty(2 * m, dtype=np.int64)
         entries[begin[child]] = np.concatenate((parent, parent + 1))
