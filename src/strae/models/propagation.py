@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from strae.models.dropout import keep_scale
-from strae.runtime import host_to_device
+from strae.runtime import host_to_device_many
 
 # auto: handwritten where the induction runs Triton (CUDA), autograd elsewhere (StraeModel.propagation_mode)
 PROPAGATION_MODES = ("auto", "autograd", "handwritten")
@@ -83,18 +83,13 @@ class LevelPlan:
             arrays["down_children"] = np.concatenate(
                 [np.concatenate((graph.down_left[a:b], graph.down_right[a:b])) for a, b in zip(bounds, bounds[1:])]
                 or [np.zeros(0, dtype=np.int64)])
-        # Each array starts 16-byte aligned in the one buffer (its length padded to an even count): Triton
+        # One copy to the device (runtime.host_to_device_many), each array starting 16-byte aligned in it: Triton
         # specialises a kernel on its pointer arguments' 16-byte alignment, so slices at odd offsets made new
         # variants to compile batch after batch (seconds of compiles inside a fresh run's first timed steps).
         names = list(arrays)
-        sizes = [len(arrays[name]) for name in names]
-        starts = np.concatenate(([0], np.cumsum([size + size % 2 for size in sizes]))).tolist()
-        flat = np.zeros(starts[-1], dtype=np.int64)
-        for name, start, size in zip(names, starts, sizes):
-            flat[start:start + size] = arrays[name]
-        flat = host_to_device(flat, graph.device)
-        for name, start, size in zip(names, starts, sizes):
-            setattr(self, name, flat[start:start + size])
+        moved = host_to_device_many([np.asarray(arrays[name], dtype=np.int64) for name in names], graph.device)
+        for name, tensor in zip(names, moved):
+            setattr(self, name, tensor)
         if triton_levels:
             self.up_parents = (self.up_begin, self.up_entries)
             self.down_parents = (self.down_begin, self.down_entries)
