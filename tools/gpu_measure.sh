@@ -21,6 +21,8 @@
 #   banyan-handwritten-nondeterministic  both                                            budget 50 s
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
 #   selfstrae-k128    the same at k128 u2, the campaign's Self-StrAE runs (SemEval Tables 2-3)  budget 60 s
+#   selfstrae-concurrent  concurrent_throughput 1,2 copies of selfstrae-k128: does a second Self-StrAE run fill the
+#                     card's idle time (host syncs, graph building)? decides 1 or 2 such runs per GPU session  budget 150 s
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
 #   objective-precision  objective_precision: CE and contrastive terms, fp32/tf32 ms + error    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
@@ -51,7 +53,7 @@
 # right after, as STEP-baseline, so a change is measured against its parent in one call), ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
-# inside the timed steps), RUNS (1,4,8), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), CHECK_STEPS (60),
+# inside the timed steps), RUNS (1,4,8), SELFSTRAE_RUNS (1,2), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), CHECK_STEPS (60),
 # ROBERTA_BATCH (64), ROBERTA_STEPS (100), THREADS (2: CPU threads per engine benchmark, as the workflow's train
 # jobs), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
 # A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
@@ -225,6 +227,15 @@ throughput selfstrae-handwritten 60 --model selfstrae --objective ceco --inducti
 # whose tokens/s the README's estimate of results/table2.csv's time rests on
 throughput selfstrae-k128 60 --model selfstrae --objective ceco --k 128 --u 2 --induction-kernel triton \
     --propagation handwritten
+# budget 150 s: two groups (1, 2 copies of selfstrae-k128), each ~30 s of start-up + 20 timed steps; 70 s cap per
+# group. Self-StrAE's step is GPU-bound (fp32 GEMMs) but the card idles during its host syncs and graph building (19
+# syncs waited 7.9 ms of a step on the H100, 2026-11-26); a second process may fill that. A Self-StrAE English run
+# takes ~500 s alone on an H200 (395-420k tokens/s); two fit one 15-minute GPU session only if the aggregate of two
+# reaches ~570k (2 x 209M tokens in ~740 s)
+step selfstrae-concurrent 150 "$PY" benchmarks/concurrent_throughput.py --runs "${SELFSTRAE_RUNS:-1,2}" --timeout 70 \
+    --log-dir "$LOGS/selfstrae-concurrent" -- --model selfstrae --objective ceco --k 128 --u 2 --device "$DEVICE" \
+    --threads "$THREADS" --induction-kernel triton --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" \
+    --split-steps 0 --data-dir "$DATA"
 # budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)
 throughput selfstrae-tf32 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --set loss_precision=tf32
