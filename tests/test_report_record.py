@@ -247,3 +247,83 @@ def test_record_accepts_tables_with_another_languages_half(tmp_path):
     (results / "table3.csv").write_text(table)
     with pytest.raises(SystemExit, match=r"table3.csv: not what .* renders now — row 'Afrikaans' column 'ESP"):
         rec.main(["--name", "edited", *common])
+
+
+# ------------------------------------------------------------------------------- what is left (strae record --todo)
+def _todo_record(tmp_path, runs):
+    """A record whose scores.csv holds one evaluation row per (language, model, setting, seed) of ``runs``."""
+    record = tmp_path / "reproductions" / "gpu-test"
+    record.mkdir(parents=True)
+    pd.DataFrame([dict(language=lang, model=model, setting=setting, seed=seed, task="sts12", score=50.0)
+                  for lang, model, setting, seed in runs]).to_csv(record / "scores.csv", index=False)
+    (record / "manifest.json").write_text(json.dumps({"name": "gpu-test", "created": "2026-11-27T00:00:00+00:00"}))
+    return record
+
+
+def _paper_config():
+    from strae.io import project_root
+
+    root = project_root()
+    return root / "config" / "config.yaml", root / "config" / "tables.yaml"
+
+
+def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
+    config_path, tables_path = _paper_config()
+    config = rec.load_config(config_path)
+    tables = rec.report.load_tables(tables_path)
+    done = [("en", "selfstrae", "ceco_linear_sentential_k128_u2", seed) for seed in (0, 1)]
+    record = _todo_record(tmp_path, done + [("en", "glove", "words_w10_d256", 0)])
+    rows = {row["key"]: row for row in rec.remaining(record, config, tables)}
+    # SemEval Table 2: the 5-point k x u grid, 4 seeds; two of its runs are in the record
+    table2 = rows["selfstrae_table2"]
+    assert table2["target"] == "results/table2.csv" and len(table2["runs"]) == 20 and len(table2["left"]) == 18
+    assert not any("k128_u2/seed0." in target or "k128_u2/seed1." in target for target in table2["targets"])
+    assert sum("k128_u2/seed2." in target for target in table2["targets"]) == 1
+    # the same runs count for every table that reads them (SemEval Table 4 shares the 128 x 2 runs)
+    assert len(rows["selfstrae_table4"]["runs"]) - len(rows["selfstrae_table4"]["left"]) == 2
+    # GloVe is off in the paper config, and its rows still count; its plain and stop-word evaluations are one run
+    table3 = rows["banyan_table3"]
+    glove = [run for run in table3["runs"] if run.model == "glove"]
+    assert len(glove) == 4 and [run.seed for run in table3["left"] if run.model == "glove"] == [1, 2, 3]
+    assert "glove" in rec.disabled_baselines(config) and "selfstrae" not in rec.disabled_baselines(config)
+    assert "multiview_table1" not in rows and "banyan_table6" not in rows  # no runs of the config's experiments
+    # without a record every run is left
+    assert all(len(row["left"]) == len(row["runs"]) for row in rec.remaining(None, config, tables))
+    # the CLI: one table's evaluation targets, one per line
+    assert rec.main(["--todo", "--targets", "--table", "selfstrae_table2", "--out", str(record.parent),
+                     "--config", str(config_path), "--tables", str(tables_path)]) == 0
+    printed = capsys.readouterr().out.split()
+    assert printed == table2["targets"] and len(printed) == 18
+    assert rec.main(["--todo", "--out", str(record.parent), "--config", str(config_path),
+                     "--tables", str(tables_path)]) == 0
+    text = capsys.readouterr().out
+    assert "results/table2.csv (Self-StrAE (SemEval-2024) Table 2): 20 runs, 2 in the record, 18 to train" in text
+    assert "en glove words_w10_d256 (seeds 1–3; baselines.glove.enabled: false)" in text
+    with pytest.raises(SystemExit, match="no table selfstrae_table99"):
+        rec.main(["--todo", "--table", "selfstrae_table99", "--out", str(record.parent),
+                  "--config", str(config_path), "--tables", str(tables_path)])
+    with pytest.raises(SystemExit):  # --targets without --todo is a usage error
+        rec.main(["--targets", "--out", str(record.parent)])
+
+
+def test_the_readme_todo_block_is_regenerated_only_where_its_markers_are(tmp_path):
+    config_path, tables_path = _paper_config()
+    record = _todo_record(tmp_path, [("en", "banyan", "ce_diagonal_entangled_k128_u2", seed) for seed in range(4)])
+    manifest = json.loads((record / "manifest.json").read_text())
+    manifest.update(devices=["cuda:NVIDIA H200"], n_runs=4, git_sha="0" * 40, tables=[])
+    (record / "manifest.json").write_text(json.dumps(manifest))
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{rec.README_BEGIN}\n{rec.README_END}\n\n### Left\n{rec.TODO_BEGIN}\nstale\n"
+                      f"{rec.TODO_END}\n\n## Layout\n")
+    args = ["--readme-only", "--out", str(record.parent), "--readme", str(readme), "--config", str(config_path),
+            "--tables", str(tables_path)]
+    assert rec.main(args) == 0
+    text = readme.read_text()
+    assert "stale" not in text and text.endswith(f"{rec.TODO_END}\n\n## Layout\n")
+    assert "Against `gpu-test`, for `" in text and "runs still to train**" in text
+    assert "| `results/banyan/table1.csv` (Banyan Table 1) | 24 | 4 | 20 |" in text
+    # a README without the todo markers is left as it was outside the results block
+    plain = tmp_path / "PLAIN.md"
+    plain.write_text(f"# y\n{rec.README_BEGIN}\n{rec.README_END}\ntail\n")
+    assert rec.main([*args[:3], "--readme", str(plain), *args[5:]]) == 0
+    assert plain.read_text().endswith(f"{rec.README_END}\ntail\n") and "Against" not in plain.read_text()

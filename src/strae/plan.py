@@ -132,6 +132,17 @@ def table_eval_targets(config: dict[str, Any], tables: dict[str, Any], key: str)
     cells, every enabled run of (language, model, setting) at the cell's variant, all seeds, in
     :func:`eval_targets`' order. A declared but disabled run gives none (the cell reads "not run", as from
     scores.csv), so a table target trains only its own rows' runs."""
+    return [run.eval_json(variant, option) for run, option, variant in table_evaluations(config, tables, key)]
+
+
+def table_runs(config: dict[str, Any], tables: dict[str, Any], key: str) -> list[Run]:
+    """The runs table ``key`` trains (those of :func:`table_eval_targets`), each once, in the same order."""
+    return list(dict.fromkeys(run for run, _, _ in table_evaluations(config, tables, key)))
+
+
+def table_evaluations(config: dict[str, Any], tables: dict[str, Any],
+                      key: str) -> list[tuple[Run, str | None, str]]:
+    """(run, evaluation option, variant) of every evaluation table ``key`` reads: :func:`table_eval_targets`."""
     from strae.report.tables import with_language_entries
 
     if key not in (tables.get("tables") or {}):
@@ -140,7 +151,7 @@ def table_eval_targets(config: dict[str, Any], tables: dict[str, Any], key: str)
     table = with_language_entries(tables, key, config)["tables"][key]
     wanted = {(cell["language"], cell["model"], cell["setting"], cell["variant"]) for _, cell in table_cells(table)}
     variants = config["scale"].get("eval_variants", ["paper"])
-    return [run.eval_json(v, option) for run, option in evaluations(config) for v in variants
+    return [(run, option, v) for run, option in evaluations(config) for v in variants
             if (run.language, run.model, eval_setting(run, option), v) in wanted]
 
 
