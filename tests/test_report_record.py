@@ -299,6 +299,9 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "results/table2.csv (Self-StrAE (SemEval-2024) Table 2): 20 runs, 2 in the record, 18 to train" in text
     assert "en glove words_w10_d256 (seeds 1–3; baselines.glove.enabled: false)" in text
+    assert rec.main(["--todo", "--table", "banyan_table6", "--out", str(record.parent), "--config", str(config_path),
+                     "--tables", str(tables_path)]) == 0
+    assert "results/banyan/table6.csv: trains no run of" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no table selfstrae_table99"):
         rec.main(["--todo", "--table", "selfstrae_table99", "--out", str(record.parent),
                   "--config", str(config_path), "--tables", str(tables_path)])

@@ -533,6 +533,9 @@ def print_todo(record: Path | None, config_path: Path, tables_path: Path, keys: 
         runs, left = len(row["runs"]), len(row["left"])
         which = f": {runs_text(row['left'], disabled)}" if left else ""
         print(f"{row['target']} ({row['title']}): {runs} runs, {runs - left} in the record, {left} to train{which}")
+    for key in (key for key in keys if key not in {row["key"] for row in rows}):
+        print(f"{paths.table_file(key, 'csv').as_posix()}: trains no run of {config_path} (parameter counts, or a "
+              "table that reads its own runs)")
     union = list(dict.fromkeys(run for row in rows for run in row["left"]))
     print(f"# {len(union)} distinct runs to train (tables share runs)")
     return 0
