@@ -330,3 +330,23 @@ def test_the_readme_todo_block_is_regenerated_only_where_its_markers_are(tmp_pat
     plain.write_text(f"# y\n{rec.README_BEGIN}\n{rec.README_END}\ntail\n")
     assert rec.main([*args[:3], "--readme", str(plain), *args[5:]]) == 0
     assert plain.read_text().endswith(f"{rec.README_END}\ntail\n") and "Against" not in plain.read_text()
+
+
+def test_the_readmes_generated_blocks_are_current():
+    """README.md's results and remaining-runs blocks are what `strae record --readme-only` writes from the newest
+    committed record, config/config.yaml and config/tables.yaml (regenerate them after changing any of these)."""
+    from strae.io import project_root
+
+    root = project_root()
+    record = rec.newest_record(root / "reproductions")
+    text = (root / "README.md").read_text(encoding="utf-8")
+    config_path, tables_path = _paper_config()
+
+    def block(begin, end):
+        return text.split(begin, 1)[1].split(end, 1)[0].strip("\n")
+
+    hint = "run `strae record --readme-only` and commit README.md"
+    assert block(rec.README_BEGIN, rec.README_END) == rec.headline(record, root), hint
+    todo = rec.todo_block(record, rec.load_config(config_path), rec.report.load_tables(tables_path),
+                          "config/config.yaml")
+    assert block(rec.TODO_BEGIN, rec.TODO_END) == todo, hint
