@@ -179,8 +179,10 @@ def write_torch_profile(path: Path, prof, n_steps: int, device: torch.device, st
 
 def write_host_profile(path: Path, step, batches, device: torch.device) -> None:
     """cProfile over ``batches`` (the GPU synchronised at the end, inside the profile): the host's own time per
-    Python function, top 45 by own time and top 30 by cumulative time, as text. The profiler's overhead inflates
-    Python-heavy functions, so compare rows with each other, not with the unprofiled s/step."""
+    Python function, top 45 by own time and top 30 by cumulative time, then every function of strae's own code by
+    cumulative time (whatever its rank: on a busy machine torch's ops can push graph building out of the top 30), as
+    text. The profiler's overhead inflates Python-heavy functions, so compare rows with each other, not with the
+    unprofiled s/step."""
     import cProfile
     import io
     import pstats
@@ -197,6 +199,8 @@ def write_host_profile(path: Path, step, batches, device: torch.device) -> None:
     text.write(f"# {len(batches)} steps on {device}; host time by function (cProfile)\n")
     stats.sort_stats("tottime").print_stats(45)
     stats.sort_stats("cumulative").print_stats(30)
+    text.write("# strae's own functions, by cumulative time\n")
+    stats.sort_stats("cumulative").print_stats(r"[/\\]strae[/\\]")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text.getvalue(), encoding="utf-8")
 

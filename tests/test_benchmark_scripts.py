@@ -25,7 +25,10 @@ def test_train_throughput_prints_its_line_with_the_objective_bound(tmp_path):
     assert result.returncode == 0, result.stderr
     # the host profile of the timed steps: strae train's own step and the graph building under it, by own time
     profile = (tmp_path / "host/profile.txt").read_text()
-    assert "tottime" in profile and "training_step" in profile and "build_graph" in profile, profile[:2000]
+    assert "tottime" in profile, profile[:2000]
+    # strae's own functions are listed whatever their rank (on a busy machine torch's ops fill the top 30)
+    own = profile.split("# strae's own functions, by cumulative time\n", 1)[1]
+    assert "training_step" in own and "build_graph" in own, own[:2000]
     lines = [line for line in result.stdout.splitlines() if line.strip()]
     assert len(lines) == 1, result.stdout
     fields = dict(re.findall(r"(\S+)=(\S+)", lines[0]))
