@@ -350,3 +350,16 @@ def test_the_readmes_generated_blocks_are_current():
     todo = rec.todo_block(record, rec.load_config(config_path), rec.report.load_tables(tables_path),
                           "config/config.yaml")
     assert block(rec.TODO_BEGIN, rec.TODO_END) == todo, hint
+
+
+def test_todo_reads_a_config_overlay_merged_over_the_base(tmp_path):
+    config_path, tables_path = _paper_config()
+    quick = config_path.parent / "quick.yaml"
+    merged = rec.load_config([config_path, quick])
+    assert merged["scale"]["seeds"] == [0, 1] and "models" in merged  # the overlay's values over the base's keys
+    rows = {row["key"]: row for row in rec.remaining(None, merged, rec.report.load_tables(tables_path))}
+    assert len(rows["selfstrae_table2"]["runs"]) == 10  # 5 k x u points, the overlay's 2 seeds
+    assert "banyan_table9" not in rows  # disabled by the overlay: no runs, no row
+    with pytest.raises(SystemExit, match="not a valid workflow config.*goes after the base file"):
+        rec.load_config([quick])
+    assert rec.config_label([config_path, quick]).endswith("config.yaml + " + quick.as_posix())
