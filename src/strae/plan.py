@@ -135,11 +135,6 @@ def table_eval_targets(config: dict[str, Any], tables: dict[str, Any], key: str)
     return [run.eval_json(variant, option) for run, option, variant in table_evaluations(config, tables, key)]
 
 
-def table_runs(config: dict[str, Any], tables: dict[str, Any], key: str) -> list[Run]:
-    """The runs table ``key`` trains (those of :func:`table_eval_targets`), each once, in the same order."""
-    return list(dict.fromkeys(run for run, _, _ in table_evaluations(config, tables, key)))
-
-
 def table_evaluations(config: dict[str, Any], tables: dict[str, Any],
                       key: str) -> list[tuple[Run, str | None, str]]:
     """(run, evaluation option, variant) of every evaluation table ``key`` reads: :func:`table_eval_targets`."""
