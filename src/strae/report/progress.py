@@ -39,9 +39,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from strae import paths, plan
+from strae.data.registry import load_config  # the project's one reader of a config file
 from strae.io import atomic_path, read_json
 from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, MODEL_FILE, PROGRESS_FILE, TRAIN_JSON, RunRecord
 
@@ -206,10 +205,6 @@ def snapshot_all(results: Path, logs: Path, config_path: Path, deadline_s: float
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         return list(pool.map(one, todo))
-
-
-def load_config(path: Path) -> dict[str, Any]:
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
 
 
 # -------------------------------------------------------------------------------------------- summary
