@@ -215,12 +215,13 @@ def invalidate_outputs(run_dir: Path) -> None:
 def lock_run_dir(run_dir: Path, command: str):
     """Two trainers writing one run directory would interleave checkpoints: refuse the second one. The lock
     lasts as long as the returned handle (the caller keeps it until training ends)."""
-    import fcntl
+    from strae.runtime import try_lock  # (imports torch: not at module level, for the light report tools)
 
-    handle = open(Path(run_dir) / LOCK_FILE, "w")
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
-        raise SystemExit(f"{run_dir}: another `{command}` process is training this run directory") from None
+        handle = try_lock(Path(run_dir) / LOCK_FILE, "w")
+    except OSError as error:  # e.g. a filesystem without locks
+        raise SystemExit(f"{run_dir}: cannot lock {LOCK_FILE} ({error}); run directories need a local filesystem "
+                         "with flock") from None
+    if handle is None:
+        raise SystemExit(f"{run_dir}: another `{command}` process is training this run directory")
     return handle

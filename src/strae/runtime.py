@@ -47,6 +47,24 @@ def visible_gpu_keys(count: int) -> list[str]:
     return [re.sub(r"[^A-Za-z0-9_.-]", "_", key) for key in keys]
 
 
+def try_lock(path: str | os.PathLike, mode: str = "a") -> Any | None:
+    """The open handle of ``path`` holding an exclusive ``flock``, or None when a live process holds it. The lock
+    lasts as long as the handle; the kernel drops it when the holder exits or crashes. Other errors (a filesystem
+    without locks) go up. POSIX only."""
+    import fcntl
+
+    handle = open(path, mode)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    except OSError:
+        handle.close()
+        raise
+    return handle
+
+
 def claim_gpu(keys: list[str], directory: Path) -> tuple[int, int]:
     """(index, jobs holding it before this one): the GPU of ``keys`` that the fewest live jobs hold, claimed.
 
@@ -57,26 +75,13 @@ def claim_gpu(keys: list[str], directory: Path) -> tuple[int, int]:
     import fcntl
 
     directory.mkdir(parents=True, exist_ok=True)
-
-    def try_lock(path: Path):
-        handle = open(path, "a")
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # held by a live job; any other error (no locks on this filesystem) goes up
-            handle.close()
-            return None
-        except OSError:
-            handle.close()
-            raise
-        return handle
-
     with open(directory / "choose.lock", "a") as chooser:
         fcntl.flock(chooser, fcntl.LOCK_EX)
         held = []
         for key in keys:
             busy = 0
             for slot in directory.glob(f"gpu-{key}.slot*.lock"):
-                handle = try_lock(slot)
+                handle = try_lock(slot)  # a live job's slot: None
                 if handle is None:
                     busy += 1
                 else:
