@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fetch": ("strae.data.fetch", "place a registered data file in resources/ (resources -> mirror -> upstream)"),
     "prepare-corpus": ("strae.data.corpus", "segment, filter and subsample a language's corpus; split off dev"),
     "tokenizer": ("strae.data.tokenizer", "place or train a language's SentencePiece tokenizer"),
+    "coverage": ("strae.data.coverage", "how often a corpus uses the language's word-task vocabulary (per task)"),
     "tokenize-corpus": ("strae.data.tokenized", "tokenise a prepared corpus into ids + offsets (numpy)"),
     "train": ("strae.train", "train Self-StrAE / Banyan (any structure x functions x objective x k/u)"),
     "evaluate": ("strae.evaluate.harness", "zero-shot evaluation of an encoder; writes versioned JSON"),
