@@ -1,6 +1,7 @@
 """Which Afrikaans SemRel file does SemEval Table 3's "Afr SemRel (Dev)" (23.4; test 76.5) look like?
 
-Scores two untrained scorers on the pilot dev (20 pairs), dev (375) and test (375) files: word overlap (Dice over the
+Scores two untrained scorers on the pilot dev (20 pairs), dev (375) and test (375) files, and on the table's Dutch
+STS-B dev and test (for comparison: the paper reports test 64.5 above dev 52.8): word overlap (Dice over the
 case-folded words of `strae.data.coverage.words`) and strae's random-token encoder (seeded random vector per piece,
 averaged; the harness's own evaluation, paper variant). Run from the repository root with the mirror:
     STRAE_DATA_MIRROR=../shared/data python reproductions/semrel-afr-dev-check-2026-11-27/check.py
@@ -13,7 +14,7 @@ from strae.data.coverage import words
 from strae.evaluate import harness
 from strae.evaluate.tasks import load_tasks, make_resolver, read_pairs
 
-TASKS = ["semrel_afr_pilot_dev", "semrel_afr_dev", "semrel_afr_test"]
+TASKS = ["semrel_afr_pilot_dev", "semrel_afr_dev", "semrel_afr_test", "stsb_nl_dev", "stsb_nl"]
 
 
 def dice(left: str, right: str) -> float:
