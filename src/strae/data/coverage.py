@@ -25,6 +25,7 @@ from typing import Any
 
 from strae import paths
 from strae.data.segment import open_text
+from strae.evaluate.tasks import VARIANTS
 from strae.io import provenance, sha256_file, write_json
 
 SCHEMA_VERSION = 1
@@ -140,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--union", action="append", default=[], metavar="NAME=TASK,TASK",
                         help="also count the union of these tasks' words under NAME (repeatable), e.g. "
                              "wordsim353=wordsim_sim,wordsim_rel")
-    parser.add_argument("--variant", default="official", help="which task files: official | paper (default official)")
+    parser.add_argument("--variant", default="official", choices=VARIANTS,
+                        help="which task files (default official)")
     parser.add_argument("--config", default="config/config.yaml")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON (with provenance)")
     args = parser.parse_args(argv)
