@@ -31,6 +31,10 @@ def test_coverage_counts_occurrences_types_lines_and_the_distinct_per_line_histo
     assert a["distinct_per_line_histogram"] == {"0": 1, "1": 1, "2": 1, "3": 1, **{str(k): 0 for k in range(4, 10)},
                                                 "10+": 0}
     assert sum(b["distinct_per_line_histogram"].values()) == 4
+    assert a["task_words_present"] == 1.0 and a["task_words_with_10_or_more"] == 0.0
+    # weighted by the task's own running words: "moon" (absent) three times, "sun" (present) once -> 25 %
+    weighted = coverage.coverage(["the sun"], {"c": coverage.task_vocabulary(["moon", "moon"], ["moon sun"])})
+    assert weighted["sets"]["c"]["task_words_present"] == 0.25 and weighted["sets"]["c"]["types_present"] == 1
 
 
 @pytest.mark.mirror
@@ -56,12 +60,13 @@ def test_the_command_counts_the_configured_word_tasks_and_shows_a_selected_corpu
     document = json.loads(out.read_text())
     assert document["schema_version"] == coverage.SCHEMA_VERSION and document["provenance"]["git_sha"] is not None
     sets = {corpus["label"]: corpus["sets"] for corpus in document["corpora"]}
-    assert set(sets["selected"]) == {"simlex", "wordsim_sim", "wordsim_rel", coverage.ALL_TASKS, "wordsim353"}
+    assert set(sets["selected"]) == {"simlex", "wordsim_sim", "wordsim_rel", coverage.union_name("word"), "wordsim353"}
     assert sets["selected"]["wordsim353"]["distinct_per_line_histogram"]["5"] == 40
     assert sets["selected"]["wordsim353"]["types_present"] == 200
     assert sets["plain"]["wordsim353"]["lines_with_one"] == 0.25
     assert sets["plain"]["wordsim353"]["distinct_per_line_histogram"]["0"] == 30
     assert "| selected | wordsim353 | 40 |" in capsys.readouterr().out
+    assert sets["selected"]["wordsim353"]["task_words_present"] < 1.0  # 200 of the 437 words
 
     with pytest.raises(SystemExit):
         coverage.main(["--lang", "en", "--config", config, "--corpus", str(plain), "--union", "x=simlex,stsb"])
@@ -70,3 +75,11 @@ def test_the_command_counts_the_configured_word_tasks_and_shows_a_selected_corpu
         coverage.main(["--lang", "en", "--config", config, "--corpus", str(tmp_path / "nowhere.txt")])
     with pytest.raises(SystemExit, match="no word-level task"):
         coverage.main(["--lang", "en", "--config", config, "--corpus", str(plain), "--tasks", "stsb"])
+    # a sentence task's words: the sentences of both sides
+    assert coverage.main(["--lang", "en", "--config", config, "--corpus", str(plain), "--level", "sentence",
+                          "--tasks", "stsb", "sickr", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["level"] == "sentence"
+    sets = document["corpora"][0]["sets"]
+    assert set(sets) == {"stsb", "sickr", coverage.union_name("sentence")}
+    assert sets["stsb"]["types"] > 1000 and sets["stsb"]["types_present"] < sets["stsb"]["types"]
