@@ -11,11 +11,7 @@
 # Usage (repository root, after the workflow's English corpus rules): bash banyan.sh WORK_DIR [SEEDS...]
 set -euo pipefail
 work=${1:?WORK_DIR}; shift; seeds=${*:-0 1}
-python reproductions/wordsim-selection-cpu-2026-11-27/make_corpora.py "$work"
-for corpus in selected uniform; do
-  [ -f "$work/$corpus/tok/train.ids.npy" ] || strae -q tokenize-corpus --lang en --corpus-dir "$work/$corpus" \
-    --out-dir "$work/$corpus/tok"
-done
+bash reproductions/wordsim-selection-cpu-2026-11-27/prepare.sh "$work"
 for seed in $seeds; do
   for corpus in selected uniform; do
     batch=64; [ "$corpus" = selected ] && batch=30
