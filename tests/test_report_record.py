@@ -279,6 +279,10 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     assert table2["target"] == "results/table2.csv" and len(table2["runs"]) == 20 and len(table2["left"]) == 18
     assert not any("k128_u2/seed0." in target or "k128_u2/seed1." in target for target in table2["targets"])
     assert sum("k128_u2/seed2." in target for target in table2["targets"]) == 1
+    # targets seed by seed: the four settings without a run get their seed 0 first, then every seed 1 still missing
+    first = [target.split("/")[-2:] for target in table2["targets"][:5]]
+    assert [seed for _, seed in first] == ["seed0.paper.json"] * 4 + ["seed1.paper.json"]
+    assert len({setting for setting, _ in first[:4]}) == 4 and all("k128_u2" not in setting for setting, _ in first)
     # the same runs count for every table that reads them (SemEval Table 4 shares the 128 x 2 runs)
     assert len(rows["selfstrae_table4"]["runs"]) - len(rows["selfstrae_table4"]["left"]) == 2
     # GloVe is off in the paper config, and its rows still count; its plain and stop-word evaluations are one run

@@ -380,7 +380,9 @@ def _run_key(run: plan.Run) -> tuple[str, str, str, int]:
 def remaining(record: Path | None, config: dict[str, Any], tables: dict[str, Any]) -> list[dict[str, Any]]:
     """Per score table of ``tables`` that trains runs under ``config``: its key, target (results/...csv), title, the
     runs it trains, those ``record`` lacks (all of them without a record) and their evaluation targets (what
-    `snakemake` or tools/campaign_chunk.sh is given), in the workflow's order."""
+    `snakemake` or tools/campaign_chunk.sh is given). Runs are in the workflow's order; targets seed by seed (every
+    setting's seed 0 before any seed 1, ...), so a campaign cut short by its compute has each cell's first seed (the
+    table's shape) before the spread of any one cell."""
     done = recorded_runs(record) if record is not None else set()
     # A baseline the config leaves disabled (the paper config's GloVe and RoBERTa: CPU / long jobs a user turns on)
     # still has rows in the papers' tables, so its runs count; runs_text() says which are off
@@ -401,7 +403,8 @@ def remaining(record: Path | None, config: dict[str, Any], tables: dict[str, Any
         out.append({"key": key, "target": paths.table_file(key, "csv").as_posix(),
                     "title": str(tables["tables"][key].get("title", key)).split(":", 1)[0],
                     "runs": runs, "left": left,
-                    "targets": [run.eval_json(variant, option) for run, option, variant in evaluations
+                    "targets": [run.eval_json(variant, option) for run, option, variant
+                                in sorted(evaluations, key=lambda evaluation: evaluation[0].seed)  # stable
                                 if _run_key(run) not in done]})
     return out
 
@@ -471,8 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--todo", action="store_true",
                         help="print, per paper table, the runs the newest record lacks (nothing is written)")
     parser.add_argument("--targets", action="store_true",
-                        help="with --todo: print only their evaluation targets, one per line, for snakemake or "
-                             "tools/campaign_chunk.sh")
+                        help="with --todo: print only their evaluation targets, one per line, seed by seed (every "
+                             "setting's seed 0 first), for snakemake or tools/campaign_chunk.sh")
     parser.add_argument("--table", action="append", default=[], metavar="KEY",
                         help="with --todo: only this table of the tables file (e.g. selfstrae_table2). Repeatable")
     parser.add_argument("--config", type=Path, action="append", default=None, metavar="FILE",
