@@ -274,12 +274,15 @@ def test_parents_csr_is_the_lexsort_order():
 
     from strae.models.propagation import _parents_csr
 
+    def level_offsets(level):  # the graph's level offsets for a sorted per-node level array (empty levels allowed)
+        return np.concatenate(([0], np.cumsum(np.bincount(level)))).tolist()
+
     rng = np.random.default_rng(0)
     for n_level0, m, n_levels in ((50, 40, 7), (3, 1, 2), (200, 180, 30), (9000, 8500, 30)):
         n_nodes = n_level0 + m
         level = np.concatenate((np.zeros(n_level0, dtype=np.int64), np.sort(rng.integers(1, n_levels, m))))
         left, right = rng.integers(0, n_nodes, m), rng.integers(0, n_nodes, m)  # (entangled: shared children)
-        begin, entries = _parents_csr(left, right, level, n_level0, n_nodes)
+        begin, entries = _parents_csr(left, right, level_offsets(level), n_level0, n_nodes)
         child = np.concatenate((left, right))
         parent = n_level0 + np.concatenate((np.arange(m), np.arange(m)))
         side = np.repeat(np.array([0, 1]), m)
@@ -294,7 +297,7 @@ def test_parents_csr_is_the_lexsort_order():
         children = rng.permutation(n_nodes - 1)  # every node but the last (a root) has one parent
         left, right = children[:m], children[m:]
         level = np.concatenate((np.zeros(n_level0, dtype=np.int64), np.sort(rng.integers(1, 30, m))))
-        begin, entries = _parents_csr(left, right, level, n_level0, n_nodes)
+        begin, entries = _parents_csr(left, right, level_offsets(level), n_level0, n_nodes)
         child = np.concatenate((left, right))
         parent = n_level0 + np.concatenate((np.arange(m), np.arange(m)))
         side = np.repeat(np.array([0, 1]), m)

@@ -61,14 +61,13 @@ class LevelPlan:
             "roots": graph.root_nodes,
         }
         if triton_levels:
-            level = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-            arrays["up_begin"], arrays["up_entries"] = _parents_csr(graph.left, graph.right, level, n_level0,
+            arrays["up_begin"], arrays["up_entries"] = _parents_csr(graph.left, graph.right, offsets, n_level0,
                                                                     n_nodes)
             if graph.down_left is graph.left and graph.down_right is graph.right:
                 arrays["down_begin"], arrays["down_entries"] = arrays["up_begin"], arrays["up_entries"]
             else:
                 arrays["down_begin"], arrays["down_entries"] = _parents_csr(graph.down_left, graph.down_right,
-                                                                            level, n_level0, n_nodes)
+                                                                            offsets, n_level0, n_nodes)
             arrays["down_left"], arrays["down_right"] = graph.down_left, graph.down_right
             root = np.zeros(n_nodes, dtype=np.int64)
             root[graph.root_nodes] = 1
@@ -105,10 +104,11 @@ class LevelPlan:
         return self.down_children[2 * a:2 * b]
 
 
-def _parents_csr(left: np.ndarray, right: np.ndarray, level: np.ndarray, n_level0: int,
+def _parents_csr(left: np.ndarray, right: np.ndarray, offsets, n_level0: int,
                  n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
     """For every node the (parent, side) pairs that reach it (2 * parent + side), as a CSR list in the order the
-    torch levels sum them: parents' levels descending, left side first, node order (propagate_kernel.py reads it)."""
+    torch levels sum them: parents' levels descending, left side first, node order (propagate_kernel.py reads it).
+    ``offsets``: the graph's level offsets (node ranges per level)."""
     m = len(left)
     child = np.concatenate((left, right))
     begin = np.zeros(n_nodes + 1, dtype=np.int64)
@@ -122,6 +122,8 @@ def _parents_csr(left: np.ndarray, right: np.ndarray, level: np.ndarray, n_level
         entries = np.empty(2 * m, dtype=np.int64)
         entries[begin[child]] = np.concatenate((parent, parent + 1))
         return begin, entries
+    # each node's level, only here: the sort-free path above has no use for it (a host step of every GPU step)
+    level = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
     local = np.concatenate((np.arange(m), np.arange(m)))  # the parent's index among the internal nodes
     side = np.repeat(np.array([0, 1]), m)
     # One int64 key ordering (child, parent level descending, side, parent), unique per entry, so sorting the keys
