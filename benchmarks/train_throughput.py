@@ -297,6 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", choices=["banyan", "selfstrae"], default="banyan")
     parser.add_argument("--objective", default=None, help="override the preset's objective")
     parser.add_argument("--structure", default=None)
+    parser.add_argument("--functions", default=None, choices=("linear", "diagonal"),
+                        help="override the preset's functions (Banyan Tables 7-8's cell: --functions linear --k 16 "
+                        "--u 16)")
     parser.add_argument("--k", type=int, default=None, help="channels (default: the preset's; the campaign's "
                         "Self-StrAE runs are k128 u2, SemEval Table 2's grid k8..k256)")
     parser.add_argument("--u", type=int, default=None, help="channel size (default: the preset's)")
@@ -353,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
 def build_model(args: argparse.Namespace, vocab_size: int, device: torch.device):
     """(config, recipe, model in training mode on ``device``) as the arguments say; seed torch first."""
     config = ModelConfig.preset(args.model, vocab_size=vocab_size, objective=args.objective,
-                                structure=args.structure, k=args.k, u=args.u)
+                                structure=args.structure, functions=args.functions, k=args.k, u=args.u)
     overrides = [recipes.parse_set(item, f"--set {item}") for item in args.recipe_set]
     recipe = recipes.resolve(args.recipe or args.model, overrides).recipe
     model = StraeModel(config, recipe, induction_kernel=args.induction_kernel, scatter=args.scatter,
