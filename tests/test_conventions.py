@@ -67,6 +67,21 @@ def test_global_verbosity_configures_root_logger_and_tqdm(argv, level, bars_off,
     assert seen == {"level": level, "rest": ["eval/word/simlex999"], "bars_off": bars_off, "after_module_setup": level}
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["record", "--todo", "--targets"]])
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(argv):
+    """`strae record --todo --targets | head -1` (README, docs): the reader closes the pipe after one line; strae
+    must end with status 0 and no traceback, whether its output was flushed before (long) or at exit (short)."""
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write: every write hits a closed pipe
+    try:
+        proc = subprocess.run([sys.executable, "-m", "strae.cli", *argv], stdout=write, stderr=subprocess.PIPE,
+                              text=True, cwd=REPO_ROOT, timeout=120)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
 def test_quiet_and_verbose_together_is_an_error():
     with pytest.raises(SystemExit, match="contradict"):
         cli.main(["--quiet", "--verbose", "fetch"])

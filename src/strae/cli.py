@@ -89,6 +89,19 @@ def _global_options(argv: list[str]) -> tuple[str, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        status = _dispatch(argv)
+        sys.stdout.flush()  # inside the try: a closed pipe shows up at this flush when the output was short
+        return status
+    except BrokenPipeError:
+        # The reader of stdout went away (`strae record --todo --targets | head -1`): it read what it wanted, so
+        # end quietly and successfully instead of with a traceback (and, under `set -o pipefail`, a failed
+        # pipeline). Point stdout at /dev/null so the interpreter's own flush at exit cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _dispatch(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     verbosity, argv = _global_options(argv)
     if not argv or argv[0] in {"-h", "--help"}:
