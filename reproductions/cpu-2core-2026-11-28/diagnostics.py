@@ -1,7 +1,8 @@
 """The "measured afterwards" figures of this record's README, from the run's final weights.
 
-    python reproductions/cpu-2core-2026-11-28/diagnostics.py [RUN_DIR] > reproductions/cpu-2core-2026-11-28/diagnostics.json
+    python reproductions/cpu-2core-2026-11-28/diagnostics.py [RUN_DIR] > OUT.json
 
+run from the repository root (this record's diagnostics.json was written so).
 RUN_DIR (default: results/runs/en/banyan/ce_linear_entangled_k16_u16/seed0) needs model.pt, which the record does not
 keep (regenerate it as the README says). Reads the first 500 pairs of the paper-variant STS-B test set.
 """
