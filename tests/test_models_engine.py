@@ -307,3 +307,32 @@ def test_the_engine_sends_no_host_array_with_a_blocking_copy():
                 if blocking.search(line) and not line.lstrip().startswith("#"):
                     offenders.append(f"{path.name}:{number}: {line.strip()}")
     assert not offenders, offenders
+
+
+@pytest.mark.parametrize("functions", ["linear", "diagonal"])
+def test_function_gains_are_the_spectral_norms_of_the_per_channel_maps(functions):
+    """train.json's function_gains: the largest singular value of the dense (u, 2u) composition and (2u, u)
+    decomposition maps one channel applies (biases aside), read off each function's own forward pass."""
+    from strae.models.functions import make_functions
+
+    torch.manual_seed(0)
+    k, u = 3, 5
+    module = make_functions(functions, k, u).double()
+    for parameter in module.parameters():  # move away from the initialisation: trained gates and weights
+        parameter.data.add_(torch.randn_like(parameter))
+    module.requires_grad_(False)
+    eye = torch.eye(2 * u, dtype=torch.float64)
+    # channel 0's map, column by column: unit children in, compose's output minus its bias out
+    children = torch.zeros(2 * u, 2, k * u, dtype=torch.float64)
+    children[:, 0, :u], children[:, 1, :u] = eye[:, :u], eye[:, u:]
+    bias = module.compose(torch.zeros(1, 2, k * u, dtype=torch.float64))[0, :u]
+    compose_map = (module.compose(children)[:, :u] - bias).T  # (u, 2u)
+    parents = torch.zeros(u, k * u, dtype=torch.float64)
+    parents[:, :u] = eye[:u, :u]
+    zero = module.decompose(torch.zeros(1, k * u, dtype=torch.float64))[0, :, :u]
+    decompose_map = (module.decompose(parents)[:, :, :u] - zero).reshape(u, 2 * u).T  # (2u, u)
+    gains = module.gains()
+    assert gains["compose"] == pytest.approx(float(torch.linalg.svdvals(compose_map)[0]), rel=1e-9)
+    assert gains["decompose"] == pytest.approx(float(torch.linalg.svdvals(decompose_map)[0]), rel=1e-9)
+    if functions == "diagonal":
+        assert max(gains.values()) < 2 ** 0.5

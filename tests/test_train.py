@@ -155,6 +155,8 @@ def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
     for entry in record["history"]:
         assert np.isfinite(entry["dev"]["loss"]) and entry["tokens"] > 0 and entry["tokens_per_second"] > 0
         assert 0 <= entry["collapse"]["mean_pairwise_cosine"] <= 0.999 and entry["collapse"]["relative_spread"] > 0
+        # diagonal functions: sigmoid gates, so each map's spectral norm lies in (0, sqrt(2))
+        assert 0 < entry["function_gains"]["compose"] < 2 ** 0.5 and 0 < entry["function_gains"]["decompose"] < 2 ** 0.5
     assert record["timings"]["train_seconds"] > 0 and record["provenance"]["torch"] == torch.__version__
     assert record["provenance"]["determinism"] == {"deterministic": True, "device_type": "cpu"}
     assert record["provenance"]["float32_matmul"] == {"found": "high", "used": "highest"}

@@ -807,7 +807,8 @@ def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: fl
     state.history.append(entry)
     log(f"epoch {state.epoch + 1}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
         f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
-        f"{collapse['mean_pairwise_cosine']:.3f}" + ("  (partial: --max-steps)" if partial else ""))
+        f"{collapse['mean_pairwise_cosine']:.3f}  gains {entry['function_gains']['compose']:.2f} / "
+        f"{entry['function_gains']['decompose']:.2f}" + ("  (partial: --max-steps)" if partial else ""))
     state.epoch_sums = {}
     keep_if_best(job, state)
     # Position "next epoch, batch 0" (or where --max-steps stopped: a later, larger --max-steps resumes).
@@ -839,6 +840,9 @@ def epoch_entry(state: State, dev: dict, collapse: dict, partial: bool, wall_ela
         "partial": partial,
         "train": {k: v / sentences for k, v in sums.items() if k not in ("sentences", "tokens", "seconds")},
         "dev": dev, "collapse": collapse,
+        # spectral norms of the composition / decomposition maps: unbounded for linear functions, <= sqrt(2) for
+        # diagonal ones; how CE with linear functions goes wrong (Banyan Appendix B) shows here first
+        "function_gains": state.model.functions.gains(),
         "sentences": int(sums.get("sentences", 0)), "tokens": int(sums.get("tokens", 0)),
         "seconds": sums.get("seconds", 0.0),
         "tokens_per_second": sums.get("tokens", 0.0) / max(sums.get("seconds", 0.0), 1e-9),

@@ -44,6 +44,13 @@ class LinearFunctions(nn.Module):
         weight = self.compose_weight.detach()
         return True, weight[:self.u].contiguous(), weight[self.u:].contiguous(), self.compose_bias.detach()
 
+    @torch.no_grad()
+    def gains(self) -> dict[str, float]:
+        """Spectral norms of the per-channel maps, biases aside: how much a level can amplify a signal (up or down).
+        Unbounded here; train.json records them per epoch (Banyan Appendix B's instability: see README)."""
+        return {"compose": float(torch.linalg.matrix_norm(self.compose_weight.double(), ord=2)),
+                "decompose": float(torch.linalg.matrix_norm(self.decompose_weight.double(), ord=2))}
+
     def decompose(self, parent: torch.Tensor) -> torch.Tensor:
         n = parent.shape[0]
         out = parent.reshape(n, self.k, self.u) @ self.decompose_weight + self.decompose_bias  # (n, k, 2u)
@@ -82,6 +89,14 @@ class DiagonalFunctions(nn.Module):
         sigmoid gates (u,) of each child, the very values compose uses."""
         gates = self.compose_gates().detach()
         return False, gates[0].contiguous(), gates[1].contiguous(), self.compose_bias.detach()
+
+    @torch.no_grad()
+    def gains(self) -> dict[str, float]:
+        """Spectral norms of the per-channel maps, as LinearFunctions.gains: [diag(g_l) diag(g_r)] (u x 2u) and its
+        decomposition counterpart have singular values sqrt(g_l^2 + g_r^2) per dimension, so at most sqrt(2)."""
+        compose = self.compose_gates().double()
+        decompose = torch.sigmoid(torch.stack((self.decompose_gate_left, self.decompose_gate_right))).double()
+        return {"compose": float(compose.norm(dim=0).max()), "decompose": float(decompose.norm(dim=0).max())}
 
     def decompose(self, parent: torch.Tensor) -> torch.Tensor:
         gates = torch.sigmoid(torch.stack((self.decompose_gate_left, self.decompose_gate_right))).repeat(1, self.k)
