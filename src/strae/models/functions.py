@@ -95,11 +95,14 @@ class DiagonalFunctions(nn.Module):
         """Spectral norms of the per-channel maps, as LinearFunctions.gains: [diag(g_l) diag(g_r)] (u x 2u) and its
         decomposition counterpart have singular values sqrt(g_l^2 + g_r^2) per dimension, so at most sqrt(2)."""
         compose = self.compose_gates().double()
-        decompose = torch.sigmoid(torch.stack((self.decompose_gate_left, self.decompose_gate_right))).double()
+        decompose = self.decompose_gates().double()
         return {"compose": float(compose.norm(dim=0).max()), "decompose": float(decompose.norm(dim=0).max())}
 
+    def decompose_gates(self) -> torch.Tensor:
+        return torch.sigmoid(torch.stack((self.decompose_gate_left, self.decompose_gate_right)))  # (2, u)
+
     def decompose(self, parent: torch.Tensor) -> torch.Tensor:
-        gates = torch.sigmoid(torch.stack((self.decompose_gate_left, self.decompose_gate_right))).repeat(1, self.k)
+        gates = self.decompose_gates().repeat(1, self.k)
         biases = torch.stack((self.decompose_bias_left, self.decompose_bias_right)).repeat(1, self.k)
         return parent.unsqueeze(1) * gates + biases  # (n, 2, E)
 
