@@ -273,6 +273,14 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     assert record["data"]["context_pairs_per_epoch"] == 2 * 2 * 9 * 3  # 2 books x 3 batches x 9 pairs x 2 dirs
     assert math.isfinite(record["summary"]["last50_mean_loss"])
     assert json.loads((straight / "encoder.json").read_text())["kind"] == "multiview"
+    # the learning curve covers the whole run (train.json's history keeps only the last 200 steps): windows of
+    # CURVE_WINDOW steps, each the mean of its steps
+    monkeypatch.setattr(train, "CURVE_WINDOW", 4)
+    history = torch.load(straight / "checkpoint.pt", weights_only=False)["history"]
+    curve = train._summary(history)["curve"]
+    assert [(c["first_step"], c["last_step"]) for c in curve] == [(1, 4), (5, 6)]
+    assert curve[1]["mean_loss"] == round((history[4]["loss"] + history[5]["loss"]) / 2, 4)
+    assert record["summary"]["curve"][0]["last_step"] == 6  # the default window: one point for these 6 steps
 
     encoder = MultiviewEncoder(straight, device="cpu", nlp=_FakeNLP())
     vectors = encoder.encode_sentences(["w1 w2 .", "w3 .", ""])

@@ -323,13 +323,26 @@ def finish(job: Job, progress: Progress) -> int:
     return 0
 
 
+# steps per point of the summary's learning curve (train.json keeps only the last 200 steps themselves)
+CURVE_WINDOW = 50
+
+
+def _mean(steps: list[dict], key: str) -> float:
+    return round(sum(h[key] for h in steps) / len(steps), 4)
+
+
 def _summary(history: list[dict]) -> dict:
+    """First loss, the last 50 steps' means, and the whole run's learning curve: the mean loss and context top-1 of
+    every CURVE_WINDOW consecutive steps (a one-epoch run's batches are all different sentences, so this is also
+    how the model does on text it has not seen yet)."""
     if not history:
         return {}
     tail = history[-50:]
+    windows = [history[i:i + CURVE_WINDOW] for i in range(0, len(history), CURVE_WINDOW)]
     return {"steps": len(history), "first_loss": history[0]["loss"],
-            "last50_mean_loss": round(sum(h["loss"] for h in tail) / len(tail), 4),
-            "last50_mean_context_top1": round(sum(h["context_top1"] for h in tail) / len(tail), 4)}
+            "last50_mean_loss": _mean(tail, "loss"), "last50_mean_context_top1": _mean(tail, "context_top1"),
+            "curve": [{"first_step": w[0]["step"], "last_step": w[-1]["step"], "mean_loss": _mean(w, "loss"),
+                       "mean_context_top1": _mean(w, "context_top1")} for w in windows]}
 
 
 if __name__ == "__main__":
