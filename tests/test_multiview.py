@@ -294,6 +294,36 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     np.testing.assert_allclose(vectors[0], expected, rtol=1e-5, atol=1e-6)
 
 
+def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatch):
+    """The workflow keeps one run directory per model and seed whatever the parse setting: a completed run (or a
+    checkpoint) made on one parse must be refused for another, by name, not answered "already trained"."""
+    from baselines.multiview import train
+    from strae.io import read_json, write_json
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
+    out = tmp_path / "run"
+    assert train.main(common + ["--out", str(out)]) == 0
+    parse = {"corpus_sha256": "0" * 64, "paragraphs_per_book": None, "max_sentences": None, "n_sentences": 60}
+    assert read_json(out / "train.json")["config"]["recipe"]["parse"] == parse
+    assert train.main(common + ["--out", str(out)]) == 0  # the same command twice: already trained
+    other = tmp_path / "other_parse"
+    _write_fake_parses(other, per_book=25)  # another parse: fewer paragraphs a book
+    meta = read_json(other / "meta.json")
+    write_json(other / "meta.json", {**meta, "paragraphs_per_book": 25})
+    swapped = [str(other) if arg == str(tmp_path / "parses") else arg for arg in common]
+    with pytest.raises(SystemExit, match=r"completed run with another recipe \(differs in: parse\)"):
+        train.main(swapped + ["--out", str(out)])
+    # an unfinished run: its checkpoint is refused the same way
+    (out / "encoder.json").unlink()
+    with pytest.raises(SystemExit, match=r"checkpoint.pt: made with another recipe \(differs in: parse\)"):
+        train.main(swapped + ["--out", str(out)])
+    # a record written before the recipe named its parse: read from its data block, so it still matches its own
+    record = read_json(out / "train.json")
+    del record["config"]["recipe"]["parse"]
+    write_json(out / "train.json", record)
+    assert train.recorded_recipe(train.RunRecord.from_disk(out))["parse"] == parse
+
+
 def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, monkeypatch):
     """A time-boxed chunk's SIGTERM: the step under way finishes, checkpoint.pt is written there (not only at the
     --checkpoint-every-steps cadence), train.json keeps the running status, exit 128 + 15; the same command then

@@ -89,19 +89,32 @@ def setting_name(args: argparse.Namespace) -> str:
     return args.setting or f"{args.model}_h{args.hidden}_e{args.embedding_dim}"
 
 
-def _recipe(args: argparse.Namespace) -> dict:
-    return {k: getattr(args, k) for k in ("model", "vocab_size", "lowercase", "embedding_dim", "hidden", "lr",
-                                          "clip_grad_norm", "batch_size", "max_tokens", "sentences_per_book",
-                                          "max_sentences", "max_steps", "seed")}
+# what makes two parses the same training data: the corpus and the parse's own limits (the sentence count stands
+# for the parser's output, which a new spaCy or pipeline version changes)
+PARSE_IDENTITY_KEYS = ("corpus_sha256", "paragraphs_per_book", "max_sentences", "n_sentences")
+
+
+def parse_identity(parse_meta: dict[str, Any]) -> dict[str, Any]:
+    return {key: parse_meta.get(key) for key in PARSE_IDENTITY_KEYS}
+
+
+def _recipe(args: argparse.Namespace, parse_meta: dict[str, Any]) -> dict:
+    """The settings a run directory's checkpoint and completed record must match. The parse is part of it: the
+    workflow keeps one run directory per model and seed whatever the parse setting, so a run trained on a quick
+    overlay's parse must never pass for one of the full parse (or be resumed on it)."""
+    recipe = {k: getattr(args, k) for k in ("model", "vocab_size", "lowercase", "embedding_dim", "hidden", "lr",
+                                            "clip_grad_norm", "batch_size", "max_tokens", "sentences_per_book",
+                                            "max_sentences", "max_steps", "seed")}
+    return {**recipe, "parse": parse_identity(parse_meta)}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    parse_meta = read_parse_meta(args.parses)
     args.out.mkdir(parents=True, exist_ok=True)
-    recipe = _recipe(args)
+    recipe = _recipe(args, parse_meta)
     if already_trained(args.out, recipe):
         return 0
-    parse_meta = read_parse_meta(args.parses)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = job_device(args.device)  # several GPUs: the one the fewest strae jobs hold
@@ -152,10 +165,24 @@ def already_trained(out: Path, recipe: dict) -> bool:
     previous = RunRecord.from_disk(out)
     if not ((out / ENCODER_MANIFEST).exists() and previous is not None and previous.status == "completed"):
         return False
-    if previous.config.get("recipe") == recipe:
+    recorded = recorded_recipe(previous)
+    if recorded == recipe:
         print(f"{out}: already trained (train.json status completed)")
         return True
-    raise SystemExit(f"{out}: holds a completed run with another recipe; use another --out or delete it")
+    changed = sorted(key for key in recorded.keys() | recipe.keys() if recorded.get(key) != recipe.get(key))
+    raise SystemExit(f"{out}: holds a completed run with another recipe (differs in: {', '.join(changed)}); "
+                     "use another --out or delete it to retrain")
+
+
+def recorded_recipe(record: RunRecord) -> dict[str, Any]:
+    """A completed run's recipe; runs written before the recipe named its parse have the parse's identity in
+    train.json's ``data`` block (corpus_sha256, parse_settings), read from there."""
+    recipe = dict(record.config.get("recipe") or {})
+    if "parse" not in recipe:
+        data = record.blocks.get("data") or {}
+        recipe["parse"] = parse_identity({"corpus_sha256": data.get("corpus_sha256"),
+                                          **(data.get("parse_settings") or {})})
+    return recipe
 
 
 def read_parse_meta(parses: Path) -> dict[str, Any]:
@@ -218,9 +245,12 @@ def resume(job: Job) -> Progress:
         return Progress()
     state = load_checkpoint(checkpoint)
     # max_steps may grow between runs (extend a time-boxed run); everything else must match
-    if {k: v for k, v in state["recipe"].items() if k != "max_steps"} != \
-            {k: v for k, v in job.recipe.items() if k != "max_steps"}:
-        raise SystemExit(f"{checkpoint}: made with another recipe; delete it or use another --out")
+    saved = state["recipe"]
+    changed = sorted(key for key in saved.keys() | job.recipe.keys()
+                     if key != "max_steps" and saved.get(key) != job.recipe.get(key))
+    if changed:
+        raise SystemExit(f"{checkpoint}: made with another recipe (differs in: {', '.join(changed)}); delete it "
+                         "or use another --out")
     job.model.load_state_dict(state["model"])
     job.optimizer.load_state_dict(state["optimizer"])
     restore_rng_states(state["rng"])
