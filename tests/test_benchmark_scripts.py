@@ -123,6 +123,32 @@ def test_cuda_checks_reports_runs_that_differ(capsys, torch_threads):
     assert fields["sigterm"] == "differs" and float(fields["sigterm_max_abs_diff"]) > 0
 
 
+ROBERTA_CHECK_ARGS = ["--device", "cpu", "--steps", "6", "--batch-size", "8", "--simcse-steps", "4",
+                      "--tiny-sentences", "200", "--simcse-arg=--batch-size=8", "--simcse-arg=--threads=1", "--",
+                      "--layers", "2", "--heads", "2", "--hidden", "32", "--ffn", "64", "--threads", "1",
+                      "--precision", "fp32"]
+
+
+@pytest.mark.parametrize("perturb", [False, True])
+def test_roberta_checks_on_cpu_trains_each_trainer_twice_and_resumes(capsys, torch_threads, perturb):
+    """The trainers themselves: same seed twice, SIGTERM mid-run and resumed, --nondeterministic's speed, SimCSE
+    twice. --perturb gives the second MLM run another seed: the check must say the runs differ."""
+    script = load_script("roberta_checks")
+    status = script.main((["--perturb"] if perturb else []) + ROBERTA_CHECK_ARGS)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("roberta_checks")]
+    assert len(lines) == 1, lines
+    fields = check_fields(lines[0])
+    assert fields["sigterm"] == "identical" and fields["simcse"] == "identical", lines[0]
+    assert float(fields["cost_steps_per_s_deterministic"]) > 0 and "crashed" not in lines[0]
+    assert json.loads(fields["provenance.determinism"]) == {"deterministic": True, "device_type": "cpu"}
+    if perturb:
+        assert status == 1 and fields["determinism"] == "differs", lines[0]
+        assert float(fields["determinism_max_abs_diff"]) > 0
+    else:
+        assert status == 0 and fields["determinism"] == "identical", lines[0]
+        assert fields["nondeterministic_vs_first"] == "identical"  # CPU kernels are deterministic either way
+
+
 def test_torch_profile_table_is_written(tmp_path):
     from torch.profiler import ProfilerActivity, profile
 
@@ -228,7 +254,8 @@ def test_gpu_measure_script_parses_and_runs_every_benchmark_it_names():
     assert result.returncode == 0, result.stderr
     text = script.read_text()
     for name in ("train_throughput", "concurrent_throughput", "cuda_checks", "roberta_throughput", "engine_choices",
-                 "roberta_graphs_check", "threaded_throughput", "roberta_loop", "objective_precision"):
+                 "roberta_graphs_check", "threaded_throughput", "roberta_loop", "objective_precision",
+                 "roberta_checks"):
         assert (ROOT / "benchmarks" / f"{name}.py").exists() and f"benchmarks/{name}.py" in text, name
 
 

@@ -45,6 +45,8 @@
 #   roberta-graphs    roberta_throughput, packed, eager vs --cuda-graphs on (40 warm-up steps) budget 90 s
 #   roberta-graphs-check  roberta_graphs_check: graphed = eager (no dropout), repeatable  budget 90 s
 #   roberta-loop      roberta_loop: strae train-roberta itself, 600 steps, --cuda-graphs off and on budget 150 s
+#   roberta-checks    roberta_checks: train-roberta twice (identical?), SIGTERM + resume, --nondeterministic's
+#                     steps/s, train-simcse twice                                      budget 150 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
 # (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
@@ -53,7 +55,7 @@
 # right after, as STEP-baseline, so a change is measured against its parent in one call), ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
-# inside the timed steps), RUNS (1,4,8), SELFSTRAE_RUNS (1,2), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), CHECK_STEPS (60),
+# inside the timed steps), RUNS (1,4,8), SELFSTRAE_RUNS (1,2), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), ROBERTA_CHECK_STEPS (300), CHECK_STEPS (60),
 # ROBERTA_BATCH (64), ROBERTA_STEPS (100), THREADS (2: CPU threads per engine benchmark, as the workflow's train
 # jobs), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
 # A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
@@ -307,6 +309,10 @@ step roberta-graphs-check 90 "$PY" benchmarks/roberta_graphs_check.py --device "
 # the English corpus, eager then graphed: steps/s of the whole run and of its last 100 steps
 step roberta-loop 150 "$PY" benchmarks/roberta_loop.py --device "$DEVICE" --steps "${ROBERTA_LOOP_STEPS:-600}" \
     --lang "$LANG_KEY"
+# budget 150 s: the RoBERTa and SimCSE trainers themselves (the graphed step alone was repeatable, roberta-graphs-check):
+# four 300-step MLM runs (~70 steps/s graphed, a few captures each) and two 100-step SimCSE runs
+step roberta-checks 150 "$PY" benchmarks/roberta_checks.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
+    --steps "${ROBERTA_CHECK_STEPS:-300}" "${CORPUS_ARGS[@]}"
 # budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)
 throughput banyan-torch 70 --model banyan --induction-kernel torch
 

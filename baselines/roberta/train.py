@@ -50,6 +50,7 @@ from strae.runtime import (
     StopRequest,
     bf16_autocast_supported,
     capture_rng_states,
+    configure_determinism,
     describe_device,
     job_device,
     placement_fields,
@@ -369,18 +370,12 @@ def train_and_finish(args: argparse.Namespace, record: RunRecord, *, weights: Ca
 
 
 def new_record(*, language: str, model: str, setting: str, seed: int, config: dict[str, Any],
-               device: torch.device, precision: str, extra_provenance: dict[str, Any]) -> RunRecord:
+               device: torch.device, precision: str, determinism: dict[str, Any],
+               extra_provenance: dict[str, Any]) -> RunRecord:
     return RunRecord(
         language=language, model=model, setting=setting, seed=seed, config=config,
         timings={"device": describe_device(device), "precision": precision, "torch_threads": torch.get_num_threads()},
-        # said, not set: on CUDA deterministic kernels are not requested. Strict mode would raise on any op of the
-        # step without a deterministic kernel and make SDPA's memory-efficient backward run unsplit (torch's own
-        # deterministic variant); neither that nor a CUDA graph capture of the sort-based kernels has been tried on
-        # a GPU. The graphed MLM step was repeatable anyway on an H100 (benchmarks/roberta_graphs_check.py); the
-        # CPU kernels are deterministic.
-        provenance=provenance(**extra_provenance,
-                              determinism={"deterministic": device.type != "cuda", "device_type": device.type},
-                              **placement_fields()),
+        provenance=provenance(**extra_provenance, determinism=determinism, **placement_fields()),
     )
 
 
@@ -389,7 +384,7 @@ def start_record(args: argparse.Namespace, argv: list[str] | None, tokenizer: Pa
     a run killed early is still recognisable. ``labels``: :func:`new_record`'s keywords but argv."""
     args.out.mkdir(parents=True, exist_ok=True)
     copy_tokenizer(tokenizer, args.out)
-    record = new_record(**labels, extra_provenance={"argv": list(argv or sys.argv[1:])})
+    record = new_record(**labels, determinism=args.determinism, extra_provenance={"argv": list(argv or sys.argv[1:])})
     # With a checkpoint there, train.json is first rewritten after the resume check passes: a command refused for
     # other settings must not turn a finished run's record back into "running".
     if not (args.out / CHECKPOINT_FILE).exists():
@@ -413,12 +408,31 @@ def corpus_provenance(data_dir: str | None, corpus_file: str | None, split: str,
 
 
 def configure_device(args: argparse.Namespace) -> tuple[torch.device, Callable[[], Any], str]:
-    """(device, autocast context factory, resolved precision) from --threads, --device and --precision."""
+    """(device, autocast context factory, resolved precision) from --threads, --device and --precision; also
+    the kernels' determinism (``args.determinism``, train.json ``provenance.determinism``), set before the model
+    touches the device (cuBLAS reads its workspace setting when its handle is created)."""
     if args.threads:
         torch.set_num_threads(args.threads)
     device = job_device(args.device)  # several GPUs: the one the fewest strae jobs hold
+    args.determinism = roberta_determinism(device, not args.nondeterministic, args.attention)
     autocast, precision = autocast_context(device, args.precision)
     return device, autocast, precision
+
+
+def roberta_determinism(device: torch.device, enabled: bool, attention: str) -> dict[str, Any]:
+    """:func:`strae.runtime.configure_determinism` (deterministic kernels where torch has them, cuBLAS's fixed
+    workspace), plus what it leaves open for this model on CUDA, recorded: SDPA's memory-efficient backward (the
+    kernel a float position mask selects) splits the keys and adds the splits' query gradients atomically; torch makes
+    it unsplit only in strict mode (``warn_only=False``, which stops a run on any op without a deterministic kernel),
+    and strae keeps warn-only. With keys blocks of >= 64 and rows of <= 128 ids (``--max-length``, default 128) there
+    are at most two splits, and 0 + a + b is the same float in either order, so the sum is still repeatable; the
+    graphed MLM step gave identical weights twice on an H100 (2026-11-26, benchmarks/roberta_graphs_check.py). The
+    whole trainer twice, and the cost of the mode: benchmarks/roberta_checks.py."""
+    record = configure_determinism(device, enabled)
+    if device.type == "cuda" and enabled and attention == "sdpa":
+        record["attention_backward"] = ("memory-efficient SDPA, warn-only mode: key splits kept "
+                                        "(at most 2 for rows of <= 128 ids)")
+    return record
 
 
 def adamw(parameters, lr: float, weight_decay: float, device: torch.device) -> torch.optim.AdamW:
@@ -450,6 +464,8 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--clip-grad-norm", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--record-failure", action="store_true", help="exit 0 on divergence (recorded as failed)")
+    parser.add_argument("--nondeterministic", action="store_true",
+                        help="on CUDA, allow non-deterministic (atomics) kernels; default: deterministic, recorded")
 
 
 # ------------------------------------------------------------------------------------------ strae train-roberta
