@@ -23,6 +23,7 @@ fails.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import shutil
@@ -38,9 +39,19 @@ from baselines.roberta import simcse as simcse_trainer
 from baselines.roberta import train as mlm_trainer
 from strae.runtime import describe_device, resolve_device
 
-# the sibling script's tiny corpus and weight comparison (this one may be loaded by path, as the tests do)
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cuda_checks import make_tiny_corpus, one_line, verdict, weights  # noqa: E402
+
+def _sibling(name: str):
+    """Another benchmark script as a module, loaded by its path (scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# the tiny corpus and the weight comparison of cuda_checks.py, `strae train`'s counterpart of these checks
+_CUDA_CHECKS = _sibling("cuda_checks")
+make_tiny_corpus, one_line, verdict, weights = (_CUDA_CHECKS.make_tiny_corpus, _CUDA_CHECKS.one_line,
+                                                _CUDA_CHECKS.verdict, _CUDA_CHECKS.weights)
 
 
 def mlm_argv(args: argparse.Namespace, out: Path, *extra: str) -> list[str]:
