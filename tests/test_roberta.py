@@ -568,3 +568,29 @@ def test_simcse_scores_stsb_dev_like_its_script(tiny_run, tmp_path):
                              "--seed", "0", "--out", str(tmp_path / "bad"), "--steps", "4", "--batch-size", "8",
                              "--dev-every", "2", "--dev-file", str(bad)], capture_output=True, text=True)
     assert result.returncode != 0 and "bad.csv:1: header" in result.stderr and "sent1,sent2,score" in result.stderr
+
+
+def test_cuda_determinism_record_says_when_sdpa_backward_is_not_guaranteed(monkeypatch, capsys):
+    """On CUDA the trainers ask for deterministic kernels; SDPA's memory-efficient backward keeps its key splits
+    (torch changes that only in strict mode): order-free for rows of <= 128 ids, said otherwise. Checked with a
+    CUDA device object on a CPU (the mode is a process-wide flag, restored here)."""
+    from baselines.roberta.train import SDPA_REPEATABLE_KEYS, roberta_determinism
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    flags = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+             torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark,
+             torch.utils.deterministic.fill_uninitialized_memory)
+    try:
+        short = roberta_determinism(torch.device("cuda"), True, "sdpa", SDPA_REPEATABLE_KEYS)
+        assert short["deterministic"] is True and short["cublas_workspace_config"] == ":4096:8"
+        assert "at most 2" in short["attention_backward"] and not capsys.readouterr().err
+        long = roberta_determinism(torch.device("cuda"), True, "sdpa", 2 * SDPA_REPEATABLE_KEYS)
+        assert "not guaranteed repeatable" in long["attention_backward"]
+        assert "--max-length 256" in capsys.readouterr().err
+        assert "attention_backward" not in roberta_determinism(torch.device("cuda"), True, "eager", 512)
+        assert roberta_determinism(torch.device("cuda"), False, "sdpa", 128) == {"deterministic": False,
+                                                                               "device_type": "cuda"}
+    finally:
+        torch.use_deterministic_algorithms(flags[0], warn_only=flags[1])
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = flags[2], flags[3]
+        torch.utils.deterministic.fill_uninitialized_memory = flags[4]

@@ -414,12 +414,18 @@ def configure_device(args: argparse.Namespace) -> tuple[torch.device, Callable[[
     if args.threads:
         torch.set_num_threads(args.threads)
     device = job_device(args.device)  # several GPUs: the one the fewest strae jobs hold
-    args.determinism = roberta_determinism(device, not args.nondeterministic, args.attention)
+    # SimCSE's --max-length may be left to its recipe (32 for both); the row length decides the attention's key splits
+    max_length = args.max_length or SDPA_REPEATABLE_KEYS
+    args.determinism = roberta_determinism(device, not args.nondeterministic, args.attention, max_length)
     autocast, precision = autocast_context(device, args.precision)
     return device, autocast, precision
 
 
-def roberta_determinism(device: torch.device, enabled: bool, attention: str) -> dict[str, Any]:
+# keys per row up to which SDPA's memory-efficient backward has at most two key splits (roberta_determinism)
+SDPA_REPEATABLE_KEYS = 128
+
+
+def roberta_determinism(device: torch.device, enabled: bool, attention: str, max_length: int) -> dict[str, Any]:
     """:func:`strae.runtime.configure_determinism` (deterministic kernels where torch has them, cuBLAS's fixed
     workspace), plus what it leaves open for this model on CUDA, recorded: SDPA's memory-efficient backward (the
     kernel a float position mask selects) splits the keys and adds the splits' query gradients atomically; torch makes
@@ -430,8 +436,15 @@ def roberta_determinism(device: torch.device, enabled: bool, attention: str) -> 
     whole trainer twice, and the cost of the mode: benchmarks/roberta_checks.py."""
     record = configure_determinism(device, enabled)
     if device.type == "cuda" and enabled and attention == "sdpa":
-        record["attention_backward"] = ("memory-efficient SDPA, warn-only mode: key splits kept "
-                                        "(at most 2 for rows of <= 128 ids)")
+        if max_length <= SDPA_REPEATABLE_KEYS:
+            record["attention_backward"] = (f"memory-efficient SDPA, key splits kept: at most 2 for rows of "
+                                            f"{max_length} <= {SDPA_REPEATABLE_KEYS} ids, an order-free sum")
+        else:
+            record["attention_backward"] = (f"memory-efficient SDPA, key splits kept: rows of {max_length} > "
+                                            f"{SDPA_REPEATABLE_KEYS} ids may give more than 2 and sum them in any "
+                                            "order (not guaranteed repeatable; --attention eager is)")
+            print(f"note: --max-length {max_length} > {SDPA_REPEATABLE_KEYS}: SDPA's backward on CUDA may not "
+                  "repeat bit for bit (train.json provenance.determinism); --attention eager does", file=sys.stderr)
     return record
 
 
