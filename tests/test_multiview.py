@@ -264,8 +264,11 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     assert train.main(common + ["--out", str(resumed), "--max-steps", "2"]) == 0
     first = json.loads((resumed / "train.json").read_text())
     assert first["status"] == "completed" and first["timings"]["steps"] == 2
-    (resumed / "encoder.json").unlink()  # extend the time-boxed run: resumes from its checkpoint
+    with pytest.raises(SystemExit, match=r"another recipe \(differs in: max_steps\)"):
+        train.main(common + ["--out", str(resumed), "--max-steps", "1"])  # fewer steps than it has: refused
+    # more steps (here: the whole epoch) extend the completed time-boxed run from its checkpoint
     assert train.main(common + ["--out", str(resumed)]) == 0
+    assert json.loads((resumed / "train.json").read_text())["timings"]["steps"] == 6
     _assert_same_weights(straight, resumed)
     record = json.loads((straight / "train.json").read_text())
     assert record["status"] == "completed" and record["timings"]["steps"] == 6

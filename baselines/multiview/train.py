@@ -39,6 +39,7 @@ from strae.runs import (
     ProgressFile,
     RunRecord,
     TrainingFailed,
+    invalidate_outputs,
     load_checkpoint,
     save_checkpoint,
     save_weights,
@@ -170,8 +171,19 @@ def already_trained(out: Path, recipe: dict) -> bool:
         print(f"{out}: already trained (train.json status completed)")
         return True
     changed = sorted(key for key in recorded.keys() | recipe.keys() if recorded.get(key) != recipe.get(key))
+    if changed == ["max_steps"] and extends(recorded["max_steps"], recipe["max_steps"]):
+        # a time-boxed run asked for more steps: it continues from its checkpoint (resume allows max_steps to grow)
+        print(f"{out}: extending the completed run from --max-steps {recorded['max_steps']} to "
+              f"{recipe['max_steps'] or 'the epoch'}")
+        invalidate_outputs(out)
+        return False
     raise SystemExit(f"{out}: holds a completed run with another recipe (differs in: {', '.join(changed)}); "
                      "use another --out or delete it to retrain")
+
+
+def extends(done: int | None, asked: int | None) -> bool:
+    """True when ``asked`` max_steps continues a run time-boxed at ``done`` (None: the whole epoch)."""
+    return done is not None and (asked is None or asked > done)
 
 
 def recorded_recipe(record: RunRecord) -> dict[str, Any]:
