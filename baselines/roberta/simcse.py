@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     recipe, overridden = resolve_recipe(args)
     init = completed_init_run(args.init)
-    device, autocast, precision = configure_device(args)
+    device, autocast, precision = configure_device(args, int(recipe["max_length"]))
     data = load_data(args, init)
     steps, sentences_per_epoch = schedule(args, int(recipe["batch_size"]), len(data.corpus))
     # seeded before the weights load: the MLP's initialisation and every dropout mask depend on --seed alone

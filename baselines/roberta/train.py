@@ -407,15 +407,14 @@ def corpus_provenance(data_dir: str | None, corpus_file: str | None, split: str,
     return info
 
 
-def configure_device(args: argparse.Namespace) -> tuple[torch.device, Callable[[], Any], str]:
+def configure_device(args: argparse.Namespace, max_length: int) -> tuple[torch.device, Callable[[], Any], str]:
     """(device, autocast context factory, resolved precision) from --threads, --device and --precision; also
     the kernels' determinism (``args.determinism``, train.json ``provenance.determinism``), set before the model
-    touches the device (cuBLAS reads its workspace setting when its handle is created)."""
+    touches the device (cuBLAS reads its workspace setting when its handle is created). ``max_length``: the run's
+    ids per row, which decides the attention backward's key splits."""
     if args.threads:
         torch.set_num_threads(args.threads)
     device = job_device(args.device)  # several GPUs: the one the fewest strae jobs hold
-    # SimCSE's --max-length may be left to its recipe (32 for both); the row length decides the attention's key splits
-    max_length = args.max_length or SDPA_REPEATABLE_KEYS
     args.determinism = roberta_determinism(device, not args.nondeterministic, args.attention, max_length)
     autocast, precision = autocast_context(device, args.precision)
     return device, autocast, precision
@@ -430,8 +429,8 @@ def roberta_determinism(device: torch.device, enabled: bool, attention: str, max
     workspace), plus what it leaves open for this model on CUDA, recorded: SDPA's memory-efficient backward (the
     kernel a float position mask selects) splits the keys and adds the splits' query gradients atomically; torch makes
     it unsplit only in strict mode (``warn_only=False``, which stops a run on any op without a deterministic kernel),
-    and strae keeps warn-only. With keys blocks of >= 64 and rows of <= 128 ids (``--max-length``, default 128) there
-    are at most two splits, and 0 + a + b is the same float in either order, so the sum is still repeatable; the
+    and strae keeps warn-only. With key blocks of >= 64 keys and rows of <= 128 ids (``--max-length``, default 128)
+    there are at most two splits, and 0 + a + b is the same float in either order, so the sum is still repeatable; the
     graphed MLM step gave identical weights twice on an H100 (2026-11-26, benchmarks/roberta_graphs_check.py). The
     whole trainer twice, and the cost of the mode: benchmarks/roberta_checks.py."""
     record = configure_determinism(device, enabled)
@@ -484,7 +483,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
 # ------------------------------------------------------------------------------------------ strae train-roberta
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    device, autocast, precision = configure_device(args)
+    device, autocast, precision = configure_device(args, args.max_length)
     from baselines.roberta.graphs import resolve_mode
 
     args.cuda_graphs_requested = args.cuda_graphs
