@@ -327,6 +327,26 @@ def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatc
     assert train.recorded_recipe(train.RunRecord.from_disk(out))["parse"] == parse
 
 
+def test_a_run_from_before_the_recipe_named_its_parse_is_extended_on_the_same_parse(tmp_path):
+    """A completed time-boxed run whose checkpoint and train.json recipes lack the parse (written before it was
+    part of the recipe): extending it on the same parse reads the parse from train.json's data block, and resumes."""
+    from baselines.multiview import train
+    from strae.io import read_json, write_json
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
+    straight, legacy = tmp_path / "straight", tmp_path / "legacy"
+    assert train.main(common + ["--out", str(straight)]) == 0
+    assert train.main(common + ["--out", str(legacy), "--max-steps", "2"]) == 0
+    record = read_json(legacy / "train.json")
+    del record["config"]["recipe"]["parse"]
+    write_json(legacy / "train.json", record)
+    state = torch.load(legacy / "checkpoint.pt", weights_only=False)
+    del state["recipe"]["parse"]
+    torch.save(state, legacy / "checkpoint.pt")
+    assert train.main(common + ["--out", str(legacy)]) == 0
+    _assert_same_weights(straight, legacy)
+
+
 def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, monkeypatch):
     """A time-boxed chunk's SIGTERM: the step under way finishes, checkpoint.pt is written there (not only at the
     --checkpoint-every-steps cadence), train.json keeps the running status, exit 128 + 15; the same command then

@@ -257,7 +257,11 @@ def resume(job: Job) -> Progress:
         return Progress()
     state = load_checkpoint(checkpoint)
     # max_steps may grow between runs (extend a time-boxed run); everything else must match
-    saved = state["recipe"]
+    saved = dict(state["recipe"])
+    previous = RunRecord.from_disk(job.out)
+    if "parse" not in saved and previous is not None:
+        # a checkpoint written before the recipe named its parse: the run's train.json (written by that session) does
+        saved["parse"] = recorded_recipe(previous)["parse"]
     changed = sorted(key for key in saved.keys() | job.recipe.keys()
                      if key != "max_steps" and saved.get(key) != job.recipe.get(key))
     if changed:
