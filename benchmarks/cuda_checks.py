@@ -196,10 +196,16 @@ def _propagation(record) -> str:
     return f"{record.get('mode')}/{(record.get('levels') or {}).get('used')}{tail}"
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def split_at_dashes(argv: list[str] | None) -> tuple[list[str], list[str]]:
+    """(this script's arguments, those after ``--``, which go to every trainer call)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    train_args = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    if "--" not in argv:
+        return argv, []
+    return argv[:argv.index("--")], argv[argv.index("--") + 1:]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    argv, train_args = split_at_dashes(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
     parser.add_argument("--model", choices=("banyan", "selfstrae"), default="banyan")

@@ -30,7 +30,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
@@ -50,8 +49,9 @@ def _sibling(name: str):
 
 # the tiny corpus and the weight comparison of cuda_checks.py, `strae train`'s counterpart of these checks
 _CUDA_CHECKS = _sibling("cuda_checks")
-make_tiny_corpus, one_line, verdict, weights = (_CUDA_CHECKS.make_tiny_corpus, _CUDA_CHECKS.one_line,
-                                                _CUDA_CHECKS.verdict, _CUDA_CHECKS.weights)
+make_tiny_corpus, one_line, split_at_dashes, timed, verdict, weights = (
+    _CUDA_CHECKS.make_tiny_corpus, _CUDA_CHECKS.one_line, _CUDA_CHECKS.split_at_dashes, _CUDA_CHECKS.timed,
+    _CUDA_CHECKS.verdict, _CUDA_CHECKS.weights)
 
 
 def mlm_argv(args: argparse.Namespace, out: Path, *extra: str) -> list[str]:
@@ -144,9 +144,7 @@ def recorded(run_dir: Path) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    train_args = argv[argv.index("--") + 1:] if "--" in argv else []
-    argv = argv[:argv.index("--")] if "--" in argv else argv
+    argv, train_args = split_at_dashes(argv)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="auto")
     parser.add_argument("--data-dir", type=Path, default=None, help="tokenised corpus (default: a tiny one made here)")
@@ -170,16 +168,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not 0 <= args.interrupt_at < args.steps - 1:
         parser.error("need 0 <= --interrupt-at < --steps - 1 (steps left to resume)")
     return args
-
-
-def timed(check, *arguments) -> tuple[str, float]:
-    started = time.perf_counter()
-    try:
-        result = check(*arguments)
-    except (Exception, SystemExit) as error:  # noqa: BLE001 - a failing part must not hide the others' results
-        name = check.__name__.removeprefix("check_")
-        result = f"{name}=crashed {name}_error={one_line(error)!r}"
-    return result, time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> int:

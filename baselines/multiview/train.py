@@ -170,7 +170,7 @@ def already_trained(out: Path, recipe: dict) -> bool:
     if recorded == recipe:
         print(f"{out}: already trained (train.json status completed)")
         return True
-    changed = sorted(key for key in recorded.keys() | recipe.keys() if recorded.get(key) != recipe.get(key))
+    changed = differing_keys(recorded, recipe)
     if changed == ["max_steps"] and extends(recorded["max_steps"], recipe["max_steps"]):
         # a time-boxed run asked for more steps: it continues from its checkpoint (resume allows max_steps to grow)
         print(f"{out}: extending the completed run from --max-steps {recorded['max_steps']} to "
@@ -179,6 +179,11 @@ def already_trained(out: Path, recipe: dict) -> bool:
         return False
     raise SystemExit(f"{out}: holds a completed run with another recipe (differs in: {', '.join(changed)}); "
                      "use another --out or delete it to retrain")
+
+
+def differing_keys(saved: dict[str, Any], asked: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+    """The recipe keys whose values differ (a key only one side has counts), sorted."""
+    return sorted(key for key in saved.keys() | asked.keys() if key not in ignore and saved.get(key) != asked.get(key))
 
 
 def extends(done: int | None, asked: int | None) -> bool:
@@ -258,12 +263,10 @@ def resume(job: Job) -> Progress:
     state = load_checkpoint(checkpoint)
     # max_steps may grow between runs (extend a time-boxed run); everything else must match
     saved = dict(state["recipe"])
-    previous = RunRecord.from_disk(job.out)
-    if "parse" not in saved and previous is not None:
+    if "parse" not in saved and (previous := RunRecord.from_disk(job.out)) is not None:
         # a checkpoint written before the recipe named its parse: the run's train.json (written by that session) does
         saved["parse"] = recorded_recipe(previous)["parse"]
-    changed = sorted(key for key in saved.keys() | job.recipe.keys()
-                     if key != "max_steps" and saved.get(key) != job.recipe.get(key))
+    changed = differing_keys(saved, job.recipe, ignore=("max_steps",))
     if changed:
         raise SystemExit(f"{checkpoint}: made with another recipe (differs in: {', '.join(changed)}); delete it "
                          "or use another --out")
