@@ -8,6 +8,8 @@ import hashlib
 import io
 import lzma
 import re
+import shutil
+import subprocess
 import tarfile
 import threading
 import urllib.parse
@@ -265,7 +267,7 @@ def test_real_eval_entries_rebuild_from_upstream_shaped_files(registry, mirror, 
     """Every eval/tokenizer entry (and the WikiText files), with its registry recipe, from a local server only."""
     root, base = server
     chosen = {n: e for n, e in registry.items() if (e.source.get("derive") or {}).get("recipe") in upstream.RECIPES
-              and (e.kind != "corpus" or e.source["derive"]["recipe"] == "xz")}
+              and (e.kind != "corpus" or e.source["derive"]["recipe"] == "xz") and e.sha256}  # sha256: in the mirror
     rewritten = {}
     for name, entry in chosen.items():
         for relative, data in _upstream_shape(entry, mirror / entry.path).items():
@@ -282,13 +284,49 @@ def test_real_eval_entries_rebuild_from_upstream_shaped_files(registry, mirror, 
     assert len(rewritten) >= 65
 
 
-def test_unknown_recipe_in_the_registry_is_a_clear_error(tmp_path):
+def test_an_entry_known_by_its_git_blob_id_is_fetched_and_checked_against_it(registry, server, tmp_path):
+    """SentEval's probing files are in no mirror: the registry holds their git blob ids (`git hash-object`), and a
+    download is placed only when its bytes have that id."""
+    from strae.io import git_blob_sha1_file
+
+    real = registry["eval/senteval/probing/sentence_length"]
+    assert real.sha256 is None and real.checksum == ("git blob sha1", "9799e50a7579b5b60294b708cedc063aea16f0be")
+    assert PINNED_RAW.match(real.source["url"])
+    root, base = server
+    data = b"tr\t0\tA short one .\nva\t1\tA rather longer sentence here .\nte\t0\tShort again .\n"
+    _put(root, "o/r/c/probe.txt", data)
+    blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+    (tmp_path / "probe.txt").write_bytes(data)
+    assert git_blob_sha1_file(tmp_path / "probe.txt") == blob
+    if shutil.which("git"):
+        assert subprocess.run(["git", "hash-object", str(tmp_path / "probe.txt")], capture_output=True,
+                              text=True, check=True).stdout.strip() == blob
+    source = {**real.source, "url": f"{base}o/r/c/probe.txt"}
+    entry = RegistryEntry(**{**real.__dict__, "name": "eval/x/probe", "path": "eval/x/probe.txt", "source": source,
+                             "git_blob_sha1": blob})
+    placed = fetch("eval/x/probe", resources_dir=tmp_path / "res", mirror=tmp_path / "no-mirror",
+                   registry={"eval/x/probe": entry})
+    assert placed.read_bytes() == data
+    # placed again: the copy already there is checked against the same id
+    assert fetch("eval/x/probe", resources_dir=tmp_path / "res", registry={"eval/x/probe": entry}) == placed
+    wrong = RegistryEntry(**{**entry.__dict__, "name": "eval/x/other", "path": "eval/x/other.txt",
+                             "git_blob_sha1": "0" * 40})
+    with pytest.raises(ChecksumError, match="git blob sha1 .* does not match"):
+        fetch("eval/x/other", resources_dir=tmp_path / "res", mirror=tmp_path / "no-mirror",
+              registry={"eval/x/other": wrong})
+    assert not (tmp_path / "res" / "data" / "eval" / "x" / "other.txt").exists()
+
+
+@pytest.mark.parametrize("fields, message", [
+    ("  sha256: ab\n  kind: eval\n  source: {url: 'http://x', derive: {recipe: nope}}\n", "eval/x/y.*nope"),
+    ("  kind: eval_raw\n  source: {url: 'http://x'}\n", "eval/x/y.*neither sha256 nor git_blob_sha1"),
+], ids=["unknown recipe", "no checksum"])
+def test_a_bad_registry_entry_is_a_clear_error_naming_it(tmp_path, fields, message):
     from strae.data.registry import RegistryError
 
     path = tmp_path / "registry.yaml"
-    path.write_text("eval/x/y:\n  path: eval/x/y.csv\n  sha256: ab\n  kind: eval\n  language: xx\n  license: t\n"
-                    "  source: {url: 'http://x', derive: {recipe: nope}}\n", encoding="utf-8")
-    with pytest.raises(RegistryError, match="eval/x/y.*nope"):
+    path.write_text("eval/x/y:\n  path: eval/x/y.csv\n  language: xx\n  license: t\n" + fields, encoding="utf-8")
+    with pytest.raises(RegistryError, match=message):
         load_registry(path)
 
 

@@ -94,6 +94,17 @@ def test_never_invents_values(scores, tmp_path):
     assert "not run" in markdown and "1 failed" in markdown and "paper 12.00 ± 1.00" in markdown
 
 
+def test_a_column_that_needs_more_than_the_default_run_says_so_where_it_has_no_scores(scores, tmp_path):
+    """The multi-view Table 2's columns (SentEval probing files, in no mirror) name what scores them."""
+    tables = {"tables": {"demo_table": {**TABLES["tables"]["demo_table"], "columns": {
+        "Word": {"task": "word_task", "needs": "the word files"}, "Probe": {"task": "probe_task", "needs": "probes"}}}}}
+    cells = report.build_table("demo_table", tables, report.load_scores(scores), tmp_path, {})
+    a = cells[(cells.row == "A") & (cells.half == "mean")].set_index("column")
+    assert a.loc["Word", "status"] == "ok" and a.loc["Word", "note"] == ""  # scored: no note
+    assert (a.loc["Probe", "status"], a.loc["Probe", "note"]) == ("not run", "probes")
+    assert "probes" in report.to_markdown(cells, "demo")
+
+
 def test_all_seeds_failed_is_reported(tmp_path):
     rows = [_row(s, t, None, status="failed") for s in (0, 1) for t in ("word_task", "sent_task")]
     path = tmp_path / "scores.csv"

@@ -166,8 +166,45 @@ def test_repository_task_declarations_load(repo_root):
         "MR", "CR", "SUBJ", "MPQA", "TREC", "SICK-R", "SICK-E", "MRPC"]
     registry = yaml.safe_load((repo_root / "config/registry.yaml").read_text())
     for task in tasks.values():
-        if task.group == "transfer":
-            assert set(task.files.values()) <= set(registry), task.name
+        assert set(task.files.values()) <= set(registry), task.name
+    # the multi-view paper's Table 2: SentEval's ten probing tasks, each a file known by its git blob id
+    probing = [n for n, t in tasks.items() if t.group == "probing"]
+    assert probing == ["SentLen", "WC", "TreeDepth", "TopConst", "BShift", "Tense", "SubjNum", "ObjNum", "SOMO",
+                       "CoordInv"]
+    for name in probing:
+        task = tasks[name]
+        assert (task.reader, task.protocol, task.c_grid) == ("probing", "split", (0.25, 0.5, 1.0, 2.0, 4.0, 8.0))
+        (entry,) = [registry[f] for f in task.files.values()]
+        assert "sha256" not in entry and len(entry["git_blob_sha1"]) == 40, name
+    tables = yaml.safe_load((repo_root / "config/tables.yaml").read_text())["tables"]
+    columns = tables["multiview_table2"]["columns"].values()
+    assert sorted(c["task"] for c in columns) == sorted(probing) and all(c.get("needs") for c in columns)
+    overlay = yaml.safe_load((repo_root / "config/multiview_probing.yaml").read_text())
+    assert overlay["multiview"]["senteval"]["tasks"][8:] == probing
+
+
+def test_probing_reader_takes_senteval_layout_and_scores_on_test(tmp_path):
+    """SentEval's probing files: partition, label, (further fields,) sentence last; C chosen on va, scored on te."""
+    lines = [f"tr\t{'PAST' if i % 2 else 'PRES'}\textra field\t{'alpha' if i % 2 else 'beta'} word {i} .  "
+             for i in range(40)]
+    lines += [f"va\t{'PAST' if i % 2 else 'PRES'}\t{'alpha' if i % 2 else 'beta'} dev {i} ." for i in range(10)]
+    lines += ["te\tPAST\talpha test .", "te\tPRES\tbeta test .", "te\tPRES\tbeta again ."]
+    files = {"tense": _write(tmp_path / "past_present.txt", lines)}
+    task = SentevalTask(name="Tense", reader="probing", protocol="split", files={"file": "tense"}, group="probing",
+                        c_grid=(0.5, 4.0))
+    splits, info = read_task(task, lambda name: files[name])
+    assert [len(splits[k]) for k in ("train", "dev", "test")] == [40, 10, 3]
+    assert splits["train"].texts[1] == "alpha word 1 ." and splits["test"].y.tolist() == ["PAST", "PRES", "PRES"]
+    assert info["tense"]["sha256"] == sha256_file(files["tense"])
+    record = evaluate_task(KeywordEncoder(), task, lambda name: files[name])["Tense"]
+    assert record.score == 100.0 and record.details["sizes"] == {"train": 40, "dev": 10, "test": 3}
+    assert record.details["c_selected"] in (0.5, 4.0) and len(record.details["dev_scores"]) == 2
+    bad = {"tense": _write(tmp_path / "bad.txt", ["tr\tPAST\talpha .", "te\tPRES\tbeta ."])}
+    with pytest.raises(SystemExit, match="bad.txt: no 'va' lines"):
+        read_task(task, lambda name: bad[name])
+    worse = {"tense": _write(tmp_path / "worse.txt", ["tr PAST alpha ."])}
+    with pytest.raises(SystemExit, match="worse.txt:1: expected"):
+        read_task(task, lambda name: worse[name])
 
 
 @pytest.mark.mirror

@@ -179,9 +179,10 @@ def _eval_source(entry, resources: Path, mirror: Path | None) -> Path:
     """The local copy of a registry file: resources/data (already fetched here) first, then the mirror."""
     for candidate in (paths.data_file(entry.path, resources), mirror / entry.path if mirror else None):
         if candidate is not None and candidate.exists():
-            got = sha256_file(candidate)
-            if got != entry.sha256:
-                raise SystemExit(f"{candidate}: sha256 {got} is not the registry's ({entry.name}: {entry.sha256})")
+            kind, expected = entry.checksum
+            got = entry.file_checksum(candidate)
+            if got != expected:
+                raise SystemExit(f"{candidate}: {kind} {got} is not the registry's ({entry.name}: {expected})")
             return candidate
     raise SystemExit(f"{entry.name} ({entry.path}): in neither {paths.data_file(entry.path, resources)} nor the "
                      f"mirror {mirror}; run `strae fetch {entry.name}` here first or pass --mirror")

@@ -76,6 +76,16 @@ def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def git_blob_sha1_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+    """The file's git blob id (``git hash-object FILE``): sha1 of ``blob <size>\\0`` + the bytes. The identity a
+    file has when only its repository's tree is known (a registry entry whose sha256 nobody could compute)."""
+    digest = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk_size), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def project_root() -> Path:
     """The repository root (where pyproject.toml lives) for an editable install; else the CWD."""
     here = Path(__file__).resolve()

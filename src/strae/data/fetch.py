@@ -55,13 +55,18 @@ def _copy_hashing(src_handle, dst_path: Path) -> str:
     return digest.hexdigest()
 
 
-def _place_verified(dest: Path, expected_sha: str, what: str, writer) -> Path:
-    """Run ``writer(tmp_path) -> sha256`` into a temp file beside ``dest``; rename only if the sha matches."""
+def _place_verified(dest: Path, expected: str | RegistryEntry, what: str, writer) -> Path:
+    """Run ``writer(tmp_path) -> sha256`` into a temp file beside ``dest``; rename only if the file has the expected
+    sha256 (a registry entry's: its sha256, or its git blob id where the registry knows only that)."""
+    entry = expected if isinstance(expected, RegistryEntry) else None
+    kind, expected = entry.checksum if entry else ("sha256", expected)
     with atomic_path(dest) as tmp:
         got = writer(tmp)
-        if got != expected_sha:
+        if kind != "sha256":
+            got = entry.file_checksum(tmp)
+        if got != expected:
             raise ChecksumError(
-                f"{what}: sha256 {got} does not match the registry ({expected_sha}); the source is corrupt or a "
+                f"{what}: {kind} {got} does not match the registry ({expected}); the source is corrupt or a "
                 f"different version. Nothing was written to {dest}. Re-sync the mirror or fix config/registry.yaml."
             )
     return dest
@@ -119,7 +124,7 @@ def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Pa
         try:
             log.info("fetch %s: rebuilding from upstream (%s, %d file(s))", entry.name, recipe,
                      len(upstream.upstream_urls(source)))
-            return _place_verified(dest, entry.sha256, f"{entry.name} rebuilt from {url} (derive: {recipe})",
+            return _place_verified(dest, entry, f"{entry.name} rebuilt from {url} (derive: {recipe})",
                                    lambda tmp: _write_derived(source, tmp))
         except ChecksumError:
             raise
@@ -129,7 +134,7 @@ def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Pa
             errors.append(f"download {url}: {exc}")
     elif url and not source.get("transform"):
         try:
-            return _place_verified(dest, entry.sha256, f"{entry.name} from {url}", lambda tmp: _download(url, tmp))
+            return _place_verified(dest, entry, f"{entry.name} from {url}", lambda tmp: _download(url, tmp))
         except ChecksumError:
             raise
         except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -142,7 +147,7 @@ def _fetch_upstream(entry: RegistryEntry, dest: Path, mirror: Path | None) -> Pa
     # an HF datasets copy is the fallback: the pinned file at a commit (above) is the reference
     if source.get("hf_dataset") and source.get("columns"):
         try:
-            return _place_verified(dest, entry.sha256, f"{entry.name} from HF {source['hf_dataset']}",
+            return _place_verified(dest, entry, f"{entry.name} from HF {source['hf_dataset']}",
                                    lambda tmp: _write_hf_csv(source, tmp))
         except ChecksumError:
             raise
@@ -156,11 +161,12 @@ def fetch_entry(entry: RegistryEntry, resources_dir: str | Path = paths.DEFAULT_
                 mirror: str | Path | None = None) -> Path:
     dest = paths.data_file(entry.path, resources_dir)
     if dest.exists():
-        got = sha256_file(dest)
-        if got == entry.sha256:
+        kind, expected = entry.checksum
+        got = entry.file_checksum(dest)
+        if got == expected:
             return dest
         raise ChecksumError(
-            f"{dest}: sha256 {got} does not match the registry entry {entry.name} ({entry.sha256}); "
+            f"{dest}: {kind} {got} does not match the registry entry {entry.name} ({expected}); "
             f"delete the file and run `strae fetch {entry.name}` again"
         )
     mirror = Path(mirror) if mirror is not None else default_mirror()
@@ -172,7 +178,7 @@ def fetch_entry(entry: RegistryEntry, resources_dir: str | Path = paths.DEFAULT_
                     return _copy_hashing(handle, tmp)
 
             log.info("fetch %s: copying from mirror %s", entry.name, mirror_file)
-            return _place_verified(dest, entry.sha256, f"{entry.name} (mirror copy {mirror_file})", copy)
+            return _place_verified(dest, entry, f"{entry.name} (mirror copy {mirror_file})", copy)
         log.info("fetch %s: not in mirror %s; trying upstream", entry.name, mirror)
     return _fetch_upstream(entry, dest, mirror)
 

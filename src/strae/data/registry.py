@@ -2,7 +2,9 @@
 
 A registry NAME is the mirror-relative path without its extension(s), e.g. ``eval/word/simlex999`` or
 ``corpora/am_enh_news_3.8M``. Each entry says where the file lives (in a mirror and under
-``resources/data/``), its sha256, its upstream source, licence, language, kind and (eval CSVs) row count.
+``resources/data/``), its sha256, its upstream source, licence, language, kind and (eval CSVs) row count. A file that
+is in no mirror and whose sha256 nobody could compute (SentEval's probing sets) is identified by its git blob id
+(``git_blob_sha1``, what ``git hash-object`` prints) instead; every placement is verified against whichever it has.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from strae.io import project_root
+from strae.io import git_blob_sha1_file, project_root, sha256_file
 
 DEFAULT_REGISTRY = "config/registry.yaml"
 DEFAULT_CONFIG = "config/config.yaml"
@@ -30,13 +32,25 @@ class RegistryError(SystemExit):
 class RegistryEntry:
     name: str
     path: str  # relative to the mirror and to resources/data/
-    sha256: str
+    sha256: str | None  # None only for an entry identified by git_blob_sha1 (never in a mirror)
     kind: str
     language: str
     license: str
     source: dict[str, Any] = field(default_factory=dict)
     rows: int | None = None
     columns: tuple[str, ...] | None = None
+    git_blob_sha1: str | None = None
+
+    @property
+    def checksum(self) -> tuple[str, str]:
+        """(kind, expected value) that every placement of the file is verified against: its sha256 when known."""
+        if self.sha256:
+            return "sha256", self.sha256
+        return "git blob sha1", str(self.git_blob_sha1)
+
+    def file_checksum(self, path: str | Path) -> str:
+        """The file's checksum of the entry's kind (compare with ``checksum[1]``)."""
+        return sha256_file(path) if self.sha256 else git_blob_sha1_file(path)
 
 
 def resolve_project_file(path: str | Path) -> Path:
@@ -71,10 +85,13 @@ def _parse_registry(resolved: str, mtime_ns: int, size: int) -> dict[str, Regist
         if recipe is not None and recipe not in RECIPES:
             raise RegistryError(f"{resolved}: entry {name!r} has source.derive.recipe {recipe!r}; "
                                 f"use one of {sorted(RECIPES)}")
+        if not item.get("sha256") and not item.get("git_blob_sha1"):
+            raise RegistryError(f"{resolved}: entry {name!r} has neither sha256 nor git_blob_sha1; give its sha256")
         entries[name] = RegistryEntry(
             name=name,
             path=item["path"],
-            sha256=item["sha256"].lower(),
+            sha256=item["sha256"].lower() if item.get("sha256") else None,
+            git_blob_sha1=item["git_blob_sha1"].lower() if item.get("git_blob_sha1") else None,
             kind=item["kind"],
             language=item["language"],
             license=item["license"],

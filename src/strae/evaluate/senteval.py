@@ -175,15 +175,20 @@ def read_task(task: SentevalTask, resolve: Callable[[str], Path]) -> tuple[dict[
                     right.append(_tokens(cols[4]))
                     y.append(int(cols[0].lstrip("\ufeff")))
             splits[role] = Split(np.asarray(y), left=left, right=right)
-        elif task.reader == "probing":  # SentEval probing layout: split \t label \t sentence, split in tr/va/te
+        elif task.reader == "probing":
+            # SentEval's probing layout (senteval/probing.py loadFile): partition (tr/va/te) <TAB> label <TAB> ...
+            # <TAB> sentence; "(at least) these fields", the sentence is the LAST one, trailing whitespace dropped
             by_split: dict[str, tuple[list[str], list[str]]] = {"tr": ([], []), "va": ([], []), "te": ([], [])}
             for n, line in enumerate(_lines(path, task.encoding), 1):
-                cols = line.split("\t")
-                if len(cols) != 3 or cols[0] not in by_split:
+                cols = line.rstrip().split("\t")
+                if len(cols) < 3 or cols[0] not in by_split:
                     raise SentevalError(f"{path}:{n}: expected 'tr|va|te<TAB>label<TAB>sentence'")
-                by_split[cols[0]][0].append(_tokens(cols[2]))
+                by_split[cols[0]][0].append(_tokens(cols[-1]))
                 by_split[cols[0]][1].append(cols[1])
             for key, role_name in (("tr", "train"), ("va", "dev"), ("te", "test")):
+                if not by_split[key][0]:
+                    raise SentevalError(f"{path}: no '{key}' lines; a probing file holds train (tr), dev (va) "
+                                        f"and test (te) sentences")
                 splits[role_name] = Split(np.asarray(by_split[key][1]), texts=by_split[key][0])
         if task.reader != "probing":
             _check_rows(task, role, len(splits[role]), path)
