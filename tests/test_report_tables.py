@@ -101,8 +101,14 @@ def test_a_column_that_needs_more_than_the_default_run_says_so_where_it_has_no_s
     cells = report.build_table("demo_table", tables, report.load_scores(scores), tmp_path, {})
     a = cells[(cells.row == "A") & (cells.half == "mean")].set_index("column")
     assert a.loc["Word", "status"] == "ok" and a.loc["Word", "note"] == ""  # scored: no note
-    assert (a.loc["Probe", "status"], a.loc["Probe", "note"]) == ("not run", "probes")
-    assert "probes" in report.to_markdown(cells, "demo")
+    assert (a.loc["Probe", "status"], a.loc["Probe", "note"]) == ("not run", "needs probes")
+    markdown = report.to_markdown(cells, "demo")
+    assert "- `Probe`: needs probes\n" in markdown
+    assert "- `Word`: needs the word files\n" in markdown  # row B has no scores at all
+    # the reasons of the default table's empty columns are listed too, each once
+    default = report.to_markdown(report.build_table("demo_table", TABLES, report.load_scores(scores), tmp_path, {}),
+                                 "demo")
+    assert default.count("- `Held out`: gold not public") == 1 and "model not built" not in default
 
 
 def test_all_seeds_failed_is_reported(tmp_path):

@@ -284,11 +284,11 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
     measured = {seed: value for seed, value in values.items() if not math.isnan(value)}
     base["seeds"] = ";".join(str(s) for s in sorted(measured))
     if not values and not failed:
-        return dict(base, status="not run", note=column.get("needs", ""))
+        return dict(base, status="not run", note=f"needs {column['needs']}" if column.get("needs") else "")
     if not measured:
         status = "failed" if failed else "missing"
         return dict(base, status=status, note="every seed failed" if failed else
-                    column.get("needs") or "a task score is missing")
+                    f"needs {column['needs']}" if column.get("needs") else "a task score is missing")
     beside_values: dict[int, float] = {}
     if beside and beside != metric:
         beside_values, _ = _seed_values(scores, selector, tasks, beside)
@@ -383,12 +383,13 @@ def to_markdown(cells: pd.DataFrame, title: str) -> str:
         by_column = group.set_index("column")
         values = [format_cell(by_column.loc[c]) for c in columns]
         lines.append("| " + " | ".join(([str(half)] if has_half else []) + [str(row)] + values) + " |")
-    # why columns have no scores, where the table says (a column's `unavailable` or `needs`), once per reason
-    empty = cells[cells["status"].isin(("unavailable", "not run", "missing")) & cells["note"].astype(str).ne("")]
+    # why columns have no scores, where the table says so (a column's `unavailable` or `needs`), once per reason
+    notes = cells["note"].astype(str)
+    empty = cells[cells["status"].eq("unavailable") | (cells["status"].isin(("not run", "missing")) &
+                                                       notes.str.startswith("needs "))]
     reasons: dict[str, list[str]] = {}
     for column, note in dict.fromkeys(zip(empty["column"], empty["note"])):
-        if note != "a task score is missing":
-            reasons.setdefault(str(note), []).append(f"`{column}`")
+        reasons.setdefault(str(note), []).append(f"`{column}`")
     if reasons:
         lines += [""] + [f"- {', '.join(names)}: {note}" for note, names in reasons.items()]
     return "\n".join(lines) + "\n"
