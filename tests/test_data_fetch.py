@@ -192,3 +192,26 @@ def test_fetch_cli_unknown_name_exits_with_message(repo_root, capsys):
     with pytest.raises(SystemExit) as err:
         fetch_mod.main(["eval/word/does_not_exist", "--registry", str(repo_root / "config/registry.yaml")])
     assert "eval/word/does_not_exist" in str(err.value.code)
+
+
+def test_fetch_all_places_what_it_can_and_lists_the_rest(toy, tmp_path, capsys):
+    """`strae fetch --all` with only a mirror: the probing-style entry (no mirror copy, upstream unreachable) is
+    listed at the end with exit 1; every other file is still placed."""
+    import yaml
+
+    registry = {
+        "eval/toy/pairs": {"path": "eval/toy/pairs.csv", "sha256": toy["entry"].sha256, "kind": "eval",
+                           "language": "xx", "license": "test", "source": {"url": "http://127.0.0.1:9/pairs.csv"}},
+        "eval/toy/probe": {"path": "eval/toy/probe.txt", "git_blob_sha1": "2" * 40, "kind": "eval_raw",
+                           "language": "xx", "license": "test", "source": {"url": "http://127.0.0.1:9/probe.txt"}},
+    }
+    path = tmp_path / "registry.yaml"
+    path.write_text(yaml.safe_dump(registry), encoding="utf-8")
+    common = ["--registry", str(path), "--mirror", str(toy["mirror"]), "--resources-dir", str(toy["resources"])]
+    assert fetch_mod.main(["--all"] + common) == 1
+    out, err = capsys.readouterr()
+    assert (toy["resources"] / "data/eval/toy/pairs.csv").read_bytes() == CONTENT
+    assert "1 of 2 files could not be placed" in err and "eval/toy/probe" in err and "eval/toy/pairs" not in err
+    # a file named on its own still fails at once
+    with pytest.raises(FetchError, match="eval/toy/probe"):
+        fetch_mod.main(["eval/toy/probe"] + common)

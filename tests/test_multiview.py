@@ -391,3 +391,11 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert "--paragraphs-per-book 20 --out resources/parses/en/p20_sall" in result.stdout
     assert "--hidden 64" in result.stdout and "--inner-folds 2" in result.stdout
     assert "results/multiview/table2.md" in result.stdout
+    assert "--variant senteval" in result.stdout and ".probing." not in result.stdout  # probing only when asked
+    # Table 2's probing tasks: their own JSON per run, their own command (every probing task, no Table 1 flags)
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
+                       "config/multiview_probing.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    probing = [line for line in result.stdout.splitlines() if "--variant probing" in line]
+    assert probing and all("--inner-folds" not in line and "--tasks" not in line for line in probing)
+    assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed0\.probing\.json", result.stdout)

@@ -107,6 +107,18 @@ def test_inner_kfold_picks_c_on_inner_folds_only():
     assert result["score"] > 85
 
 
+def test_c_is_chosen_as_senteval_compares_accuracies_rounded_to_two_decimals(monkeypatch):
+    """SentEval rounds each C's dev / CV accuracy x 100 to 2 decimals before its argmax: a near-tie goes to the
+    first (smaller) C. Unrounded, the second C here would win by 0.002 points."""
+    accuracy = {0.5: 0.80001, 4.0: 0.80003}
+    monkeypatch.setattr(senteval, "_fit_score", lambda x_tr, y_tr, x_te, y_te, c, *a: (accuracy[c], None))
+    x, y = np.zeros((8, 2)), np.array([0, 1] * 4)
+    result = senteval.split_select(x, y, x, y, x, y, c_grid=(0.5, 4.0))
+    assert result["c_selected"] == 0.5 and result["dev_scores"] == [80.0, 80.0]
+    c, means = senteval._select_c(x, y, (0.5, 4.0), folds=2, seed=1111, max_iter=100)
+    assert c == 0.5 and means == [80.0, 80.0]
+
+
 def test_trec_mrpc_sick_readers_and_scores(tmp_path):
     trec_train = [f"{'DESC' if i % 2 else 'NUM'}:x{i} {'alpha' if i % 2 else 'beta'} q {i}" for i in range(40)]
     trec_test = ["DESC:manner alpha how ?", "NUM:count beta how many ?"]
@@ -179,8 +191,9 @@ def test_repository_task_declarations_load(repo_root):
     tables = yaml.safe_load((repo_root / "config/tables.yaml").read_text())["tables"]
     columns = tables["multiview_table2"]["columns"].values()
     assert sorted(c["task"] for c in columns) == sorted(probing) and all(c.get("needs") for c in columns)
+    assert tables["multiview_table2"]["variant"] == "probing" and tables["multiview_table1"]["variant"] == "senteval"
     overlay = yaml.safe_load((repo_root / "config/multiview_probing.yaml").read_text())
-    assert overlay["multiview"]["senteval"]["tasks"][8:] == probing
+    assert overlay == {"multiview": {"senteval": {"probing": True}}}
 
 
 def test_probing_reader_takes_senteval_layout_and_scores_on_test(tmp_path):
@@ -189,6 +202,8 @@ def test_probing_reader_takes_senteval_layout_and_scores_on_test(tmp_path):
              for i in range(40)]
     lines += [f"va\t{'PAST' if i % 2 else 'PRES'}\t{'alpha' if i % 2 else 'beta'} dev {i} ." for i in range(10)]
     lines += ["te\tPAST\talpha test .", "te\tPRES\tbeta test .", "te\tPRES\tbeta again ."]
+    # a second file whose test labels are the other way round: scored on te (0 %), C read off va (100 % there)
+    flipped = lines[:50] + ["te\tPRES\talpha test .", "te\tPAST\tbeta test ."]
     files = {"tense": _write(tmp_path / "past_present.txt", lines)}
     task = SentevalTask(name="Tense", reader="probing", protocol="split", files={"file": "tense"}, group="probing",
                         c_grid=(0.5, 4.0))
@@ -198,7 +213,10 @@ def test_probing_reader_takes_senteval_layout_and_scores_on_test(tmp_path):
     assert info["tense"]["sha256"] == sha256_file(files["tense"])
     record = evaluate_task(KeywordEncoder(), task, lambda name: files[name])["Tense"]
     assert record.score == 100.0 and record.details["sizes"] == {"train": 40, "dev": 10, "test": 3}
-    assert record.details["c_selected"] in (0.5, 4.0) and len(record.details["dev_scores"]) == 2
+    assert record.details["dev_scores"] == [100.0, 100.0] and record.details["c_selected"] == 0.5  # first best
+    files["tense"] = _write(tmp_path / "flipped.txt", flipped)
+    record = evaluate_task(KeywordEncoder(), task, lambda name: files[name])["Tense"]
+    assert record.score == 0.0 and record.details["dev_score"] == 100.0
     bad = {"tense": _write(tmp_path / "bad.txt", ["tr\tPAST\talpha .", "te\tPRES\tbeta ."])}
     with pytest.raises(SystemExit, match="bad.txt: no 'va' lines"):
         read_task(task, lambda name: bad[name])
@@ -248,3 +266,52 @@ def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch):
     assert record["score"] > 90
     rows = aggregate.rows_from_document(document, str(out))
     assert [(r["task"], r["variant"], r["model"]) for r in rows] == [("BIN", "senteval", "keyword")]
+
+
+def test_probing_tasks_are_their_own_variant_and_their_files_are_checked_first(tmp_path, monkeypatch):
+    """--variant probing scores the language's probing tasks into their own JSON; a task of the other group is
+    refused by name; a probing file that cannot be placed fails before any encoding."""
+    from strae.encode import ENCODERS, EncoderKind
+    from strae.evaluate import harness
+
+    loaded = []
+    monkeypatch.setitem(ENCODERS, "keyword-test", EncoderKind(lambda **o: loaded.append(1) or KeywordEncoder(),
+                                                               builtin=True))
+    resources = tmp_path / "resources"
+    pos = _write(resources / "data/x/pos.txt", [f"good {i}" for i in range(10)])
+    neg = _write(resources / "data/x/neg.txt", [f"bad {i}" for i in range(10)])
+    probe = _write(resources / "data/x/probe.txt", [f"{p}\t{'G' if i % 2 else 'B'}\t{'good' if i % 2 else 'bad'} {i}"
+                                                     for p, n in (("tr", 20), ("va", 6), ("te", 6)) for i in range(n)])
+    registry = {name: {"path": f"x/{path.name}", "sha256": sha256_file(path), "kind": "eval_raw", "language": "xx",
+                       "license": "test", "source": {"url": "http://invalid"}}
+                for name, path in (("x/neg", neg), ("x/pos", pos), ("x/probe", probe))}
+    registry["x/absent"] = {"path": "x/absent.txt", "git_blob_sha1": "1" * 40, "kind": "eval_raw", "language": "xx",
+                            "license": "test", "source": {"url": "http://127.0.0.1:9/absent.txt"}}
+    (tmp_path / "registry.yaml").write_text(yaml.safe_dump(registry))
+    catalogue = [
+        {"name": "BIN", "reader": "binary", "protocol": "inner_kfold", "folds": 2, "language": "xx",
+         "files": {"neg": "x/neg", "pos": "x/pos"}},
+        {"name": "PROBE", "reader": "probing", "protocol": "split", "group": "probing", "language": "xx",
+         "files": {"file": "x/probe"}},
+    ]
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [], "senteval_tasks": catalogue}))
+    config = {"data": {"resources_dir": str(resources), "registry": str(tmp_path / "registry.yaml"),
+                       "tasks": str(tmp_path / "tasks.yaml")}, "languages": {"xx": {}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    common = ["--suite", "senteval", "--model", "keyword-test", "--lang", "xx",
+              "--config", str(tmp_path / "config.yaml"), "--quiet"]
+    out = tmp_path / "probing.json"
+    assert harness.main(common + ["--variant", "probing", "--out", str(out)]) == 0
+    document = json.loads(out.read_text())
+    assert document["variant"] == "probing" and list(document["tasks"]) == ["PROBE"]
+    assert document["tasks"]["PROBE"]["score"] == 100.0
+    with pytest.raises(SystemExit, match="'PROBE' is a probing task; score it with --variant probing"):
+        harness.main(common + ["--tasks", "PROBE", "--out", str(tmp_path / "x.json")])
+    # a probing task whose file cannot be had: refused before the encoder is loaded, nothing written
+    catalogue.append({"name": "GONE", "reader": "probing", "protocol": "split", "group": "probing",
+                      "language": "xx", "files": {"file": "x/absent"}})
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [], "senteval_tasks": catalogue}))
+    loaded.clear()
+    with pytest.raises(SystemExit, match="x/absent"):
+        harness.main(common + ["--variant", "probing", "--out", str(tmp_path / "gone.json")])
+    assert not loaded and not (tmp_path / "gone.json").exists()

@@ -82,29 +82,32 @@ rule multiview_evaluate_zero_shot:
 
 
 rule evaluate_senteval:
-    # any encoder: a multi-view run, another strae run (multiview.senteval.extra_runs) or the random-token floor
+    # any encoder: a multi-view run, another strae run (multiview.senteval.extra_runs) or the random-token floor;
+    # suite senteval = the transfer tasks (Table 1), probing = SentEval's probing tasks (Table 2), one JSON each
     input:
         mv_senteval_inputs,
     output:
-        scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "senteval")),
+        scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "{suite}")),
     wildcard_constraints:
         model=r"[A-Za-z0-9_\-]+",
+        suite="senteval|probing",
     params:
         model=mv_senteval_model,
         flags=mv_senteval_flags,
         config=EFFECTIVE_CONFIG,
         device=DEVICE,
     log:
-        "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.senteval.log",
+        "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.{suite}.log",
     threads: SCALE.get("eval_threads", 1)
     conda:
         "../envs/strae.yaml"
     resources:
-        mem_mb=8000,
-        runtime=4 * 60,
+        mem_mb=mv_senteval_mem_mb,
+        runtime=mv_senteval_runtime,
     shell:
-        "OMP_NUM_THREADS={threads} strae evaluate --suite senteval --model {params.model} --lang {wildcards.lang} "
-        "{params.flags} --config {params.config} --device {params.device} --out {output.scores} --quiet > {log} 2>&1"
+        "OMP_NUM_THREADS={threads} strae evaluate --suite senteval --variant {wildcards.suite} --model {params.model} "
+        "--lang {wildcards.lang} {params.flags} --config {params.config} --device {params.device} "
+        "--out {output.scores} --quiet > {log} 2>&1"
 
 
 rule multiview_scores:

@@ -41,6 +41,11 @@ def _mv_senteval_jsons():
 MV_EVAL_JSONS = (_mv_senteval_jsons() + [
     str(paths.eval_json(lang, model, setting, seed, variant))
     for lang, model, setting, seed in _mv_runs() for variant in MV.get("sts_variants", ["paper"])
+] + [
+    # Table 2: SentEval's probing tasks, scored only when asked (their files need a network): their own JSONs, so
+    # Table 1's scores stand whether or not they are
+    str(paths.eval_json(lang, model, setting, seed, "probing"))
+    for lang, model, setting, seed in _mv_runs() if MV_SENTEVAL.get("probing", False)
 ]) if MV_ENABLED else []
 MV_TABLE_TARGETS = [str(paths.table_file(f"multiview_table{n}", ext)) for n in (1, 2) for ext in ("csv", "md")] \
     if MV_ENABLED else []
@@ -112,7 +117,19 @@ def mv_senteval_inputs(wildcards):
 
 
 def mv_senteval_flags(wildcards):
+    if wildcards.suite == "probing":
+        return ""  # every probing task of the language (config/tasks.yaml, group probing)
     flags = [f"--tasks {','.join(MV_SENTEVAL['tasks'])}"] if MV_SENTEVAL.get("tasks") else []
     if MV_SENTEVAL.get("inner_folds"):
         flags.append(f"--inner-folds {MV_SENTEVAL['inner_folds']}")
     return " ".join(flags)
+
+
+def mv_senteval_runtime(wildcards):
+    """Minutes: the transfer tasks take minutes an encoder; the probing tasks encode 1.2M sentences and fit 70
+    logistic regressions on 100k vectors (not timed here: no probing file is on this project's machines)."""
+    return 24 * 60 if wildcards.suite == "probing" else 4 * 60
+
+
+def mv_senteval_mem_mb(wildcards):
+    return 16000 if wildcards.suite == "probing" else 8000  # 120k x 2,000 vectors a task (float64 in sklearn: 1.9 GB)

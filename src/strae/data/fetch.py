@@ -403,9 +403,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not names:
         parser.error("name at least one registry NAME, or use --all / --kind / --paper-corpus")
+    failed = []
     for name in names:
-        path = fetch(name, resources_dir=args.resources_dir, mirror=args.mirror, registry=registry)
+        try:
+            path = fetch(name, resources_dir=args.resources_dir, mirror=args.mirror, registry=registry)
+        except FetchError as error:  # --all / --kind: every file that can be had is placed, the rest listed
+            if not (args.all or args.kind):
+                raise
+            failed.append(f"{name}: {error}")
+            continue
         print(path)
+    if failed:
+        print(f"strae fetch: {len(failed)} of {len(names)} files could not be placed:\n  " + "\n  ".join(failed),
+              file=sys.stderr)
+        return 1
     return 0
 
 

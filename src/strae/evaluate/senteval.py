@@ -1,7 +1,8 @@
 """``strae evaluate --suite senteval``: SentEval-style transfer evaluation of any strae encoder (linear probes).
 
     strae evaluate --suite senteval --model SPEC --lang L --out PATH.json [--tasks MR,CR,...]
-                   [--inner-folds K] [--config config/config.yaml] [--tasks-file config/tasks.yaml]
+                   [--variant senteval|probing] [--inner-folds K] [--config config/config.yaml]
+                   [--tasks-file config/tasks.yaml]
 
 The tasks are data: ``senteval_tasks:`` of ``config/tasks.yaml`` (files = registry names of SentEval's own
 processed files, the reader, the protocol, the feature recipe, the regularisation grid). The protocols re-implement
@@ -20,8 +21,12 @@ SentEval's scikit-learn path (facebookresearch/SentEval ``senteval/tools/validat
 Pair features follow each task's ``features`` list (SentEval: [|u-v|, u*v] for SICK and MRPC). Classifier:
 ``sklearn.linear_model.LogisticRegression(C, random_state=seed)`` (lbfgs, multinomial for >2 classes). Scores are
 accuracy x 100 (classification), Pearson x 100 (relatedness); a NaN vector from an encoder becomes zeros (counted
-in ``n_oov``). Results: the same versioned JSON as the zero-shot suite (``variant: senteval``), so
-``strae aggregate`` puts them in ``scores.csv``; MRPC adds a task ``MRPC_f1`` whose score is the F1.
+in ``n_oov``). Results: the same versioned JSON as the zero-shot suite, so ``strae aggregate`` puts them in
+``scores.csv``; MRPC adds a task ``MRPC_f1`` whose score is the F1. Two variants, one per task group, each its own
+JSON: ``senteval`` = the transfer tasks (default: ``multiview.senteval.tasks``, else every transfer task of the
+language), ``probing`` = SentEval's probing tasks (every one of the language's; their files are in no data mirror, so
+scoring them separately keeps the transfer scores whatever becomes of the probing files). Every task's file is placed
+(fetched and checked) before the encoder loads: a missing file fails at once, not after hours of other tasks.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ from strae.evaluate.result import EvalResult, TaskResult
 from strae.io import provenance, sha256_file
 
 SUITE = "senteval"
+VARIANT_GROUPS = {"senteval": "transfer", "probing": "probing"}  # the --variant of each task group
 READERS = ("binary", "trec", "sick", "mrpc", "probing")
 PROTOCOLS = ("inner_kfold", "kfold_test", "split", "relatedness")
 FEATURES = ("u", "v", "abs_diff", "product")
@@ -210,14 +216,15 @@ def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter) -> tuple[float, Any]:
 
 
 def _select_c(x, y, c_grid, folds, seed, max_iter) -> tuple[float, list[float]]:
-    """C with the best mean accuracy over a stratified shuffled K-fold of (x, y) (first best on ties)."""
+    """C with the best mean accuracy over a stratified shuffled K-fold of (x, y): first best of the accuracies x 100
+    rounded to 2 decimals, as SentEval compares them (validation.py), so near-ties go to the smaller C."""
     from sklearn.model_selection import StratifiedKFold
 
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     means = []
     for c in c_grid:
         accs = [_fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)[0] for tr, te in skf.split(x, y)]
-        means.append(100 * float(np.mean(accs)))
+        means.append(round(100 * float(np.mean(accs)), 2))
     return float(c_grid[int(np.argmax(means))]), means
 
 
@@ -245,7 +252,8 @@ def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_it
 
 
 def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEED, max_iter=100) -> dict[str, Any]:
-    devs = [100 * _fit_score(x_tr, y_tr, x_dev, y_dev, c, seed, max_iter)[0] for c in c_grid]
+    # SentEval's SplitClassifier: dev accuracy x 100 rounded to 2 decimals, first best
+    devs = [round(100 * _fit_score(x_tr, y_tr, x_dev, y_dev, c, seed, max_iter)[0], 2) for c in c_grid]
     c = float(c_grid[int(np.argmax(devs))])
     acc, _ = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
     return {"score": 100 * acc, "dev_score": max(devs), "c_selected": c, "dev_scores": devs}
@@ -405,7 +413,8 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
 def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml", tasks_path: str | None = None,
              only: Sequence[str] | None = None, encoder_options: dict[str, Any] | None = None,
              batch_size: int | None = None, resources_dir: str | None = None, resolve=None,
-             inner_folds: int | None = None, max_iter: int = 100, progress: bool = True) -> EvalResult:
+             inner_folds: int | None = None, max_iter: int = 100, progress: bool = True,
+             variant: str = SUITE) -> EvalResult:
     from strae.encode import load_encoder
     from strae.evaluate.harness import _load_yaml, _run_record, evaluation_setting, failed_run_info
     from strae.evaluate.tasks import make_resolver
@@ -415,28 +424,40 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     tasks_path = tasks_path or data_cfg.get("tasks") or "config/tasks.yaml"
     catalog = load_senteval_tasks(tasks_path)
     suite_cfg = ((config.get("multiview") or {}).get("senteval") or {})
-    names = list(only) if only else list(suite_cfg.get("tasks") or [t for t, v in catalog.items()
-                                                                      if v.group == "transfer"])
+    if variant not in VARIANT_GROUPS:
+        raise SentevalError(f"--variant {variant!r}: use one of {sorted(VARIANT_GROUPS)}")
+    group = VARIANT_GROUPS[variant]
+    default = suite_cfg.get("tasks") if variant == SUITE else None
+    names = list(only or default or [t for t, v in catalog.items() if v.group == group and v.language == language])
     unknown = [n for n in names if n not in catalog]
     if unknown:
         raise SentevalError(f"{tasks_path}: unknown SentEval task(s) {unknown}; known: {sorted(catalog)}")
+    if not names:
+        raise SentevalError(f"{tasks_path}: no {group} task for language {language!r} (senteval_tasks)")
     tasks = [catalog[n] for n in names]
     for task in tasks:
         if task.language != language:
             raise SentevalError(f"{tasks_path}: SentEval task {task.name!r} is for language {task.language!r}, "
                                 f"not {language!r}")
+        if task.group != group:
+            raise SentevalError(f"{tasks_path}: SentEval task {task.name!r} is a {task.group} task; score it with "
+                                f"--variant {next(v for v, g in VARIANT_GROUPS.items() if g == task.group)}, "
+                                f"not {variant} (one JSON per task group)")
     if inner_folds is None:
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))
     if resolve is None:
         resolve = make_resolver(resources_dir or paths.resources_dir(config), data_cfg.get("registry"))
+    for task in tasks:  # every file placed and checked first: a missing one fails now, not after the other tasks
+        for name in task.files.values():
+            resolve(name)
     planned = [t.name for t in tasks] + [f"{t.name}_f1" for t in tasks if t.reader == "mrpc"]
     extra_prov = {"command": sys.argv, "config": str(config_path), "tasks_file": str(tasks_path),
                   "encoder_options": encoder_options or {}, "suite": SUITE, "inner_folds": inner_folds,
                   "max_iter": max_iter}
     failed = failed_run_info(spec)
     if failed is not None:
-        return EvalResult(suite=SUITE, variant=SUITE, language=language, run=_run_record(failed, language),
+        return EvalResult(suite=SUITE, variant=variant, language=language, run=_run_record(failed, language),
                           evaluation=evaluation_setting(encoder_options, config, failed.get("model")),
                           encoder={"encoder_id": spec, "run_dir": spec}, planned_tasks=planned, tasks={},
                           provenance=provenance(**extra_prov, device=None))
@@ -450,7 +471,7 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     run = _run_record(encoder.run_info() or {}, language)
     data_files = {name: info["sha256"] for r in results.values()
                   for name, info in (r.details.get("files") or {}).items()}
-    return EvalResult(suite=SUITE, variant=SUITE, language=language, run=run,
+    return EvalResult(suite=SUITE, variant=variant, language=language, run=run,
                       evaluation=evaluation_setting(encoder_options, config, run.get("model")), encoder=described,
                       planned_tasks=planned, tasks=results,
                       provenance=provenance(**extra_prov, seed=run.get("seed"), device=described.get("device", "cpu"),
@@ -463,7 +484,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="builtin encoder or a run directory")
     p.add_argument("--lang", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--variant", default=SUITE, choices=[SUITE], help="always 'senteval' (accepted for symmetry)")
+    p.add_argument("--variant", default=SUITE, choices=sorted(VARIANT_GROUPS),
+                   help="senteval = the transfer tasks (default), probing = SentEval's probing tasks; one JSON each")
     p.add_argument("--tasks", default=None, help="comma-separated (default: multiview.senteval.tasks of the config)")
     p.add_argument("--inner-folds", type=int, default=None,
                    help="inner CV folds of inner_kfold tasks (default: the task's folds, SentEval = outer folds)")
@@ -487,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
         options["device"] = args.device
     result = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
                       encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
-                      inner_folds=args.inner_folds, progress=not args.quiet)
+                      inner_folds=args.inner_folds, progress=not args.quiet, variant=args.variant)
     result.to_disk(args.out)
     if result.failed:
         print(f"{args.out}: run failed ({result.run['failure_reason']}); recorded without scores")

@@ -287,8 +287,7 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
         return dict(base, status="not run", note=f"needs {column['needs']}" if column.get("needs") else "")
     if not measured:
         status = "failed" if failed else "missing"
-        return dict(base, status=status, note="every seed failed" if failed else
-                    f"needs {column['needs']}" if column.get("needs") else "a task score is missing")
+        return dict(base, status=status, note="every seed failed" if failed else "a task score is missing")
     beside_values: dict[int, float] = {}
     if beside and beside != metric:
         beside_values, _ = _seed_values(scores, selector, tasks, beside)
