@@ -429,8 +429,10 @@ def roberta_determinism(device: torch.device, enabled: bool, attention: str, max
     workspace), plus what it leaves open for this model on CUDA, recorded: SDPA's memory-efficient backward (the
     kernel a float position mask selects) splits the keys and adds the splits' query gradients atomically; torch makes
     it unsplit only in strict mode (``warn_only=False``, which stops a run on any op without a deterministic kernel),
-    and strae keeps warn-only. With key blocks of >= 64 keys and rows of <= 128 ids (``--max-length``, default 128)
-    there are at most two splits, and 0 + a + b is the same float in either order, so the sum is still repeatable; the
+    and strae keeps warn-only. PyTorch's attention_backward.cu sets num_splits_key = ceil(num_keys / kBlockSizeJ)
+    when SDPA passes none, and mem_eff_attention/kernel_backward.h has kBlockSizeJ = 64 (read in the source, not in
+    this torch build's binary): rows of <= 128 ids (``--max-length``, default 128) give at most two splits, and
+    0 + a + b is the same float in either order, so the sum is still repeatable; the
     graphed MLM step gave identical weights twice on an H100 (2026-11-26, benchmarks/roberta_graphs_check.py). The
     whole trainer twice, and the cost of the mode: benchmarks/roberta_checks.py."""
     record = configure_determinism(device, enabled)
