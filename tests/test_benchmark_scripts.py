@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -323,3 +324,20 @@ def test_gpu_measure_runs_each_throughput_step_again_with_the_baseline_code(tmp_
     assert len(ours) == 1 and "tokens/s=" in ours[0] and "baseline-copy" not in ours[0], lines
     assert len(theirs) == 1 and "baseline-copy" in theirs[0] and "tokens/s=" in theirs[0], lines
     assert not [line for line in lines if "FAILED" in line], lines
+
+
+def test_multiview_throughput_prints_a_line_per_model_with_the_trainers_step(capsys, torch_threads, tmp_path):
+    """The multi-view trainer's own step on synthetic trees shaped like ELTeC's parse; the loss is a real loss (near
+    ln(batch) at the start), the levels the batches' Tree-LSTM depth."""
+    script = load_script("multiview_throughput")
+    assert script.main(["--device", "cpu", "--batch-size", "12", "--steps", "2", "--warmup", "1", "--hidden", "16",
+                        "--embedding-dim", "8", "--vocab-size", "60", "--threads", "1"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("multiview_throughput")]
+    assert [check_fields(line)["model"] for line in lines] == ["ctl", "cl"], lines
+    for line in lines:
+        fields = check_fields(line)
+        assert float(fields["sentences/s"].replace(",", "")) > 0 and float(fields["s/step"]) > 0
+        assert 3 <= float(fields["levels"]) <= 64 and abs(float(fields["loss"]) - np.log(11)) < 0.5, line
+    corpus = script.synthetic_corpus(300, 60)
+    for heads in corpus.heads:  # one root, every head inside the sentence: trees the trainer accepts
+        assert sum(h < 0 for h in heads) == 1 and all(-1 <= h < len(heads) for h in heads)

@@ -47,6 +47,8 @@
 #   roberta-loop      roberta_loop: strae train-roberta itself, 600 steps, --cuda-graphs off and on budget 150 s
 #   roberta-checks    roberta_checks: train-roberta twice (identical?), SIGTERM + resume, --nondeterministic's
 #                     steps/s, train-simcse twice                                      budget 150 s
+#   multiview         multiview_throughput: the multi-view trainer's step (CTL, CL) on ELTeC-shaped synthetic trees,
+#                     paper shapes, batch 100: does the whole parse train in minutes on a GPU?  budget 90 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
 # (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
@@ -56,7 +58,7 @@
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
 # inside the timed steps), RUNS (1,4,8), SELFSTRAE_RUNS (1,2), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), ROBERTA_CHECK_STEPS (300), CHECK_STEPS (60),
-# ROBERTA_BATCH (64), ROBERTA_STEPS (100), THREADS (2: CPU threads per engine benchmark, as the workflow's train
+# MULTIVIEW_STEPS (20), ROBERTA_BATCH (64), ROBERTA_STEPS (100), THREADS (2: CPU threads per engine benchmark, as the workflow's train
 # jobs), LANG_KEY (en: resources/tokenized/LANG_KEY, else synthetic/tiny data).
 # A CPU dry run of the plumbing: DEVICE=cpu TRITON_INTERPRET=1 BATCH=4 STEPS=1 WARMUP=1 RUNS=1,2 CHECK_STEPS=8 \
 #     ROBERTA_BATCH=4 ROBERTA_STEPS=1 bash tools/gpu_measure.sh
@@ -313,6 +315,9 @@ step roberta-loop 150 "$PY" benchmarks/roberta_loop.py --device "$DEVICE" --step
 # four 300-step MLM runs (~70 steps/s graphed, a few captures each) and two 100-step SimCSE runs
 step roberta-checks 150 "$PY" benchmarks/roberta_checks.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
     --steps "${ROBERTA_CHECK_STEPS:-300}" "${CORPUS_ARGS[@]}"
+# budget 90 s: CTL and CL, 20 timed steps each (2.2-2.5 s a step on one CPU thread, 2026-11-28; the GPU unmeasured)
+step multiview 90 "$PY" benchmarks/multiview_throughput.py --device "$DEVICE" --steps "${MULTIVIEW_STEPS:-20}" \
+    --warmup 3
 # budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)
 throughput banyan-torch 70 --model banyan --induction-kernel torch
 
