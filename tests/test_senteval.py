@@ -21,7 +21,7 @@ from strae.evaluate.senteval import (
     read_task,
     relatedness_targets,
 )
-from strae.io import sha256_file
+from strae.io import git_blob_sha1_file, sha256_file
 
 KEYWORDS = ["good", "bad", "alpha", "beta", "k1", "k2", "k3", "k4", "k5", "anchor", "same"]
 
@@ -211,6 +211,7 @@ def test_probing_reader_takes_senteval_layout_and_scores_on_test(tmp_path):
     assert [len(splits[k]) for k in ("train", "dev", "test")] == [40, 10, 3]
     assert splits["train"].texts[1] == "alpha word 1 ." and splits["test"].y.tolist() == ["PAST", "PRES", "PRES"]
     assert info["tense"]["sha256"] == sha256_file(files["tense"])
+    assert info["tense"]["git_blob_sha1"] == git_blob_sha1_file(files["tense"])  # the id the registry pins
     record = evaluate_task(KeywordEncoder(), task, lambda name: files[name])["Tense"]
     assert record.score == 100.0 and record.details["sizes"] == {"train": 40, "dev": 10, "test": 3}
     assert record.details["dev_scores"] == [100.0, 100.0] and record.details["c_selected"] == 0.5  # first best
