@@ -399,3 +399,62 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     probing = [line for line in result.stdout.splitlines() if "--variant probing" in line]
     assert probing and all("--inner-folds" not in line and "--tasks" not in line for line in probing)
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed0\.probing\.json", result.stdout)
+
+
+def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_path):
+    """tools/multiview_record.sh: results/ laid out as `snakemake multiview` leaves it (here: the committed CPU
+    record's own train.json and evaluation files put back) -> the same record, its Table 1 cell for cell; an existing
+    name and an unfinished run are refused before anything is written."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    repo = Path(__file__).resolve().parents[1]
+    committed = repo / "reproductions/multiview-cpu-2026-11-28"
+    work = tmp_path / "work"
+    for name in ("tools/multiview_record.sh", "config/tables.yaml"):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(repo / name, work / name)
+    shutil.copytree(repo / "paper_tables", work / "paper_tables")
+    for record in committed.glob("runs/*/seed*/train.json"):
+        run = json.loads(record.read_text())["run"]
+        target = work / "results/runs/en" / run["model"] / run["setting"] / f"seed{run['seed']}/train.json"
+        target.parent.mkdir(parents=True)
+        shutil.copy2(record, target)
+    for source in (committed / "eval").glob("*.json"):
+        model, rest = source.name.split(".", 1)  # rest: seedN.VARIANT.json, or VARIANT.json for the floor
+        if model == "random-token":
+            target = work / "results/eval/en/random-token/dim256" / f"seed0.{rest}"
+        else:
+            target = work / "results/eval/en" / model / f"{model.removeprefix('multiview_')}_h1000_e300" / rest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    (work / "resources/parses/en/p450_sall").mkdir(parents=True)
+    shutil.copy2(committed / "parse_meta.json", work / "resources/parses/en/p450_sall/meta.json")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+               PYTHON=sys.executable)
+
+    def record(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "tools/multiview_record.sh", name], cwd=work, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    made = record("rebuilt")
+    assert made.returncode == 0, made.stdout + made.stderr
+    rebuilt = work / "reproductions/rebuilt"
+    assert "8 runs, 18 evaluations" in made.stdout
+    assert sorted(p.relative_to(rebuilt).as_posix() for p in rebuilt.rglob("*") if p.is_file()) == sorted(
+        p.relative_to(committed).as_posix() for p in committed.rglob("*") if p.is_file() and p.name != "README.md")
+    cells = [pd.read_csv(folder / "table1.csv").set_index(["row", "column"])[["mean", "std", "n_seeds"]]
+             for folder in (committed, rebuilt)]
+    pd.testing.assert_frame_equal(cells[0], cells[1])
+    assert "not run" in (rebuilt / "table2.md").read_text()  # Table 2: no probing JSON in this record
+    # refused, nothing written: an existing record; a run that has not finished
+    assert record("rebuilt").returncode != 0
+    first = next((work / "results/runs").rglob("train.json"))
+    first.write_text(json.dumps({**json.loads(first.read_text()), "status": "running"}))
+    refused = record("again")
+    assert refused.returncode != 0 and "not completed" in refused.stderr
+    assert not (work / "reproductions/again").exists()

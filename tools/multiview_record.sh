@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The multi-view paper's runs under results/ (after `snakemake multiview`, any overlay) -> a committed record:
+#     bash tools/multiview_record.sh NAME
+#     bash tools/multiview_record.sh multiview-cpu-full-2026-11-29
+# reproductions/NAME/ gets, in the layout of reproductions/multiview-cpu-2026-11-28/:
+#   parse_meta.json                       the runs' parse (meta.json of the directory their train.json names)
+#   runs/<model>/seed<N>/train.json       every completed multi-view run (results/runs/<lang>/multiview_*/...)
+#   eval/<model>.seed<N>.<variant>.json   its evaluations: senteval (Table 1), probing (Table 2) where scored,
+#                                         paper (zero-shot); the random-token floor's as random-token.<variant>.json
+#   scores.csv                            strae aggregate of eval/ (source_json = the record's own files)
+#   table1.{csv,md}, table2.{csv,md}      strae report table of scores.csv
+# README.md is for you to write (what ran, where, how long, what the tables say). Refused: an existing NAME (records
+# are immutable), a run that is not completed (train.json status), runs of two parses or of two settings of one
+# model (which would the record be of?), a run without its senteval JSON. Environment: PYTHON (python).
+set -euo pipefail
+
+die() { echo "multiview_record: $*" >&2; exit 1; }
+(($# == 1)) || die "usage: bash tools/multiview_record.sh NAME"
+NAME=$1
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO"
+OUT="reproductions/$NAME"
+[ ! -e "$OUT" ] || die "$OUT exists; records are immutable, choose another NAME"
+PY=${PYTHON:-python}
+STAGE=$(mktemp -d)
+trap 'rm -rf "$STAGE"' EXIT
+
+# what to copy, checked first (nothing is written unless every check passes)
+"$PY" - "$STAGE" <<'EOF'
+import json
+import sys
+from pathlib import Path
+
+stage = Path(sys.argv[1])
+runs = sorted(Path("results/runs").glob("*/multiview_*/*/seed*/train.json"))
+if not runs:
+    sys.exit("multiview_record: no multi-view run under results/runs (run `snakemake multiview` first)")
+copies, parses, settings = [], set(), {}
+for record in runs:
+    lang, model, setting, seed_dir = record.parts[-5:-1]
+    document = json.loads(record.read_text())
+    if document.get("status") != "completed":
+        sys.exit(f"multiview_record: {record}: status {document.get('status')!r}, not completed; finish it first")
+    parses.add((document.get("data") or {}).get("parses"))
+    settings.setdefault(model, set()).add((lang, setting))
+    copies.append((str(record), f"runs/{model}/{seed_dir}/train.json"))
+    evals = Path("results/eval", lang, model, setting)
+    seed = seed_dir.removeprefix("seed")
+    if not (evals / f"seed{seed}.senteval.json").exists():
+        sys.exit(f"multiview_record: {evals}/seed{seed}.senteval.json missing; run `snakemake multiview` to the end")
+    for variant in ("senteval", "probing", "paper", "official"):
+        source = evals / f"seed{seed}.{variant}.json"
+        if source.exists():
+            copies.append((str(source), f"eval/{model}.seed{seed}.{variant}.json"))
+two = {m: sorted(s) for m, s in settings.items() if len(s) > 1}
+if two:
+    sys.exit(f"multiview_record: several settings of one model under results/runs: {two}; move the others away")
+if len(parses) != 1 or None in parses:
+    sys.exit(f"multiview_record: the runs name {len(parses)} parses ({sorted(map(str, parses))}); one record, one parse")
+(parse,) = parses
+copies.append((str(Path(parse) / "meta.json"), "parse_meta.json"))
+for floor in sorted(Path("results/eval").glob("*/random-token/*/seed0.*.json")):
+    copies.append((str(floor), f"eval/random-token.{floor.name.split('.', 1)[1]}"))
+(stage / "copies.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in copies))
+print(f"multiview_record: {len(runs)} runs, {sum(b.startswith('eval/') for _, b in copies)} evaluations, parse {parse}")
+EOF
+
+while IFS=$'\t' read -r source target; do
+    mkdir -p "$STAGE/record/$(dirname "$target")"
+    cp "$source" "$STAGE/record/$target"
+done < "$STAGE/copies.tsv"
+tables() {  # scores.csv and the two tables, read from the record's own files (source_json names them)
+    strae aggregate --out "$OUT/scores.csv" "$OUT"/eval/*.json || return 1
+    for n in 1 2; do
+        strae report table --table "multiview_table$n" --tables config/tables.yaml --scores "$OUT/scores.csv" \
+            --paper-dir paper_tables --out-csv "$OUT/table$n.csv" --out-md "$OUT/table$n.md" || return 1
+    done
+}
+mkdir -p "$(dirname "$OUT")"
+mv "$STAGE/record" "$OUT"
+tables || { rm -rf "$OUT"; die "building scores.csv or the tables failed; nothing kept"; }
+echo "multiview_record: wrote $OUT (add its README.md, then commit)"
