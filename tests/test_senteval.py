@@ -104,6 +104,9 @@ def test_inner_kfold_picks_c_on_inner_folds_only():
     y = (x[:, 0] > 0).astype(int)
     result = inner_kfold(x, y, c_grid=[0.01, 100.0], folds=3, inner_folds=2)
     assert result["inner_folds"] == 2 and len(result["fold_scores"]) == 3
+    # each outer fold's per-C inner means are kept, and its C is their first best
+    assert [len(m) for m in result["cv_scores"]] == [2, 2, 2]
+    assert result["c_selected"] == [[0.01, 100.0][int(np.argmax(m))] for m in result["cv_scores"]]
     assert result["score"] > 85
 
 

@@ -236,15 +236,16 @@ def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_fol
 
     inner_folds = inner_folds or folds
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    test_acc, dev_acc, chosen = [], [], []
+    test_acc, dev_acc, chosen, cv_scores = [], [], [], []
     for tr, te in skf.split(x, y):
         c, means = _select_c(x[tr], y[tr], c_grid, inner_folds, seed, max_iter)
         acc, _ = _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)
         test_acc.append(100 * acc)
         dev_acc.append(max(means))
         chosen.append(c)
+        cv_scores.append(means)  # every C's inner-CV accuracy, per outer fold: the selection can be audited
     return {"score": float(np.mean(test_acc)), "dev_score": float(np.mean(dev_acc)), "fold_scores": test_acc,
-            "c_selected": chosen, "folds": folds, "inner_folds": inner_folds}
+            "c_selected": chosen, "cv_scores": cv_scores, "folds": folds, "inner_folds": inner_folds}
 
 
 def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100) -> dict[str, Any]:
