@@ -451,10 +451,20 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
              for folder in (committed, rebuilt)]
     pd.testing.assert_frame_equal(cells[0], cells[1])
     assert "not run" in (rebuilt / "table2.md").read_text()  # Table 2: no probing JSON in this record
-    # refused, nothing written: an existing record; a run that has not finished
+    # refused, nothing written: an existing record; a seed the config asks for that never ran; a run under way
     assert record("rebuilt").returncode != 0
+    (work / "results/config.effective.yaml").write_text("multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3, 4]}\n")
+    refused = record("again")
+    assert refused.returncode != 0 and "lacks: multiview_ctl seed4, multiview_cl seed4" in refused.stderr
+    (work / "results/config.effective.yaml").write_text("multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3]}\n")
     first = next((work / "results/runs").rglob("train.json"))
     first.write_text(json.dumps({**json.loads(first.read_text()), "status": "running"}))
     refused = record("again")
-    assert refused.returncode != 0 and "not completed" in refused.stderr
+    assert refused.returncode != 0 and "under way" in refused.stderr
     assert not (work / "reproductions/again").exists()
+    # a build that fails after placing its files keeps nothing (here: no tables file to render with)
+    first.write_text(json.dumps({**json.loads(first.read_text()), "status": "completed"}))
+    (work / "config/tables.yaml").rename(work / "config/tables.away")
+    broken = record("broken")
+    assert broken.returncode != 0 and "nothing kept" in broken.stderr
+    assert not (work / "reproductions/broken").exists()

@@ -317,7 +317,7 @@ step roberta-checks 150 "$PY" benchmarks/roberta_checks.py --device "$DEVICE" --
     --steps "${ROBERTA_CHECK_STEPS:-300}" "${CORPUS_ARGS[@]}"
 # budget 90 s: CTL and CL, 20 timed steps each (2.2-2.5 s a step on one CPU thread, 2026-11-28; the GPU unmeasured)
 step multiview 90 "$PY" benchmarks/multiview_throughput.py --device "$DEVICE" --steps "${MULTIVIEW_STEPS:-20}" \
-    --warmup 3
+    --warmup 3 --threads "$THREADS"
 # budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)
 throughput banyan-torch 70 --model banyan --induction-kernel torch
 

@@ -9,9 +9,11 @@
 #                                         paper (zero-shot); the random-token floor's as random-token.<variant>.json
 #   scores.csv                            strae aggregate of eval/ (source_json = the record's own files)
 #   table1.{csv,md}, table2.{csv,md}      strae report table of scores.csv
-# README.md is for you to write (what ran, where, how long, what the tables say). Refused: an existing NAME (records
-# are immutable), a run that is not completed (train.json status), runs of two parses or of two settings of one
-# model (which would the record be of?), a run without its senteval JSON. Environment: PYTHON (python).
+# README.md is for you to write (what ran, where, how long, what the tables say). Refused before anything is
+# written: an existing NAME (records are immutable), a run still under way (train.json status neither completed nor
+# failed; a failed seed is recorded as failed), a model x seed of results/config.effective.yaml without a run, runs
+# of two parses or of two settings of one model, a run without its senteval JSON, two random-token floors. An
+# interrupted or failed build leaves no reproductions/NAME. Environment: PYTHON (python).
 set -euo pipefail
 
 die() { echo "multiview_record: $*" >&2; exit 1; }
@@ -23,7 +25,9 @@ OUT="reproductions/$NAME"
 [ ! -e "$OUT" ] || die "$OUT exists; records are immutable, choose another NAME"
 PY=${PYTHON:-python}
 STAGE=$(mktemp -d)
-trap 'rm -rf "$STAGE"' EXIT
+DONE=""
+# an interrupted or failed build removes what it had placed: a half-made record would be refused as immutable
+trap 'rm -rf "$STAGE"; if [ -z "$DONE" ] && [ -n "${PLACED:-}" ]; then rm -rf "$OUT"; fi' EXIT
 
 # what to copy, checked first (nothing is written unless every check passes)
 "$PY" - "$STAGE" <<'EOF'
@@ -39,8 +43,9 @@ copies, parses, settings = [], set(), {}
 for record in runs:
     lang, model, setting, seed_dir = record.parts[-5:-1]
     document = json.loads(record.read_text())
-    if document.get("status") != "completed":
-        sys.exit(f"multiview_record: {record}: status {document.get('status')!r}, not completed; finish it first")
+    if document.get("status") not in ("completed", "failed"):
+        sys.exit(f"multiview_record: {record}: status {document.get('status')!r}: the run is under way; finish it "
+                 "(rerun `snakemake multiview`) first")
     parses.add((document.get("data") or {}).get("parses"))
     settings.setdefault(model, set()).add((lang, setting))
     copies.append((str(record), f"runs/{model}/{seed_dir}/train.json"))
@@ -52,6 +57,16 @@ for record in runs:
         source = evals / f"seed{seed}.{variant}.json"
         if source.exists():
             copies.append((str(source), f"eval/{model}.seed{seed}.{variant}.json"))
+config_path = Path("results/config.effective.yaml")
+if config_path.exists():  # every run the workflow's config asked for is here (a seed never started is not skipped)
+    import yaml
+
+    block = (yaml.safe_load(config_path.read_text()) or {}).get("multiview") or {}
+    have = {(r.parts[-4], r.parts[-2]) for r in runs}
+    missing = [f"multiview_{m} seed{s}" for m in block.get("models", []) for s in block.get("seeds", [0])
+               if (f"multiview_{m}", f"seed{s}") not in have]
+    if missing:
+        sys.exit(f"multiview_record: {config_path} asks for runs that results/runs lacks: {', '.join(missing)}")
 two = {m: sorted(s) for m, s in settings.items() if len(s) > 1}
 if two:
     sys.exit(f"multiview_record: several settings of one model under results/runs: {two}; move the others away")
@@ -59,7 +74,11 @@ if len(parses) != 1 or None in parses:
     sys.exit(f"multiview_record: the runs name {len(parses)} parses ({sorted(map(str, parses))}); one record, one parse")
 (parse,) = parses
 copies.append((str(Path(parse) / "meta.json"), "parse_meta.json"))
-for floor in sorted(Path("results/eval").glob("*/random-token/*/seed0.*.json")):
+floors = sorted(Path("results/eval").glob("*/random-token/*/seed0.*.json"))
+if len({f.parent for f in floors}) > 1:
+    sys.exit(f"multiview_record: several random-token floors under results/eval ({sorted({str(f.parent) for f in floors})}); "
+             "keep the one of this record's language")
+for floor in floors:
     copies.append((str(floor), f"eval/random-token.{floor.name.split('.', 1)[1]}"))
 (stage / "copies.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in copies))
 print(f"multiview_record: {len(runs)} runs, {sum(b.startswith('eval/') for _, b in copies)} evaluations, parse {parse}")
@@ -70,13 +89,16 @@ while IFS=$'\t' read -r source target; do
     cp "$source" "$STAGE/record/$target"
 done < "$STAGE/copies.tsv"
 tables() {  # scores.csv and the two tables, read from the record's own files (source_json names them)
-    strae aggregate --out "$OUT/scores.csv" "$OUT"/eval/*.json || return 1
+    "$PY" -m strae.cli aggregate --out "$OUT/scores.csv" "$OUT"/eval/*.json || return 1
     for n in 1 2; do
-        strae report table --table "multiview_table$n" --tables config/tables.yaml --scores "$OUT/scores.csv" \
-            --paper-dir paper_tables --out-csv "$OUT/table$n.csv" --out-md "$OUT/table$n.md" || return 1
+        "$PY" -m strae.cli report table --table "multiview_table$n" --tables config/tables.yaml \
+            --scores "$OUT/scores.csv" --paper-dir paper_tables --out-csv "$OUT/table$n.csv" \
+            --out-md "$OUT/table$n.md" || return 1
     done
 }
 mkdir -p "$(dirname "$OUT")"
-mv "$STAGE/record" "$OUT"
-tables || { rm -rf "$OUT"; die "building scores.csv or the tables failed; nothing kept"; }
+PLACED=1
+cp -r "$STAGE/record" "$OUT"
+tables || die "building scores.csv or the tables failed; nothing kept"
+DONE=1
 echo "multiview_record: wrote $OUT (add its README.md, then commit)"

@@ -450,21 +450,21 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     if inner_folds is None:
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))
-    if resolve is None:
-        resolve = make_resolver(resources_dir or paths.resources_dir(config), data_cfg.get("registry"))
-    for task in tasks:  # every file placed and checked first: a missing one fails now, not after the other tasks
-        for name in task.files.values():
-            resolve(name)
     planned = [t.name for t in tasks] + [f"{t.name}_f1" for t in tasks if t.reader == "mrpc"]
     extra_prov = {"command": sys.argv, "config": str(config_path), "tasks_file": str(tasks_path),
                   "encoder_options": encoder_options or {}, "suite": SUITE, "inner_folds": inner_folds,
                   "max_iter": max_iter}
     failed = failed_run_info(spec)
-    if failed is not None:
+    if failed is not None:  # a failed run is recorded without scores: no file needed
         return EvalResult(suite=SUITE, variant=variant, language=language, run=_run_record(failed, language),
                           evaluation=evaluation_setting(encoder_options, config, failed.get("model")),
                           encoder={"encoder_id": spec, "run_dir": spec}, planned_tasks=planned, tasks={},
                           provenance=provenance(**extra_prov, device=None))
+    if resolve is None:
+        resolve = make_resolver(resources_dir or paths.resources_dir(config), data_cfg.get("registry"))
+    for task in tasks:  # every file placed and checked first: a missing one fails now, not after the other tasks
+        for name in task.files.values():
+            resolve(name)
     encoder = load_encoder(spec, **(encoder_options or {}))
     described = encoder.describe()
     results: dict[str, TaskResult] = {}

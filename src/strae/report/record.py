@@ -70,8 +70,11 @@ def tolerance(paper_std: float, printed_precision: float = math.nan) -> float:
 
 
 def _table_files(results: Path) -> list[Path]:
-    """Rendered paper tables (results/table*.csv, results/<paper>/table*.csv), in a stable order."""
-    return sorted(p for p in results.rglob("table*.csv") if "runs" not in p.relative_to(results).parts)
+    """Rendered tables of the papers a record holds (plan.SCORE_TABLE_PAPERS: results/table*.csv,
+    results/banyan/table*.csv), in a stable order. The multi-view paper's (results/multiview/) are built from its
+    own runs and its own scores.csv, and recorded on their own (tools/multiview_record.sh)."""
+    return sorted(p for d in sorted({paths.table_dir(paper) for paper in plan.SCORE_TABLE_PAPERS})
+                  for p in (results / d).glob("table*.csv"))
 
 
 def read_rendered(csv_path: Path) -> pd.DataFrame:
@@ -245,8 +248,8 @@ def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Pa
     scores = None
     for key in tables.get("tables", {}):
         rendered = paths.table_file(key, "csv", results)
-        if not rendered.exists():
-            continue
+        if paths.split_table_key(key)[0] not in plan.SCORE_TABLE_PAPERS or not rendered.exists():
+            continue  # (a multi-view table is rendered from results/multiview/scores.csv, and not recorded here)
         if scores is None:
             scores = report.load_scores(results / "scores.csv")
         fresh, _ = report.render(key, tables, config, scores, paper_dir, param_counts)
