@@ -462,8 +462,17 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
     refused = record("again")
     assert refused.returncode != 0 and "under way" in refused.stderr
     assert not (work / "reproductions/again").exists()
+    # a run of another parse (by identity, the same path): one record, one parse
+    document = {**json.loads(first.read_text()), "status": "completed"}
+    other = json.loads(json.dumps(document))
+    other["data"]["corpus_sha256"] = "0" * 64  # runs recorded before the recipe named its parse: read from here
+    if "parse" in other["config"].get("recipe", {}):
+        other["config"]["recipe"]["parse"]["corpus_sha256"] = "0" * 64
+    first.write_text(json.dumps(other))
+    refused = record("again")
+    assert refused.returncode != 0 and "trained on 2 parses" in refused.stderr
     # a build that fails after placing its files keeps nothing (here: no tables file to render with)
-    first.write_text(json.dumps({**json.loads(first.read_text()), "status": "completed"}))
+    first.write_text(json.dumps(document))
     (work / "config/tables.yaml").rename(work / "config/tables.away")
     broken = record("broken")
     assert broken.returncode != 0 and "nothing kept" in broken.stderr

@@ -35,11 +35,14 @@ import json
 import sys
 from pathlib import Path
 
+from baselines.multiview.train import recorded_recipe
+from strae.runs import RunRecord
+
 stage = Path(sys.argv[1])
 runs = sorted(Path("results/runs").glob("*/multiview_*/*/seed*/train.json"))
 if not runs:
     sys.exit("multiview_record: no multi-view run under results/runs (run `snakemake multiview` first)")
-copies, parses, settings = [], set(), {}
+copies, parses, identities, settings = [], set(), set(), {}
 for record in runs:
     lang, model, setting, seed_dir = record.parts[-5:-1]
     document = json.loads(record.read_text())
@@ -47,6 +50,8 @@ for record in runs:
         sys.exit(f"multiview_record: {record}: status {document.get('status')!r}: the run is under way; finish it "
                  "(rerun `snakemake multiview`) first")
     parses.add((document.get("data") or {}).get("parses"))
+    # the parse a run trained on, by identity (corpus sha256, paragraphs, sentences), as train-multiview compares it
+    identities.add(json.dumps(recorded_recipe(RunRecord.from_disk(record.parent)).get("parse"), sort_keys=True))
     settings.setdefault(model, set()).add((lang, setting))
     copies.append((str(record), f"runs/{model}/{seed_dir}/train.json"))
     evals = Path("results/eval", lang, model, setting)
@@ -70,8 +75,9 @@ if config_path.exists():  # every run the workflow's config asked for is here (a
 two = {m: sorted(s) for m, s in settings.items() if len(s) > 1}
 if two:
     sys.exit(f"multiview_record: several settings of one model under results/runs: {two}; move the others away")
-if len(parses) != 1 or None in parses:
-    sys.exit(f"multiview_record: the runs name {len(parses)} parses ({sorted(map(str, parses))}); one record, one parse")
+if len(parses) != 1 or None in parses or len(identities) != 1:
+    sys.exit(f"multiview_record: the runs trained on {max(len(parses), len(identities))} parses "
+             f"({sorted(map(str, parses))}; {sorted(identities)}); one record, one parse")
 (parse,) = parses
 copies.append((str(Path(parse) / "meta.json"), "parse_meta.json"))
 floors = sorted(Path("results/eval").glob("*/random-token/*/seed0.*.json"))
