@@ -357,6 +357,8 @@ def test_the_readmes_generated_blocks_are_current():
 
     hint = "run `strae record --readme-only` and commit README.md"
     assert block(rec.README_BEGIN, rec.README_END) == rec.headline(record, root), hint
+    multiview = rec.newest_multiview_record(root / "reproductions")
+    assert block(rec.MULTIVIEW_BEGIN, rec.MULTIVIEW_END) == rec.multiview_block(multiview, root), hint
     todo = rec.todo_block(record, rec.load_config(config_path), rec.report.load_tables(tables_path),
                           "config/config.yaml")
     assert block(rec.TODO_BEGIN, rec.TODO_END) == todo, hint
@@ -373,3 +375,25 @@ def test_todo_reads_a_config_overlay_merged_over_the_base(tmp_path):
     with pytest.raises(SystemExit, match="not a valid workflow config.*goes after the base file"):
         rec.load_config([quick])
     assert rec.config_label([config_path, quick]).endswith("config.yaml + " + quick.as_posix())
+
+
+def test_the_multiview_block_is_the_newest_multiview_records_table1(tmp_path):
+    """The README's multi-view table comes from the multi-view record evaluated last (never from a Self-StrAE/Banyan
+    record, which has a manifest.json): each trained row with its seeds, the paper's row and the Δ to it."""
+    from strae.io import project_root
+
+    root = project_root() / "reproductions"
+    out = tmp_path / "reproductions"
+    shutil.copytree(root / "multiview-cpu-2026-11-28", out / "multiview-cpu-2026-11-28")
+    shutil.copytree(root / "multiview-cpu-2026-11-23", out / "multiview-cpu-2026-11-23")
+    assert rec.newest_multiview_record(out).name == "multiview-cpu-2026-11-28"
+    block = rec.multiview_block(out / "multiview-cpu-2026-11-28", tmp_path)
+    lines = block.splitlines()
+    assert "129,767 sentences" in lines[0] and "8 runs" in lines[0]
+    assert lines[4].startswith("| Contrastive Tree, paper | 64.0 | 72.8 |")
+    assert lines[5].startswith("| Contrastive Tree, here (n = 4) | 56.95 ± 0.61 | 65.88 ± 1.18 |")
+    assert lines[6].startswith("| Δ (here − paper) | -7.05 | -6.92 |")
+    assert lines[-1].startswith("| random-token floor, here (n = 1) | 62.23 |")
+    # a main record (manifest.json) is never taken; nor a directory without the tool's layout (the 11-23 time box)
+    (out / "multiview-cpu-2026-11-28" / "manifest.json").write_text("{}")
+    assert rec.newest_multiview_record(out) is None
