@@ -210,8 +210,15 @@ def test_record_refuses_tables_older_than_the_scores(tmp_path):
     (results / "multiview").mkdir()
     for name in ("table1.csv", "table1.md"):
         shutil.copy2(repo / "reproductions/multiview-cpu-2026-11-28" / name, results / "multiview" / name)
+    # ... nor their runs (results/runs/<lang>/multiview_*/...)
+    mv_run = results / "runs/en/multiview_ctl/ctl_h1000_e300/seed0"
+    mv_run.mkdir(parents=True)
+    shutil.copy2(repo / "reproductions/multiview-cpu-2026-11-28/runs/multiview_ctl/seed0/train.json", mv_run)
     assert rec.main(["--name", "as-rendered", *common]) == 0
     assert not (tmp_path / "out/as-rendered/multiview").exists()
+    assert not list((tmp_path / "out/as-rendered").rglob("multiview_ctl"))
+    assert json.loads((tmp_path / "out/as-rendered/manifest.json").read_text())["n_runs"] == len(
+        list((tmp_path / "out/as-rendered/runs").rglob("train.json")))
 
     glove = (scores["model"] == "glove") & (scores["task"] == "sts12") & (scores["seed"] == "0")
     scores.loc[glove, "score"] = "99.0"  # a re-measured evaluation
@@ -358,7 +365,8 @@ def test_the_readmes_generated_blocks_are_current():
     hint = "run `strae record --readme-only` and commit README.md"
     assert block(rec.README_BEGIN, rec.README_END) == rec.headline(record, root), hint
     multiview = rec.newest_multiview_record(root / "reproductions")
-    assert block(rec.MULTIVIEW_BEGIN, rec.MULTIVIEW_END) == rec.multiview_block(multiview, root), hint
+    if multiview is not None:
+        assert block(rec.MULTIVIEW_BEGIN, rec.MULTIVIEW_END) == rec.multiview_block(multiview, root), hint
     todo = rec.todo_block(record, rec.load_config(config_path), rec.report.load_tables(tables_path),
                           "config/config.yaml")
     assert block(rec.TODO_BEGIN, rec.TODO_END) == todo, hint
@@ -394,6 +402,18 @@ def test_the_multiview_block_is_the_newest_multiview_records_table1(tmp_path):
     assert lines[5].startswith("| Contrastive Tree, here (n = 4) | 56.95 ± 0.61 | 65.88 ± 1.18 |")
     assert lines[6].startswith("| Δ (here − paper) | -7.05 | -6.92 |")
     assert lines[-1].startswith("| random-token floor, here (n = 1) | 62.23 |")
+    # a missing cell, a failed seed, no parse meta: said, not crashed on
+    table = out / "multiview-cpu-2026-11-28/table1.csv"
+    frame = pd.read_csv(table, keep_default_na=False, na_values=[""])
+    ctl = frame["model"] == "multiview_ctl"
+    frame.loc[ctl & (frame["column"] == "CR"), "n_failed"] = 1
+    frame = frame[~((frame["model"] == "multiview_cl") & (frame["column"] == "MR"))]
+    frame.to_csv(table, index=False)
+    (out / "multiview-cpu-2026-11-28/parse_meta.json").unlink()
+    edited = rec.multiview_block(out / "multiview-cpu-2026-11-28", tmp_path).splitlines()
+    assert "parse unknown" in edited[0]
+    assert edited[5].startswith("| Contrastive Tree, here (n = 4, 1 failed) |")
+    assert edited[7].startswith("| Contrastive LSTM (CL), here (n = 4) | — | 65.64 ± 0.84 |")
     # a main record (manifest.json) is never taken; nor a directory without the tool's layout (the 11-23 time box)
     (out / "multiview-cpu-2026-11-28" / "manifest.json").write_text("{}")
     assert rec.newest_multiview_record(out) is None

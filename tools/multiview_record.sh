@@ -4,7 +4,7 @@
 #     bash tools/multiview_record.sh multiview-cpu-full-2026-11-29
 # reproductions/NAME/ gets, in the layout of reproductions/multiview-cpu-2026-11-28/:
 #   parse_meta.json                       the runs' parse (meta.json of the directory their train.json names)
-#   runs/<model>/seed<N>/train.json       every completed multi-view run (results/runs/<lang>/multiview_*/...)
+#   runs/<model>/seed<N>/train.json       every finished multi-view run, failed seeds too (results/runs/<lang>/multiview_*/...)
 #   eval/<model>.seed<N>.<variant>.json   its evaluations: senteval (Table 1), probing (Table 2) where scored,
 #                                         paper (zero-shot); the random-token floor's as random-token.<variant>.json
 #   scores.csv                            strae aggregate of eval/ (source_json = the record's own files)
@@ -35,7 +35,7 @@ import json
 import sys
 from pathlib import Path
 
-from baselines.multiview.train import recorded_recipe
+from baselines.multiview.train import parse_identity, recorded_recipe
 from strae.runs import RunRecord
 
 stage = Path(sys.argv[1])
@@ -67,6 +67,7 @@ if config_path.exists():  # every run the workflow's config asked for is here (a
     import yaml
 
     block = (yaml.safe_load(config_path.read_text()) or {}).get("multiview") or {}
+    block = block if block.get("enabled", True) else {}
     have = {(r.parts[-4], r.parts[-2]) for r in runs}
     missing = [f"multiview_{m} seed{s}" for m in block.get("models", []) for s in block.get("seeds", [0])
                if (f"multiview_{m}", f"seed{s}") not in have]
@@ -75,11 +76,17 @@ if config_path.exists():  # every run the workflow's config asked for is here (a
 two = {m: sorted(s) for m, s in settings.items() if len(s) > 1}
 if two:
     sys.exit(f"multiview_record: several settings of one model under results/runs: {two}; move the others away")
-if len(parses) != 1 or None in parses or len(identities) != 1:
-    sys.exit(f"multiview_record: the runs trained on {max(len(parses), len(identities))} parses "
-             f"({sorted(map(str, parses))}; {sorted(identities)}); one record, one parse")
-(parse,) = parses
-copies.append((str(Path(parse) / "meta.json"), "parse_meta.json"))
+if len(identities) != 1:
+    sys.exit(f"multiview_record: the runs trained on {len(identities)} parses ({sorted(identities)}); one record, "
+             "one parse")
+# the parse's meta.json, from a directory a run names, checked to be of the parse the runs trained on (a directory
+# parsed again since would describe another)
+metas = [Path(p) / "meta.json" for p in sorted(p for p in parses if p) if (Path(p) / "meta.json").exists()]
+meta = next((m for m in metas if json.dumps(parse_identity(json.loads(m.read_text())), sort_keys=True)
+             in identities), None)
+if meta is None:
+    sys.exit(f"multiview_record: no meta.json of the runs' parse in {sorted(map(str, parses))} (parsed again since?)")
+copies.append((str(meta), "parse_meta.json"))
 floors = sorted(Path("results/eval").glob("*/random-token/*/seed0.*.json"))
 if len({f.parent for f in floors}) > 1:
     sys.exit(f"multiview_record: several random-token floors under results/eval ({sorted({str(f.parent) for f in floors})}); "
@@ -87,7 +94,7 @@ if len({f.parent for f in floors}) > 1:
 for floor in floors:
     copies.append((str(floor), f"eval/random-token.{floor.name.split('.', 1)[1]}"))
 (stage / "copies.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in copies))
-print(f"multiview_record: {len(runs)} runs, {sum(b.startswith('eval/') for _, b in copies)} evaluations, parse {parse}")
+print(f"multiview_record: {len(runs)} runs, {sum(b.startswith('eval/') for _, b in copies)} evaluations, parse {meta.parent}")
 EOF
 
 while IFS=$'\t' read -r source target; do
@@ -103,8 +110,9 @@ tables() {  # scores.csv and the two tables, read from the record's own files (s
     done
 }
 mkdir -p "$(dirname "$OUT")"
+mkdir "$OUT" || die "$OUT appeared meanwhile; records are immutable"
 PLACED=1
-cp -r "$STAGE/record" "$OUT"
+cp -r "$STAGE/record/." "$OUT/"
 tables || die "building scores.csv or the tables failed; nothing kept"
 DONE=1
 echo "multiview_record: wrote $OUT (add its README.md, then commit)"

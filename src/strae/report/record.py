@@ -13,7 +13,7 @@ the paper prints only approximately (Banyan Table 6: "≈10M" parameters) is mat
 (paper_tables' ``tolerance`` column).
 
     strae record --name h100-2026-11-24                 # results/ -> reproductions/h100-2026-11-24/, README updated
-    strae record --readme-only                           # regenerate the README block from the newest record
+    strae record --readme-only                           # regenerate the README blocks from the newest records
     strae record --todo [--table KEY] [--targets]        # the runs each paper table still lacks against it
 
 What is left: for every paper table, the runs config/config.yaml trains for it (`strae.plan.table_evaluations`; a
@@ -263,8 +263,16 @@ def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Pa
                              " or delete the stale table, then record")
 
 
+# run directories results/runs/<lang>/<model>/... of the multi-view paper: recorded on their own
+MULTIVIEW_MODEL_PREFIX = "multiview_"
+
+
 def _train_jsons(root: Path) -> list[Path]:
-    return sorted((root / "runs").rglob("train.json")) if (root / "runs").exists() else []
+    """Every run's train.json under root/runs, but the multi-view paper's (its own records)."""
+    if not (root / "runs").exists():
+        return []
+    return sorted(p for p in (root / "runs").rglob("train.json")
+                  if not any(part.startswith(MULTIVIEW_MODEL_PREFIX) for part in p.relative_to(root).parts))
 
 
 def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | None = None,
@@ -362,8 +370,8 @@ def update_readme(readme: Path, record: Path, todo: Callable[[], str] | None = N
     text = _replace_block(text, README_BEGIN, README_END, headline(record, readme.parent))
     if todo is not None and TODO_BEGIN in text and TODO_END in text:
         text = _replace_block(text, TODO_BEGIN, TODO_END, todo())
-    multiview = newest_multiview_record(record.parent)
-    if multiview is not None and MULTIVIEW_BEGIN in text and MULTIVIEW_END in text:
+    multiview = newest_multiview_record(record.parent) if MULTIVIEW_BEGIN in text and MULTIVIEW_END in text else None
+    if multiview is not None:
         text = _replace_block(text, MULTIVIEW_BEGIN, MULTIVIEW_END, multiview_block(multiview, readme.parent))
     with atomic_open(readme, "w", encoding="utf-8") as handle:
         handle.write(text)
@@ -373,8 +381,9 @@ def update_readme(readme: Path, record: Path, todo: Callable[[], str] | None = N
 def newest_multiview_record(out_root: Path) -> Path | None:
     """The newest record of tools/multiview_record.sh (runs/multiview_*, table1.csv; no manifest.json): the one
     whose evaluations were made last."""
-    records = [p for p in out_root.iterdir() if (p / "table1.csv").exists() and any(p.glob("runs/multiview_*"))
-               and not (p / MANIFEST).exists()] if out_root.exists() else []
+    records = [p for p in out_root.iterdir() if (p / "table1.csv").exists()
+               and any(p.glob(f"runs/{MULTIVIEW_MODEL_PREFIX}*")) and not (p / MANIFEST).exists()] \
+        if out_root.exists() else []
 
     def evaluated(record: Path) -> str:
         return max(((json.loads(f.read_text()).get("provenance") or {}).get("created") or ""
@@ -387,21 +396,25 @@ def multiview_block(record: Path, relative_to: Path) -> str:
     """The README's multi-view Table 1 from the record's table1.csv: each trained row (mean ± population std over
     its seeds), and for a row with published values (the paper's Contrastive Tree) those values and the Δ to them."""
     cells = read_rendered(record / "table1.csv")
-    cells = cells[(cells["status"] != "external") & cells["model"].astype(str).ne("")]
+    cells = cells[(cells["status"] != "external") & cells["model"].notna()]
     columns = list(dict.fromkeys(cells["column"]))
     where = Path(os.path.relpath(record, relative_to)).as_posix()
-    parse = json.loads((record / "parse_meta.json").read_text())
-    per_book = parse.get("paragraphs_per_book")
-    n_runs = len(list(record.glob("runs/multiview_*/seed*/train.json")))
-    lines = [f"From [`{where}`]({where}/table1.md) ({n_runs} runs; parse: "
-             f"{f'each book’s first {per_book} paragraphs' if per_book else 'whole books'}, "
-             f"{parse.get('n_sentences', 0):,} sentences; mean ± population std over n seeds):", "",
-             "| | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
+    meta = record / "parse_meta.json"
+    parse = json.loads(meta.read_text()) if meta.exists() else {}
+    per_book, limit, n = (parse.get(k) for k in ("paragraphs_per_book", "max_sentences", "n_sentences"))
+    books = "parse unknown" if not parse else f"each book’s first {per_book} paragraphs" if per_book else "whole books"
+    sentences = f"{n:,} sentences" if n is not None else "sentences not recorded"
+    n_runs = len(list(record.glob(f"runs/{MULTIVIEW_MODEL_PREFIX}*/seed*/train.json")))
+    lines = [f"From [`{where}`]({where}/table1.md) ({n_runs} runs; parse: {books}"
+             f"{f', at most {limit:,} sentences' if limit else ''}, {sentences}; mean ± population std over n "
+             "seeds):", "", "| | " + " | ".join(columns) + " |", "|---|" + "---|" * len(columns)]
 
     def row_line(label: str, texts) -> str:
         return f"| {label} | " + " | ".join(texts) + " |"
 
     def reproduced(cell) -> str:
+        if pd.isna(cell["status"]):
+            return "—"  # no cell for this column in the record's table
         if cell["status"] != "ok":
             return str(cell["status"])
         spread = f" ± {cell['std']:.2f}" if cell["n_seeds"] > 1 and not pd.isna(cell["std"]) else ""
@@ -412,8 +425,9 @@ def multiview_block(record: Path, relative_to: Path) -> str:
         published = by_column["paper_mean"].notna().any()
         if published:
             lines.append(row_line(f"{row}, paper", ("" if pd.isna(v) else f"{v:.1f}" for v in by_column["paper_mean"])))
-        lines.append(row_line(f"{row}, here (n = {int(by_column['n_seeds'].max())})",
-                              (reproduced(cell) for _, cell in by_column.iterrows())))
+        seeds, failed = (by_column[k].max(skipna=True) for k in ("n_seeds", "n_failed"))
+        counted = f"n = {0 if pd.isna(seeds) else int(seeds)}" + (f", {int(failed)} failed" if failed > 0 else "")
+        lines.append(row_line(f"{row}, here ({counted})", (reproduced(cell) for _, cell in by_column.iterrows())))
         if published:
             lines.append(row_line("Δ (here − paper)", ("" if pd.isna(v) else f"{v:+.2f}" for v in by_column["delta"])))
     return "\n".join(lines)
@@ -561,7 +575,8 @@ def main(argv: list[str] | None = None) -> int:
             return todo_block(record, load_config(args.config), report.load_tables(args.tables or DEFAULT_TABLES),
                               config_label(args.config))
         update_readme(args.readme, record, todo)
-        print(f"{args.readme}: results block from {record}")
+        print(f"{args.readme}: results block from {record}; multi-view block from "
+              f"{newest_multiview_record(record.parent) or 'no multi-view record'}")
     return 0
 
 
