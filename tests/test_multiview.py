@@ -268,7 +268,9 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
         train.main(common + ["--out", str(resumed), "--max-steps", "1"])  # fewer steps than it has: refused
     # more steps (here: the whole epoch) extend the completed time-boxed run from its checkpoint
     assert train.main(common + ["--out", str(resumed)]) == 0
-    assert json.loads((resumed / "train.json").read_text())["timings"]["steps"] == 6
+    extended = json.loads((resumed / "train.json").read_text())["timings"]
+    assert extended["steps"] == 6
+    assert [(s["start_step"], s["end_step"]) for s in extended["sessions"]] == [(0, 2), (2, 6)]
     _assert_same_weights(straight, resumed)
     record = json.loads((straight / "train.json").read_text())
     assert record["status"] == "completed" and record["timings"]["steps"] == 6
@@ -342,9 +344,13 @@ def test_a_run_from_before_the_recipe_named_its_parse_is_extended_on_the_same_pa
     write_json(legacy / "train.json", record)
     state = torch.load(legacy / "checkpoint.pt", weights_only=False)
     del state["recipe"]["parse"]
+    del state["sessions"]  # nor did checkpoints record their sessions then
     torch.save(state, legacy / "checkpoint.pt")
     assert train.main(common + ["--out", str(legacy)]) == 0
     _assert_same_weights(straight, legacy)
+    sessions = read_json(legacy / "train.json")["timings"]["sessions"]
+    assert sessions[0] == {"start_step": 0, "end_step": 2, "unrecorded": True}
+    assert (sessions[1]["start_step"], sessions[1]["end_step"]) == (2, 6)
 
 
 def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, monkeypatch):
@@ -375,6 +381,12 @@ def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, 
     monkeypatch.setattr(train, "train_step", step)
     assert train.main(common + ["--out", str(stopped)]) == 0
     _assert_same_weights(straight, stopped)
+    # train.json names every process that trained the run, with its commit: provenance holds only the last one's
+    sessions = json.loads((stopped / "train.json").read_text())["timings"]["sessions"]
+    assert [(s["start_step"], s["end_step"], s.get("stopped_by")) for s in sessions] == [(0, 2, "SIGTERM"),
+                                                                                         (2, 6, None)]
+    assert all(s["device"] and "git_sha" in s and s["ended"] >= s["started"] for s in sessions)
+    assert len(json.loads((straight / "train.json").read_text())["timings"]["sessions"]) == 1
 
 
 # ------------------------------------------------------------------------------------------------ workflow

@@ -32,7 +32,7 @@ from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, 
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel
 from baselines.multiview.parse import META_FILE
 from strae.encode import write_encoder_manifest
-from strae.io import provenance, read_json, write_json
+from strae.io import git_sha, provenance, read_json, write_json
 from strae.runs import (
     CHECKPOINT_FILE,
     ENCODER_MANIFEST,
@@ -126,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     seed_everything(args.seed)
     job = prepare(args, recipe, parse_meta, device)
     progress = resume(job)
+    progress.open_session(device)
     job.record = new_record(job, parse_meta, determinism)
     return train(job, progress)
 
@@ -159,6 +160,23 @@ class Progress:
     step: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
     train_seconds: float = 0.0
+    # one entry per process that trained this run (train.json timings.sessions): a resumed run's provenance names
+    # the last session's commit, so the earlier sessions' commits and devices are kept here
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+
+    def open_session(self, device: torch.device) -> dict[str, Any]:
+        session = {"started": round(time.time(), 1), "start_step": self.step, "device": describe_device(device),
+                   "git_sha": git_sha()}
+        self.sessions.append(session)
+        return session
+
+    def close_session(self, stopped_by: str | None = None) -> None:
+        session = self.sessions[-1]
+        if "end_step" in session:  # closed already (the last step's checkpoint closes it before finish runs)
+            return
+        session.update(ended=round(time.time(), 1), end_step=self.step)
+        if stopped_by:
+            session["stopped_by"] = stopped_by
 
 
 def already_trained(out: Path, recipe: dict) -> bool:
@@ -274,7 +292,11 @@ def resume(job: Job) -> Progress:
     job.optimizer.load_state_dict(state["optimizer"])
     restore_rng_states(state["rng"])
     print(f"{job.out}: resuming at step {state['step']}/{job.total_steps}")
-    return Progress(state["step"], state["history"], state["train_seconds"])
+    # checkpoints written before sessions were recorded have none: their sessions are unknown, not absent
+    sessions = state.get("sessions", [{"start_step": 0, "end_step": state["step"], "unrecorded": True}])
+    if "end_step" not in sessions[-1]:  # that process died after this checkpoint: what it did later is lost
+        sessions[-1]["end_step"] = state["step"]
+    return Progress(state["step"], state["history"], state["train_seconds"], sessions)
 
 
 def new_record(job: Job, parse_meta: dict, determinism: dict[str, Any]) -> RunRecord:
@@ -305,14 +327,18 @@ def train(job: Job, progress: Progress) -> int:
                 progress_file.update(progress.step)
                 bar.update(1)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", top1=f"{metrics['context_top1']:.2f}")
+                if progress.step == job.total_steps:
+                    progress.close_session()  # before the last checkpoint, which a later --max-steps extends
                 if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:
                     save_progress(job, progress)
     except (TrainingFailed, ValueError) as error:  # ValueError: a batch the model refuses (make_batch, loss)
         bar.close()
+        progress.close_session()
         write_train_json(job, progress)
         return job.record.fail(job.out, str(error), job.args.record_failure)
     bar.close()
     if progress.step < job.total_steps:  # SIGTERM / SIGINT: checkpoint where it stands, train.json untouched
+        progress.close_session(stopped_by=stop.name)
         save_progress(job, progress, write_record=False)  # (a Snakemake stopped by the same signal deletes it)
         print(stop.stopped_line(job.out, f"step {progress.step}/{job.total_steps}"), file=sys.stderr)
         return stop.exit_status
@@ -345,7 +371,7 @@ def save_progress(job: Job, progress: Progress, write_record: bool = True) -> No
     save_checkpoint(job.out / CHECKPOINT_FILE, {
         "recipe": job.recipe, "model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
         "rng": capture_rng_states(), "step": progress.step, "history": progress.history,
-        "train_seconds": progress.train_seconds})
+        "train_seconds": progress.train_seconds, "sessions": progress.sessions})
     if write_record:
         write_train_json(job, progress)
 
@@ -355,13 +381,15 @@ def write_train_json(job: Job, progress: Progress) -> None:
     record.history = progress.history[-200:]  # per-step log is long; the last 200 steps + the summary
     record.blocks["summary"] = _summary(progress.history)
     record.timings = {"train_seconds": round(seconds, 1), "steps": step, "total_steps": job.total_steps,
-                      "seconds_per_step": round(seconds / max(step, 1), 3), "torch_threads": torch.get_num_threads()}
+                      "seconds_per_step": round(seconds / max(step, 1), 3), "torch_threads": torch.get_num_threads(),
+                      "sessions": progress.sessions}
     record.to_disk(job.out)
 
 
 def finish(job: Job, progress: Progress) -> int:
     """model.pt, train.json (completed), then encoder.json last (the 'run is usable' mark)."""
     args, out = job.args, job.out
+    progress.close_session()
     save_weights(out, {"config": job.config.to_dict(), "state_dict": job.model.state_dict()})
     job.record.status = "completed"
     write_train_json(job, progress)

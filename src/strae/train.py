@@ -47,7 +47,7 @@ import torch
 from strae import paths, recipes
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
-from strae.io import provenance, read_json, sha256_file
+from strae.io import git_sha, provenance, read_json, sha256_file
 from strae.models import propagation as passes
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.models.fused import fell_back
@@ -647,7 +647,7 @@ def already_completed(job: Job, state: State, previous: str | None) -> bool:
 def start_session(job: Job, state: State) -> RunRecord:
     """Open this process' timing session and write train.json (status running)."""
     state.session = {"started": time.time(), "start_step": state.global_step, "device": describe_device(job.device),
-                     "engine_sha256": state.engine_sha}
+                     "engine_sha256": state.engine_sha, "git_sha": git_sha()}
     state.session.update(placement_fields())  # several GPUs: which one this session took, how many jobs it shared
     state.timings.setdefault("sessions", []).append(state.session)
     record = new_record(job, state.history, state.timings, data=data_block(job), parameters={
