@@ -3,6 +3,7 @@ the ``strae evaluate --suite senteval`` entry point (JSON -> scores.csv)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -242,7 +243,7 @@ def test_real_files_match_declared_row_counts(repo_root, mirror, tmp_path):
     assert len(cr["all"]) == 3775 and int(cr["all"].y.sum()) == 2407
 
 
-def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch):
+def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch, capsys):
     from strae.encode import ENCODERS, EncoderKind
     from strae.evaluate import aggregate, harness
 
@@ -263,6 +264,8 @@ def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch):
     out = tmp_path / "eval.json"
     assert harness.main(["--suite", "senteval", "--model", "keyword-test", "--lang", "xx", "--out", str(out),
                          "--config", str(tmp_path / "config.yaml"), "--quiet"]) == 0
+    # no bar in a workflow's log, but a line as each task ends (with its seconds), then the summary
+    assert re.search(r"^BIN: \d+\.\d\d \(\d+ s\)$", capsys.readouterr().out, re.MULTILINE)
     document = json.loads(out.read_text())
     assert document["variant"] == "senteval" and document["suite"] == "senteval"
     record = document["tasks"]["BIN"]

@@ -471,7 +471,12 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     bar = tqdm(tasks, desc=f"senteval {language}", unit="task", disable=not progress)
     for task in bar:
         bar.set_postfix_str(task.name)
-        results.update(evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter))
+        started = time.perf_counter()
+        done = evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter)
+        results.update(done)
+        if not progress:  # no bar (a workflow's log): one line a task, so a long evaluation shows where it is
+            for name, result in done.items():
+                print(f"{name}: {result.score:.2f} ({time.perf_counter() - started:.0f} s)", flush=True)
     run = _run_record(encoder.run_info() or {}, language)
     data_files = {name: info["sha256"] for r in results.values()
                   for name, info in (r.details.get("files") or {}).items()}
