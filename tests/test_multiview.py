@@ -358,6 +358,7 @@ def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, 
     --checkpoint-every-steps cadence), train.json keeps the running status, exit 128 + 15; the same command then
     ends on the uninterrupted run's weights."""
     import os
+    import shutil
     import signal
 
     from baselines.multiview import train
@@ -378,9 +379,19 @@ def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, 
     assert torch.load(stopped / "checkpoint.pt", weights_only=False)["step"] == 2
     record = json.loads((stopped / "train.json").read_text())
     assert record["status"] == "running" and record["timings"]["steps"] == 0
+    # a process killed outright after that checkpoint: its session was never closed
+    crashed = tmp_path / "crashed"
+    shutil.copytree(stopped, crashed)
+    state = torch.load(crashed / "checkpoint.pt", weights_only=False)
+    state["sessions"][-1] = {k: v for k, v in state["sessions"][-1].items()
+                             if k not in ("ended", "end_step", "stopped_by")}
+    torch.save(state, crashed / "checkpoint.pt")
     monkeypatch.setattr(train, "train_step", step)
     assert train.main(common + ["--out", str(stopped)]) == 0
     _assert_same_weights(straight, stopped)
+    assert train.main(common + ["--out", str(crashed)]) == 0
+    lost = json.loads((crashed / "train.json").read_text())["timings"]["sessions"][0]
+    assert (lost["end_step"], lost.get("lost_after_checkpoint"), "ended" in lost) == (2, True, False)
     # train.json names every process that trained the run, with its commit: provenance holds only the last one's
     sessions = json.loads((stopped / "train.json").read_text())["timings"]["sessions"]
     assert [(s["start_step"], s["end_step"], s.get("stopped_by")) for s in sessions] == [(0, 2, "SIGTERM"),

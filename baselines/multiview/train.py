@@ -293,9 +293,9 @@ def resume(job: Job) -> Progress:
     restore_rng_states(state["rng"])
     print(f"{job.out}: resuming at step {state['step']}/{job.total_steps}")
     # checkpoints written before sessions were recorded have none: their sessions are unknown, not absent
-    sessions = state.get("sessions", [{"start_step": 0, "end_step": state["step"], "unrecorded": True}])
+    sessions = state.get("sessions") or [{"start_step": 0, "end_step": state["step"], "unrecorded": True}]
     if "end_step" not in sessions[-1]:  # that process died after this checkpoint: what it did later is lost
-        sessions[-1]["end_step"] = state["step"]
+        sessions[-1].update(end_step=state["step"], lost_after_checkpoint=True)
     return Progress(state["step"], state["history"], state["train_seconds"], sessions)
 
 
@@ -333,7 +333,7 @@ def train(job: Job, progress: Progress) -> int:
                     save_progress(job, progress)
     except (TrainingFailed, ValueError) as error:  # ValueError: a batch the model refuses (make_batch, loss)
         bar.close()
-        progress.close_session()
+        progress.close_session(stopped_by="failure")
         write_train_json(job, progress)
         return job.record.fail(job.out, str(error), job.args.record_failure)
     bar.close()

@@ -3,8 +3,8 @@
 # weights (3 inner folds, as that record). Run from the repository root:
 #     bash reproductions/multiview-cpu-2026-11-28-rounded-c/rescore.sh RUNS OUT
 # RUNS: the directory holding multiview_{ctl,cl}/{ctl,cl}_h1000_e300/seed{0..3} with model.pt (the record's weights:
-# retrain with `snakemake --cores 2 multiview --configfile config/multiview_cpu.yaml` and the overlay at 4 seeds,
-# then RUNS=results/runs/en); OUT: where the nine JSONs go. Then: python .../compare.py OUT
+# retrain with `snakemake --cores 2 multiview --configfile config/multiview_cpu.yaml`, then RUNS=results/runs/en);
+# OUT: where the nine JSONs go. Then: python reproductions/multiview-cpu-2026-11-28-rounded-c/compare.py OUT
 set -euo pipefail
 (($# == 2)) || { echo "usage: rescore.sh RUNS OUT" >&2; exit 2; }
 RUNS=$1 OUT=$2
