@@ -424,26 +424,25 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed0\.probing\.json", result.stdout)
 
 
-def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_path):
-    """tools/multiview_record.sh: results/ laid out as `snakemake multiview` leaves it (here: the committed CPU
-    record's own train.json and evaluation files put back) -> the same record, its Table 1 cell for cell; an existing
-    name and an unfinished run are refused before anything is written."""
+def _results_from_record(committed: Path, work: Path):
+    """results/ laid out as `snakemake multiview` leaves it, from a committed multi-view record's own train.json and
+    evaluation files (the parse's meta.json where the runs' train.json names it); returns a runner of
+    tools/multiview_record.sh NAME in ``work``."""
     import os
     import shutil
     import subprocess
     import sys
 
-    import pandas as pd
-
     repo = Path(__file__).resolve().parents[1]
-    committed = repo / "reproductions/multiview-cpu-2026-11-28"
-    work = tmp_path / "work"
     for name in ("tools/multiview_record.sh", "config/tables.yaml"):
         (work / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(repo / name, work / name)
     shutil.copytree(repo / "paper_tables", work / "paper_tables")
+    parses = set()
     for record in committed.glob("runs/*/seed*/train.json"):
-        run = json.loads(record.read_text())["run"]
+        document = json.loads(record.read_text())
+        run = document["run"]
+        parses.add(document["data"]["parses"])
         target = work / "results/runs/en" / run["model"] / run["setting"] / f"seed{run['seed']}/train.json"
         target.parent.mkdir(parents=True)
         shutil.copy2(record, target)
@@ -455,8 +454,9 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
             target = work / "results/eval/en" / model / f"{model.removeprefix('multiview_')}_h1000_e300" / rest
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)
-    (work / "resources/parses/en/p450_sall").mkdir(parents=True)
-    shutil.copy2(committed / "parse_meta.json", work / "resources/parses/en/p450_sall/meta.json")
+    (parse,) = parses
+    (work / parse).mkdir(parents=True)
+    shutil.copy2(committed / "parse_meta.json", work / parse / "meta.json")
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
                PYTHON=sys.executable)
 
@@ -464,15 +464,48 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
         return subprocess.run(["bash", "tools/multiview_record.sh", name], cwd=work, env=env, capture_output=True,
                               text=True, timeout=300)
 
-    made = record("rebuilt")
-    assert made.returncode == 0, made.stdout + made.stderr
-    rebuilt = work / "reproductions/rebuilt"
-    assert "8 runs, 18 evaluations" in made.stdout
+    return record
+
+
+def _assert_rebuilt(committed: Path, rebuilt: Path) -> None:
+    """The same files (its README aside) and Table 1 cell for cell."""
+    import pandas as pd
+
     assert sorted(p.relative_to(rebuilt).as_posix() for p in rebuilt.rglob("*") if p.is_file()) == sorted(
         p.relative_to(committed).as_posix() for p in committed.rglob("*") if p.is_file() and p.name != "README.md")
     cells = [pd.read_csv(folder / "table1.csv").set_index(["row", "column"])[["mean", "std", "n_seeds"]]
              for folder in (committed, rebuilt)]
     pd.testing.assert_frame_equal(cells[0], cells[1])
+
+
+MULTIVIEW_RECORDS = sorted(p.name for p in (Path(__file__).resolve().parents[1] / "reproductions").iterdir()
+                           if (p / "table1.csv").exists() and any(p.glob("runs/multiview_*")))
+
+
+@pytest.mark.parametrize("name", MULTIVIEW_RECORDS)
+def test_every_committed_multiview_record_rebuilds_from_its_own_files(tmp_path, name):
+    """Each committed multi-view record is what tools/multiview_record.sh makes of its own files."""
+    committed = Path(__file__).resolve().parents[1] / "reproductions" / name
+    record = _results_from_record(committed, tmp_path / "work")
+    made = record("rebuilt")
+    assert made.returncode == 0, made.stdout + made.stderr
+    _assert_rebuilt(committed, tmp_path / "work/reproductions/rebuilt")
+
+
+def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_path):
+    """tools/multiview_record.sh: results/ laid out as `snakemake multiview` leaves it (here: the committed CPU
+    record's own train.json and evaluation files put back) -> the same record, its Table 1 cell for cell; an existing
+    name and an unfinished run are refused before anything is written."""
+    repo = Path(__file__).resolve().parents[1]
+    committed = repo / "reproductions/multiview-cpu-2026-11-28"
+    work = tmp_path / "work"
+    record = _results_from_record(committed, work)
+
+    made = record("rebuilt")
+    assert made.returncode == 0, made.stdout + made.stderr
+    rebuilt = work / "reproductions/rebuilt"
+    assert "8 runs, 18 evaluations" in made.stdout
+    _assert_rebuilt(committed, rebuilt)
     assert "not run" in (rebuilt / "table2.md").read_text()  # Table 2: no probing JSON in this record
     # refused, nothing written: an existing record; a seed the config asks for that never ran; a run under way
     assert record("rebuilt").returncode != 0
