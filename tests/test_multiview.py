@@ -422,6 +422,12 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     probing = [line for line in result.stdout.splitlines() if "--variant probing" in line]
     assert probing and all("--inner-folds" not in line and "--tasks" not in line for line in probing)
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed0\.probing\.json", result.stdout)
+    # the four-seed overlay: seeds 1-3 train and are scored too (quick.yaml's one model)
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
+                       "config/multiview_seeds.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert all(re.search(rf"--seed {seed} --model ctl\b", result.stdout) for seed in range(4))
+    assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed3\.senteval\.json", result.stdout)
 
 
 def _results_from_record(committed: Path, work: Path):
