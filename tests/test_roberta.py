@@ -543,6 +543,11 @@ def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_
     assert (written["global_step"], written["total_steps"]) == (5, 5) and written["steps_per_second"] > 0
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=1e-6, msg=name)
+    # train.json names both processes (their commits, devices, where each stopped): provenance names only the last
+    sessions = json.loads((tmp_path / "stopped" / "train.json").read_text())["timings"]["sessions"]
+    assert [(s["start_step"], s["end_step"], s.get("stopped_by")) for s in sessions] == [(0, 2, "SIGTERM"),
+                                                                                         (2, 5, None)]
+    assert all("git_sha" in s and s["device"] for s in sessions)
 
 
 def test_simcse_scores_stsb_dev_like_its_script(tiny_run, tmp_path):

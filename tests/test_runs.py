@@ -141,3 +141,21 @@ def test_progress_file_rate_cadence_and_first_mark(tmp_path, monkeypatch):
     progress.update(7)  # 6 steps in 12 s
     written = json.loads(path.read_text())
     assert (written["global_step"], written["total_steps"], written["steps_per_second"]) == (7, 50, 0.5)
+
+
+def test_sessions_from_a_checkpoint_close_what_died_and_name_what_is_unknown():
+    """A checkpoint without sessions (older strae) starts with an `unrecorded` one; a session the checkpoint left
+    open (its process died after it) is closed at the checkpoint's step as lost; a closed session is never
+    reopened or closed twice."""
+    from strae.runs import Sessions
+
+    assert Sessions.from_checkpoint(None, 7).entries == [{"start_step": 0, "end_step": 7, "unrecorded": True}]
+    assert Sessions.from_checkpoint([], 7).entries[0]["unrecorded"] is True
+    saved = [{"started": 1.0, "start_step": 0, "device": "cpu", "git_sha": None}]
+    sessions = Sessions.from_checkpoint(saved, 4)
+    assert sessions.entries[0]["end_step"] == 4 and sessions.entries[0]["lost_after_checkpoint"] is True
+    assert "end_step" not in saved[0]  # the checkpoint's own list is not changed
+    sessions.open(4, "cpu")
+    sessions.close(9, "SIGTERM")
+    sessions.close(12)
+    assert (sessions.entries[1]["end_step"], sessions.entries[1]["stopped_by"]) == (9, "SIGTERM")

@@ -32,12 +32,13 @@ from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, 
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel
 from baselines.multiview.parse import META_FILE
 from strae.encode import write_encoder_manifest
-from strae.io import git_sha, provenance, read_json, write_json
+from strae.io import provenance, read_json, write_json
 from strae.runs import (
     CHECKPOINT_FILE,
     ENCODER_MANIFEST,
     ProgressFile,
     RunRecord,
+    Sessions,
     TrainingFailed,
     invalidate_outputs,
     load_checkpoint,
@@ -160,23 +161,13 @@ class Progress:
     step: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
     train_seconds: float = 0.0
-    # one entry per process that trained this run (train.json timings.sessions): a resumed run's provenance names
-    # the last session's commit, so the earlier sessions' commits and devices are kept here
-    sessions: list[dict[str, Any]] = field(default_factory=list)
+    sessions: Sessions = field(default_factory=Sessions)  # train.json timings.sessions (strae.runs.Sessions)
 
-    def open_session(self, device: torch.device) -> dict[str, Any]:
-        session = {"started": round(time.time(), 1), "start_step": self.step, "device": describe_device(device),
-                   "git_sha": git_sha()}
-        self.sessions.append(session)
-        return session
+    def open_session(self, device: torch.device) -> None:
+        self.sessions.open(self.step, describe_device(device))
 
     def close_session(self, stopped_by: str | None = None) -> None:
-        session = self.sessions[-1]
-        if "end_step" in session:  # closed already (the last step's checkpoint closes it before finish runs)
-            return
-        session.update(ended=round(time.time(), 1), end_step=self.step)
-        if stopped_by:
-            session["stopped_by"] = stopped_by
+        self.sessions.close(self.step, stopped_by)
 
 
 def already_trained(out: Path, recipe: dict) -> bool:
@@ -292,10 +283,7 @@ def resume(job: Job) -> Progress:
     job.optimizer.load_state_dict(state["optimizer"])
     restore_rng_states(state["rng"])
     print(f"{job.out}: resuming at step {state['step']}/{job.total_steps}")
-    # checkpoints written before sessions were recorded have none: their sessions are unknown, not absent
-    sessions = state.get("sessions") or [{"start_step": 0, "end_step": state["step"], "unrecorded": True}]
-    if "end_step" not in sessions[-1]:  # that process died after this checkpoint: what it did later is lost
-        sessions[-1].update(end_step=state["step"], lost_after_checkpoint=True)
+    sessions = Sessions.from_checkpoint(state.get("sessions"), state["step"])
     return Progress(state["step"], state["history"], state["train_seconds"], sessions)
 
 
@@ -371,7 +359,7 @@ def save_progress(job: Job, progress: Progress, write_record: bool = True) -> No
     save_checkpoint(job.out / CHECKPOINT_FILE, {
         "recipe": job.recipe, "model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
         "rng": capture_rng_states(), "step": progress.step, "history": progress.history,
-        "train_seconds": progress.train_seconds, "sessions": progress.sessions})
+        "train_seconds": progress.train_seconds, "sessions": progress.sessions.entries})
     if write_record:
         write_train_json(job, progress)
 
@@ -382,7 +370,7 @@ def write_train_json(job: Job, progress: Progress) -> None:
     record.blocks["summary"] = _summary(progress.history)
     record.timings = {"train_seconds": round(seconds, 1), "steps": step, "total_steps": job.total_steps,
                       "seconds_per_step": round(seconds / max(step, 1), 3), "torch_threads": torch.get_num_threads(),
-                      "sessions": progress.sessions}
+                      "sessions": progress.sessions.entries}
     record.to_disk(job.out)
 
 

@@ -39,6 +39,7 @@ from strae.runs import (
     CHECKPOINT_FILE,
     ProgressFile,
     RunRecord,
+    Sessions,
     TrainingFailed,
     copy_tokenizer,
     load_checkpoint,
@@ -132,6 +133,8 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
     """
     loop = StepLoop(run_dir, record, model, optimizer, scheduler, total_steps, signature)
     loop.resume()
+    loop.sessions.open(loop.step, describe_device(next(model.parameters()).device))
+    record.timings["sessions"] = loop.sessions.entries
     if dev is not None:
         record.blocks["final_weights"] = loop.selection = loop.selection or dev.describe()
     clock, window = SessionClock(loop.elapsed_before, max_minutes), LossWindow()
@@ -139,7 +142,11 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
     with StopRequest() as stop, tqdm(total=total_steps, initial=loop.step, desc=description, dynamic_ncols=True,
                                      mininterval=5) as bar:
         while loop.step < total_steps and not stop.requested:
-            loss, metrics = loop.one_step(forward_backward, clip_grad_norm)
+            try:
+                loss, metrics = loop.one_step(forward_backward, clip_grad_norm)
+            except TrainingFailed:
+                loop.sessions.close(loop.step, "failure")  # the caller records the failure in train.json
+                raise
             window.add(loss)
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}", refresh=False)
@@ -154,8 +161,10 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
     if stop.requested and loop.step < total_steps:
         # train.json is the train rule's declared output, and a Snakemake stopped by the same signal deletes it as
         # incomplete meanwhile: rewritten now, it would look complete to the next run (see strae.train.stopped)
+        loop.sessions.close(loop.step, stop.name)
         loop.save(clock.elapsed(), write_record=False)
         raise StoppedBySignal(stop, stop.stopped_line(run_dir, f"step {loop.step}/{total_steps}"))
+    loop.sessions.close(loop.step, "max_minutes" if loop.step < total_steps else None)
     loop.finish(clock.elapsed())
     if loop.step < total_steps:
         return "stopped"
@@ -207,6 +216,7 @@ class StepLoop:
     step: int = 0
     elapsed_before: float = 0.0  # training seconds of earlier sessions of a resumed run
     selection: dict[str, Any] = field(default_factory=dict)  # DevSelection's scores so far and the best step
+    sessions: Sessions = field(default_factory=Sessions)  # train.json timings.sessions: every process's commit
     progress: ProgressFile = field(init=False)  # progress.json: where the run stands, for a time limit's decision
 
     def __post_init__(self) -> None:
@@ -230,6 +240,7 @@ class StepLoop:
         self.step, self.elapsed_before = state["step"], state["elapsed_s"]
         self.record.history = state["history"]
         self.selection = state.get("selection") or {}
+        self.sessions = Sessions.from_checkpoint(state.get("sessions"), self.step)
         self.record.timings["resumed_from_step"] = self.step
         print(f"resuming {self.run_dir} at step {self.step}/{self.total_steps}", file=sys.stderr)
 
@@ -275,7 +286,7 @@ class StepLoop:
             model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(), rng=capture_rng_states(), step=self.step,
             total_steps=self.total_steps, elapsed_s=elapsed, history=self.record.history, signature=self.signature,
-            selection=self.selection))
+            selection=self.selection, sessions=self.sessions.entries))
         # train.json after the checkpoint: it never reports steps a resumed run would not find
         self.record.timings.update(steps_done=self.step, train_seconds=round(elapsed, 1))
         if write_record:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from strae.io import atomic_path, read_json, sha256_file, write_json
+from strae.io import atomic_path, git_sha, read_json, sha256_file, write_json
 
 TRAIN_JSON = "train.json"
 MODEL_FILE = "model.pt"
@@ -134,6 +134,41 @@ class RunRecord:
 
 
 # -------------------------------------------------------------------------------------------- checkpoints
+@dataclass
+class Sessions:
+    """One entry per process that trained a run (train.json ``timings.sessions``, kept in checkpoint.pt): a resumed
+    run's ``provenance`` names only the last process' commit and device, so every earlier one is kept here.
+
+    Entry: ``{started, start_step, device, git_sha, ended?, end_step?, stopped_by?, lost_after_checkpoint?}``;
+    ``ended``/``end_step`` are absent while the session runs. A process that died after a checkpoint is closed by
+    the next one at that checkpoint's step (``lost_after_checkpoint``: what it did later is lost); a checkpoint from
+    before sessions were recorded starts the list with ``{start_step: 0, end_step, unrecorded: true}``."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def from_checkpoint(cls, saved: list[dict[str, Any]] | None, step: int) -> Sessions:
+        entries = [dict(entry) for entry in saved] if saved else [
+            {"start_step": 0, "end_step": step, "unrecorded": True}]
+        if "end_step" not in entries[-1]:
+            entries[-1].update(end_step=step, lost_after_checkpoint=True)
+        return cls(entries)
+
+    def open(self, step: int, device: str) -> None:
+        self.entries.append({"started": round(time.time(), 1), "start_step": step, "device": device,
+                             "git_sha": git_sha()})
+
+    def close(self, step: int, stopped_by: str | None = None) -> None:
+        """End the open session at ``step`` (``stopped_by``: SIGTERM, SIGINT, max_minutes, failure); a closed one
+        stays as it was (the last step's checkpoint closes it before the run's end is written)."""
+        session = self.entries[-1] if self.entries else None
+        if session is None or "end_step" in session:
+            return
+        session.update(ended=round(time.time(), 1), end_step=step)
+        if stopped_by:
+            session["stopped_by"] = stopped_by
+
+
 class ProgressFile:
     """A running trainer's ``progress.json``: ``{global_step, total_steps, steps_per_second, updated_unix}``,
     rewritten every ``every_s`` seconds of training (~0.2 ms a write), the rate over the last interval. The first
