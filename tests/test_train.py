@@ -123,7 +123,14 @@ def test_interrupted_run_resumes_to_identical_weights(tiny, tmp_path, model, epo
     res_record = json.loads((resumed / "train.json").read_text())
     assert [e["train"]["loss"] for e in ref_record["history"]] == [e["train"]["loss"] for e in res_record["history"]]
     assert [e["dev"]["loss"] for e in ref_record["history"]] == [e["dev"]["loss"] for e in res_record["history"]]
-    assert len(res_record["timings"]["sessions"]) == len(stops) + 1
+    # each killed process is closed by the next at its last checkpoint's step; what it did after that is lost
+    sessions = res_record["timings"]["sessions"]
+    assert len(sessions) == len(stops) + 1
+    assert all(s["lost_after_checkpoint"] and s["end_step"] == after["start_step"] and "ended" not in s
+               for s, after in zip(sessions, sessions[1:]))
+    assert "lost_after_checkpoint" not in sessions[-1] and "stopped_by" not in sessions[-1]
+    assert sessions[-1]["end_step"] == ref_record["timings"]["total_steps"]
+    assert {"engine_sha256", "git_sha", "device"} <= sessions[-1].keys()
 
 
 def test_run_directory_layout_and_paper_defaults(tiny, tmp_path):
@@ -334,6 +341,8 @@ def test_nan_loss_marks_run_failed(tiny, tmp_path, monkeypatch, record_failure):
     record = json.loads((out / "train.json").read_text())
     assert record["status"] == "failed"
     assert "non-finite training loss" in record["failure_reason"] and "step 4" in record["failure_reason"]
+    session = record["timings"]["sessions"][-1]
+    assert session["stopped_by"] == "failure" and session["end_step"] < 4 and "ended" in session
     assert not (out / "encoder.json").exists() and not (out / "model.pt").exists()
     # rerunning reports the recorded failure instead of silently training again
     assert trainer.train(train_args(tiny, out, *extra)) == (0 if record_failure else 1)

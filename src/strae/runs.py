@@ -154,9 +154,12 @@ class Sessions:
             entries[-1].update(end_step=step, lost_after_checkpoint=True)
         return cls(entries)
 
-    def open(self, step: int, device: str) -> None:
-        self.entries.append({"started": round(time.time(), 1), "start_step": step, "device": device,
-                             "git_sha": git_sha()})
+    def open(self, step: int, device: str, **extra: Any) -> dict[str, Any]:
+        """Start this process' session; ``extra``: the trainer's own fields (e.g. its engine's hash)."""
+        session = {"started": round(time.time(), 1), "start_step": step, "device": device, "git_sha": git_sha(),
+                   **extra}
+        self.entries.append(session)
+        return session
 
     def close(self, step: int, stopped_by: str | None = None) -> None:
         """End the open session at ``step`` (``stopped_by``: SIGTERM, SIGINT, max_minutes, failure); a closed one

@@ -47,7 +47,7 @@ import torch
 from strae import paths, recipes
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
-from strae.io import git_sha, provenance, read_json, sha256_file
+from strae.io import provenance, read_json, sha256_file
 from strae.models import propagation as passes
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.models.fused import fell_back
@@ -60,6 +60,7 @@ from strae.runs import (
     TOKENIZER_FILE,
     ProgressFile,
     RunRecord,
+    Sessions,
     TrainingFailed,
     checkpoint_to_export,
     copy_tokenizer,
@@ -484,7 +485,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
                 if outcome == "max_steps":
                     break  # --max-steps ended the epoch early
         except TrainingFailed as failure:
-            state.session["ended"] = time.time()
+            state.sessions.close(state.global_step, "failure")
             return record.fail(job.out, str(failure), job.args.record_failure)
         return finish(job, state, record)
 
@@ -531,7 +532,7 @@ class State:
     timings: dict[str, Any] = field(default_factory=lambda: {"train_seconds": 0.0, "dev_seconds": 0.0,
                                                               "sessions": []})
     epoch_sums: dict[str, float] = field(default_factory=dict)
-    session: dict[str, Any] = field(default_factory=dict)
+    sessions: Sessions = field(default_factory=Sessions)  # timings["sessions"] is its list (strae.runs.Sessions)
     last_checkpoint: float = field(default_factory=lambda: time.monotonic())  # the last checkpoint (or start)
     progress: ProgressFile | None = None  # progress.json, made at the session's first step
     stop: StopRequest = field(default_factory=StopRequest)  # set by SIGTERM / SIGINT while train() runs
@@ -614,6 +615,7 @@ def resume(job: Job, state: State) -> None:
     restore_rng_states(saved["rng"])
     for key in PROGRESS_KEYS:
         setattr(state, key, saved[key])
+    state.sessions = Sessions.from_checkpoint(state.timings.get("sessions"), state.global_step)
     log(f"resuming {job.out} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step}")
 
 
@@ -646,10 +648,10 @@ def already_completed(job: Job, state: State, previous: str | None) -> bool:
 
 def start_session(job: Job, state: State) -> RunRecord:
     """Open this process' timing session and write train.json (status running)."""
-    state.session = {"started": time.time(), "start_step": state.global_step, "device": describe_device(job.device),
-                     "engine_sha256": state.engine_sha, "git_sha": git_sha()}
-    state.session.update(placement_fields())  # several GPUs: which one this session took, how many jobs it shared
-    state.timings.setdefault("sessions", []).append(state.session)
+    # placement_fields: with several GPUs, which one this session took and how many jobs it shared
+    state.sessions.open(state.global_step, describe_device(job.device), engine_sha256=state.engine_sha,
+                        **placement_fields())
+    state.timings["sessions"] = state.sessions.entries
     record = new_record(job, state.history, state.timings, data=data_block(job), parameters={
         "total": sum(p.numel() for p in state.params),
         "non_embedding": int(state.model.non_embedding_parameter_count()),
@@ -889,7 +891,7 @@ def select_final_weights(job: Job, state: State) -> dict[str, Any]:
 
 def finish(job: Job, state: State, record: RunRecord) -> int:
     """Close the session, pick the final weights and write the finished run's outputs (encoder.json last)."""
-    state.session.update(ended=time.time(), end_step=state.global_step)
+    state.sessions.close(state.global_step)
     state.timings["total_steps"] = state.global_step
     record.status = "completed"
     record.blocks["final_weights"] = selection = select_final_weights(job, state)
@@ -906,7 +908,7 @@ def stopped(job: Job, state: State) -> int:
 
     train.json is NOT rewritten here: it is the train rule's declared output, and a Snakemake stopped by the same
     signal deletes it as incomplete meanwhile; written after that, it would look complete to the next run."""
-    state.session.update(ended=time.time(), end_step=state.global_step, stopped_by=state.stop.name)
+    state.sessions.close(state.global_step, state.stop.name)
     write_checkpoint(job, state)
     log(state.stop.stopped_line(job.out, f"epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step "
                                           f"{state.global_step}"))
