@@ -1,6 +1,6 @@
 # strae: corpus -> tokenizer -> model x setting x seed -> evaluation -> scores.csv -> the papers' tables and figures.
 #   snakemake --cores 8 results/table2.csv                                  (paper scale, config/config.yaml)
-#   snakemake --cores 2 --configfile config/quick.yaml results/table2.csv   (small CPU run, same DAG)
+#   snakemake --cores 2 results/table2.csv --configfile config/quick.yaml   (small CPU run, same DAG; targets first)
 # Everything users change lives in config/config.yaml (validated against workflow/schemas/config.schema.yaml).
 from snakemake.utils import min_version, validate
 
