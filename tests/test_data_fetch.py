@@ -215,3 +215,52 @@ def test_fetch_all_places_what_it_can_and_lists_the_rest(toy, tmp_path, capsys):
     # a file named on its own still fails at once
     with pytest.raises(FetchError, match="eval/toy/probe"):
         fetch_mod.main(["eval/toy/probe"] + common)
+
+
+def test_fetch_all_brings_every_file_a_languages_runs_read(repo_root, mirror, tmp_path, monkeypatch):
+    """`snakemake fetch_all` (`strae fetch --language`) places, besides corpus and tokenizer, every file a language's
+    runs read, so an air-gapped copy of resources/ evaluates without a network: the evaluation sets of every variant
+    (pooled tasks' subset files too), and for the multi-view paper's language its book corpus, parser wheel and
+    SentEval transfer files (probing files only when Table 2 is asked for); inline sets keep their file spec."""
+    import json
+
+    import yaml
+
+    from strae.data.registry import load_config
+    from strae.evaluate.senteval import load_senteval_tasks
+    from strae.evaluate.tasks import language_tasks, load_tasks
+
+    monkeypatch.chdir(repo_root)
+    config = load_config("config/config.yaml")
+    files = fetch_mod.language_files("en", config)
+    catalog = load_tasks("config/tasks.yaml")
+    for variant in ("paper", "official"):
+        for task in language_tasks(catalog, config, "en", variant):
+            assert task.data_id in files and all(s.registry in files for s in task.subsets), (variant, task.name)
+    multiview = config["multiview"]
+    assert multiview["corpora"]["en"]["registry"] in files and multiview["parsers"]["en"]["wheel"] in files
+    senteval = load_senteval_tasks("config/tasks.yaml")
+    transfer = {name for task in senteval.values() if task.group == "transfer" for name in task.files.values()}
+    probing = {name for task in senteval.values() if task.group == "probing" for name in task.files.values()}
+    assert transfer <= files.keys() and not probing & files.keys()
+    config["multiview"]["senteval"]["probing"] = True
+    assert probing <= fetch_mod.language_files("en", config).keys()
+    config["multiview"]["enabled"] = False
+    assert not (transfer | probing) & fetch_mod.language_files("en", config).keys()
+    inline = {"path": "somewhere/mine.csv", "format": "semrel2024", "level": "sentence", "split": "test",
+              "score_range": [0, 1]}
+    config["languages"]["am"] = {**config["languages"]["am"], "eval_sets": {"mine": inline},
+                                 "eval": {"paper": ["semrel_amh_test", "mine"]}}
+    assert fetch_mod.language_files("am", config) == {"eval/semrel/amh_test": "eval/semrel/amh_test",
+                                                       "somewhere/mine.csv": {"path": inline["path"]}}
+
+    # placed from the mirror, checksummed, listed in the manifest the rule writes
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(load_config("config/config.yaml")))
+    manifest = tmp_path / "manifest.json"
+    assert fetch_mod.main(["--language", "af", "--config", str(tmp_path / "config.yaml"), "--resources-dir",
+                           str(tmp_path / "resources"), "--manifest", str(manifest)]) == 0
+    placed = json.loads(manifest.read_text())["af"]
+    assert set(placed) == set(fetch_mod.language_files("af", config)) and len(placed) == 5
+    for entry in placed.values():
+        assert Path(entry["file"]).is_relative_to(tmp_path / "resources")
+        assert hashlib.sha256(Path(entry["file"]).read_bytes()).hexdigest() == entry["sha256"]

@@ -29,9 +29,10 @@ def data_file(relative: str | Path, resources: str | Path = DEFAULT_RESOURCES) -
     return Path(resources) / "data" / relative
 
 
-def eval_sets_manifest(lang: str, resources: str | Path = DEFAULT_RESOURCES) -> Path:
-    """The checksum manifest of a language block's inline eval sets (``strae fetch --eval-sets``)."""
-    return data_file(Path("eval_sets") / f"{lang}.json", resources)
+def language_files_manifest(lang: str, resources: str | Path = DEFAULT_RESOURCES) -> Path:
+    """The checksum manifest of every file a language's runs read beyond corpus and tokenizer
+    (``strae fetch --language``, the fetch_all rule)."""
+    return data_file(Path("fetched") / f"{lang}.json", resources)
 
 
 def corpus_dir(lang: str, resources: str | Path = DEFAULT_RESOURCES) -> Path:

@@ -83,7 +83,7 @@ TOKENIZER_PATTERN = str(paths.tokenizer_model("{lang}", RES))
 _TOKENIZED_NAMES = {"ids.npy": "ids", "offsets.npy": "offsets", "json": "meta"}
 TOKENIZED_PATTERNS = {f"{split}_{name}": str(paths.tokenized_file("{lang}", split, suffix, RES))
                       for split in paths.SPLITS for suffix, name in _TOKENIZED_NAMES.items()}
-EVAL_SETS_PATTERN = str(paths.eval_sets_manifest("{lang}", RES))
+LANGUAGE_FILES_PATTERN = str(paths.language_files_manifest("{lang}", RES))
 TRAIN_RECORD_PATTERN = str(paths.train_record("{lang}", "{model}", "{setting}", "{seed}"))
 EVAL_PATTERN = str(paths.eval_json("{lang}", "{model}", "{setting}{option}", "{seed}", "{variant}"))
 SCORES = str(paths.scores_csv())
@@ -148,14 +148,20 @@ def get_encoder_options(wildcards):
     return " ".join(f"--encoder-option {value}" for value in declared[option])
 
 
-LANGUAGES_WITH_EVAL_SETS = sorted(lang for lang, block in config["languages"].items() if block.get("eval_sets"))
-
-
 def get_eval_sets_settings(wildcards):
     """The language block's inline eval sets (file, format, level, ...) as a param: editing one re-runs evaluation."""
     import json
 
     return json.dumps(config["languages"][wildcards.lang].get("eval_sets") or {}, sort_keys=True)
+
+
+def get_language_files(wildcards):
+    """What fetch_language_files places for a language (as a param: a changed task list or set re-runs it)."""
+    import json
+
+    from strae.data.fetch import language_files
+
+    return json.dumps(language_files(wildcards.lang, config), sort_keys=True)
 
 
 def get_tokenizer_inputs(wildcards):

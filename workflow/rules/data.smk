@@ -29,21 +29,23 @@ rule fetch_all:
     input:
         expand(CORPUS_PATTERNS["train"], lang=sorted(config["languages"])),
         expand(TOKENIZER_PATTERN, lang=sorted(config["languages"])),
-        expand(EVAL_SETS_PATTERN, lang=LANGUAGES_WITH_EVAL_SETS),
+        expand(LANGUAGE_FILES_PATTERN, lang=sorted(config["languages"])),
 
 
-rule fetch_eval_sets:
-    # A language block's inline eval sets (languages.<lang>.eval_sets), placed and checksummed; the manifest lists
-    # each file and its sha256. Evaluation fetches them itself too; this rule only lets fetch_all bring them along.
+rule fetch_language_files:
+    # What a language's runs read besides corpus and tokenizer: its evaluation sets (every variant, inline ones too)
+    # and, where the multi-view paper runs it, its book corpus, parser wheel and SentEval files; placed and
+    # checksummed, the manifest lists each file and its sha256. The jobs that read them place them themselves too
+    # (resources -> mirror -> upstream); this rule only lets fetch_all bring them along.
     output:
-        manifest=EVAL_SETS_PATTERN,
+        manifest=LANGUAGE_FILES_PATTERN,
     params:
         config=EFFECTIVE_CONFIG,
-        eval_sets=get_eval_sets_settings,
+        files=get_language_files,
     log:
-        "logs/fetch_eval_sets/{lang}.log",
+        "logs/fetch_language_files/{lang}.log",
     threads: 1
     conda:
         "../envs/strae.yaml"
     shell:
-        "strae fetch --eval-sets {wildcards.lang} --config {params.config} --manifest {output.manifest} > {log} 2>&1"
+        "strae fetch --language {wildcards.lang} --config {params.config} --manifest {output.manifest} > {log} 2>&1"

@@ -358,6 +358,62 @@ def fetch_eval_sets(lang: str, config_path: str | Path, resources_dir: str | Pat
     return placed
 
 
+def language_files(lang: str, config: dict[str, Any],
+                   config_path: str | Path = "config") -> dict[str, str | dict[str, Any]]:
+    """Every file the configured runs of ``lang`` read beyond its corpus sources and tokenizer (those are the
+    prepare-corpus and tokenizer rules' own): the evaluation sets ``languages.<lang>.eval.<variant>`` name, every
+    variant (catalogue tasks with their subset files, and inline sets), and, when the multi-view paper runs this
+    language, its book corpus, parser wheel and SentEval files. ``{data id: registry name or inline file spec}``;
+    ``config_path`` names the config in errors."""
+    from strae.data.registry import language_block
+    from strae.evaluate.senteval import load_senteval_tasks
+    from strae.evaluate.tasks import language_tasks, load_tasks
+
+    block = language_block(config, lang, config_path)
+    tasks_path = (config.get("data") or {}).get("tasks") or "config/tasks.yaml"
+    files: dict[str, str | dict[str, Any]] = {}
+    if block.get("eval"):
+        catalog = load_tasks(tasks_path)
+        for variant in block["eval"]:
+            for task in language_tasks(catalog, config, lang, variant, config_path=str(config_path)):
+                files.setdefault(task.data_id, task.file_spec)
+                files.update((subset.registry, subset.registry) for subset in task.subsets)
+    multiview = config.get("multiview") or {}
+    if multiview.get("enabled") and lang in (multiview.get("languages") or []):
+        corpus = (multiview.get("corpora") or {}).get(lang) or {}
+        wheel = ((multiview.get("parsers") or {}).get(lang) or {}).get("wheel")
+        files.update((name, name) for name in (corpus.get("registry"), wheel) if name)
+        suite = multiview.get("senteval") or {}
+        senteval = load_senteval_tasks(tasks_path)
+        # as `strae evaluate --suite senteval` picks them: the configured transfer tasks (else every one of the
+        # language), and every probing task of the language when Table 2 is asked for
+        chosen = [senteval[name] for name in suite.get("tasks") or [] if name in senteval] or [
+            task for task in senteval.values() if task.group == "transfer"]
+        if suite.get("probing"):
+            chosen += [task for task in senteval.values() if task.group == "probing"]
+        files.update((name, name) for task in chosen if task.language == lang for name in task.files.values())
+    return files
+
+
+def fetch_language_files(lang: str, config_path: str | Path, resources_dir: str | Path | None = None,
+                         mirror: str | Path | None = None,
+                         registry: dict[str, RegistryEntry] | None = None) -> dict[str, dict[str, str]]:
+    """Place :func:`language_files` (checksum-verified, resources -> mirror -> upstream); returns
+    ``{data id: {file, sha256}}``: what ``snakemake fetch_all`` brings for an air-gapped machine."""
+    from strae.data.registry import load_config
+
+    config = load_config(config_path)
+    resources_dir = resources_dir or paths.resources_dir(config)
+    if registry is None:
+        registry = load_registry((config.get("data") or {}).get("registry", DEFAULT_REGISTRY))
+    placed = {}
+    for data_id, spec in language_files(lang, config, config_path).items():
+        path = (fetch(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) if isinstance(spec, str)
+                else fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry))
+        placed[data_id] = {"file": str(path), "sha256": sha256_file(path)}
+    return placed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strae fetch", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="registry NAMEs (keys of config/registry.yaml)")
@@ -373,7 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="config/config.yaml", help="config holding the language blocks")
     parser.add_argument("--eval-sets", metavar="LANG", action="append", default=[],
                         help="place the language block's inline eval sets (languages.LANG.eval_sets) in resources/")
-    parser.add_argument("--manifest", default=None, help="with --eval-sets: write {lang: {name: {file, sha256}}} here")
+    parser.add_argument("--language", metavar="LANG", action="append", default=[],
+                        help="place every file the config's runs of LANG read besides its corpus and tokenizer: its "
+                             "evaluation sets (every variant) and, if the multi-view paper runs it, its book corpus, "
+                             "parser wheel and SentEval files (the fetch_all rule)")
+    parser.add_argument("--manifest", default=None,
+                        help="with --eval-sets / --language: write {lang: {name: {file, sha256}}} here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     registry = load_registry(args.registry)
@@ -392,6 +453,10 @@ def main(argv: list[str] | None = None) -> int:
                                          registry=registry)
         for name, placed in manifest[lang].items():
             print(f"{lang}/{name}: {placed['file']}  sha256 {placed['sha256']}")
+    for lang in args.language:
+        manifest.setdefault(lang, {}).update(fetch_language_files(
+            lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror, registry=registry))
+        print(f"{lang}: {len(manifest[lang])} files placed")
     if args.manifest:
         from strae.io import write_json
 
@@ -399,10 +464,11 @@ def main(argv: list[str] | None = None) -> int:
     names: Iterable[str] = args.names
     if args.all or args.kind:
         names = [n for n, e in registry.items() if args.all or e.kind == args.kind]
-    if not names and (args.paper_corpus or args.eval_sets):
+    if not names and (args.paper_corpus or args.eval_sets or args.language):
         return 0
     if not names:
-        parser.error("name at least one registry NAME, or use --all / --kind / --paper-corpus")
+        parser.error("name at least one registry NAME, or use --all / --kind / --paper-corpus / --eval-sets / "
+                     "--language")
     failed = []
     for name in names:
         try:
