@@ -309,8 +309,9 @@ def test_language_block_adds_a_table_column_with_no_paper_value(tmp_path):
 
 
 def test_fetch_places_a_blocks_inline_eval_sets(tmp_path, monkeypatch):
-    """`strae fetch --eval-sets LANG` (the fetch_all rule for air-gapped clusters): url sets downloaded and
-    verified, local ones checked; a manifest records file and sha256 of each."""
+    """`strae fetch --language LANG` (the fetch_all rule for air-gapped clusters) places the block's inline eval
+    sets its task lists name: url sets downloaded and verified, local ones checked; a manifest records file and
+    sha256 of each."""
     semrel = write_semrel(tmp_path / "published.csv")
     url = "https://example.invalid/arq_test_with_labels.csv"
 
@@ -323,18 +324,19 @@ def test_fetch_places_a_blocks_inline_eval_sets(tmp_path, monkeypatch):
     common = {"format": "semrel2024", "level": "sentence", "split": "test", "score_range": [0, 1]}
     config = {"data": {"resources_dir": str(tmp_path / "resources"), "registry": "config/registry.yaml"},
               "languages": {"arq": {"eval_sets": {"remote": {"url": url, "sha256": sha256_file(semrel), **common},
-                                                  "local": {"path": str(semrel), **common}}}}}
+                                                  "local": {"path": str(semrel), **common}},
+                                    "eval": {"paper": ["remote", "local"]}}}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     manifest = tmp_path / "manifest.json"
-    assert fetch.main(["--eval-sets", "arq", "--config", str(tmp_path / "config.yaml"), "--resources-dir",
+    assert fetch.main(["--language", "arq", "--config", str(tmp_path / "config.yaml"), "--resources-dir",
                        str(tmp_path / "resources"), "--manifest", str(manifest)]) == 0
     placed = json.loads(manifest.read_text())["arq"]
-    assert placed["remote"]["sha256"] == placed["local"]["sha256"] == sha256_file(semrel)
-    assert placed["remote"]["file"].startswith(str(tmp_path / "resources" / "data" / "external"))
+    assert placed[url]["sha256"] == placed[str(semrel)]["sha256"] == sha256_file(semrel)
+    assert placed[url]["file"].startswith(str(tmp_path / "resources" / "data" / "external"))
     config["languages"]["arq"]["eval_sets"]["remote"]["sha256"] = "f" * 64  # a different file than published
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
     with pytest.raises(ChecksumError):
-        fetch.fetch_eval_sets("arq", tmp_path / "config.yaml", resources_dir=tmp_path / "other")
+        fetch.fetch_language_files("arq", tmp_path / "config.yaml", resources_dir=tmp_path / "other")
 
 
 def test_readme_example_block_is_a_valid_language_block(monkeypatch):

@@ -335,29 +335,6 @@ def fetch_paper_corpus(lang: str, config_path: str | Path,
     return [fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) for spec in specs]
 
 
-def fetch_eval_sets(lang: str, config_path: str | Path, resources_dir: str | Path | None = None,
-                    mirror: str | Path | None = None,
-                    registry: dict[str, RegistryEntry] | None = None) -> dict[str, dict[str, str]]:
-    """Place every inline eval set of ``languages.<lang>.eval_sets`` (url downloads, registry files; local paths
-    are checked); returns ``{name: {file, sha256}}``."""
-    from strae.data.registry import language_block, load_config
-
-    config = load_config(config_path)
-    block = language_block(config, lang, config_path)
-    sets = block.get("eval_sets") or {}
-    if not sets:
-        raise FetchError(f"{config_path}: languages.{lang}.eval_sets is not defined; nothing to fetch")
-    resources_dir = resources_dir or paths.resources_dir(config)
-    if registry is None:
-        registry = load_registry((config.get("data") or {}).get("registry", DEFAULT_REGISTRY))
-    placed = {}
-    for name, spec in sets.items():
-        source = {key: spec[key] for key in ("registry", "path", "url", "sha256") if spec.get(key)}
-        path = fetch_source(source, resources_dir=resources_dir, mirror=mirror, registry=registry)
-        placed[name] = {"file": str(path), "sha256": sha256_file(path)}
-    return placed
-
-
 def language_files(lang: str, config: dict[str, Any],
                    config_path: str | Path = "config") -> dict[str, str | dict[str, Any]]:
     """Every file the configured runs of ``lang`` read beyond its corpus sources and tokenizer (those are the
@@ -427,14 +404,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="fetch the language block's paper_source (the authors' corpus; needs a network and "
                              "HF_DATASETS_OFFLINE=0) into resources/ so that `strae prepare-corpus` uses it offline")
     parser.add_argument("--config", default="config/config.yaml", help="config holding the language blocks")
-    parser.add_argument("--eval-sets", metavar="LANG", action="append", default=[],
-                        help="place the language block's inline eval sets (languages.LANG.eval_sets) in resources/")
     parser.add_argument("--language", metavar="LANG", action="append", default=[],
                         help="place every file the config's runs of LANG read besides its corpus and tokenizer: its "
                              "evaluation sets (every variant) and, if the multi-view paper runs it, its book corpus, "
                              "parser wheel and SentEval files (the fetch_all rule)")
     parser.add_argument("--manifest", default=None,
-                        help="with --eval-sets / --language: write {lang: {name: {file, sha256}}} here")
+                        help="with --language: write {lang: {data id: {file, sha256}}} here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     registry = load_registry(args.registry)
@@ -448,15 +423,11 @@ def main(argv: list[str] | None = None) -> int:
                                        registry=registry):
             print(f"{path}  sha256 {sha256_file(path)} (trust on first use)")
     manifest = {}
-    for lang in args.eval_sets:
-        manifest[lang] = fetch_eval_sets(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
-                                         registry=registry)
+    for lang in args.language:
+        manifest[lang] = fetch_language_files(lang, args.config, resources_dir=args.resources_dir,
+                                              mirror=args.mirror, registry=registry)
         for name, placed in manifest[lang].items():
             print(f"{lang}/{name}: {placed['file']}  sha256 {placed['sha256']}")
-    for lang in args.language:
-        manifest.setdefault(lang, {}).update(fetch_language_files(
-            lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror, registry=registry))
-        print(f"{lang}: {len(manifest[lang])} files placed")
     if args.manifest:
         from strae.io import write_json
 
@@ -464,11 +435,10 @@ def main(argv: list[str] | None = None) -> int:
     names: Iterable[str] = args.names
     if args.all or args.kind:
         names = [n for n, e in registry.items() if args.all or e.kind == args.kind]
-    if not names and (args.paper_corpus or args.eval_sets or args.language):
+    if not names and (args.paper_corpus or args.language):
         return 0
     if not names:
-        parser.error("name at least one registry NAME, or use --all / --kind / --paper-corpus / --eval-sets / "
-                     "--language")
+        parser.error("name at least one registry NAME, or use --all / --kind / --paper-corpus / --language")
     failed = []
     for name in names:
         try:
