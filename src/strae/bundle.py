@@ -100,22 +100,17 @@ def resource_files(lang: str, resources: Path, with_text: bool) -> tuple[list[Pa
 
 def eval_registry_names(config: dict[str, Any], languages: list[str], variants: list[str]) -> list[str]:
     """Registry names of every file the languages' evaluation task lists read (pooled tasks: their subsets too)."""
-    from strae.evaluate.tasks import language_tasks, load_tasks
+    from strae.evaluate.tasks import language_task_files
 
-    catalog = load_tasks((config.get("data") or {}).get("tasks") or "config/tasks.yaml")
     names: set[str] = set()
     for lang in languages:
-        for variant in variants:
-            if not ((config["languages"][lang].get("eval") or {}).get(variant)):
-                continue
-            for task in language_tasks(catalog, config, lang, variant):
-                if task.source is not None and "registry" not in task.source:
-                    if "url" in task.source or Path(task.source["path"]).is_absolute():
-                        raise SystemExit(f"languages.{lang}.eval_sets.{task.name}: only a registry entry or a path "
-                                         "inside the repository travels to the box; give it as one of those")
-                    continue  # a path in the checkout: it travels with the tracked files
-                names.add(task.file_spec)  # a registry name (catalogue task or inline registry set)
-                names.update(subset.registry for subset in task.subsets)
+        for task, spec in language_task_files(config, lang, variants):
+            if isinstance(spec, dict):  # an inline set given by url or path
+                if "url" in spec or Path(spec["path"]).is_absolute():
+                    raise SystemExit(f"languages.{lang}.eval_sets.{task.name}: only a registry entry or a path "
+                                     "inside the repository travels to the box; give it as one of those")
+                continue  # a path in the checkout: it travels with the tracked files
+            names.add(spec)  # a registry name (catalogue task, pooled task's subset, or inline registry set)
     return sorted(names)
 
 

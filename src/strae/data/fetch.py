@@ -344,17 +344,13 @@ def language_files(lang: str, config: dict[str, Any],
     ``config_path`` names the config in errors."""
     from strae.data.registry import language_block
     from strae.evaluate.senteval import load_senteval_tasks
-    from strae.evaluate.tasks import language_tasks, load_tasks
+    from strae.evaluate.tasks import language_task_files
 
-    block = language_block(config, lang, config_path)
+    language_block(config, lang, config_path)  # an unknown language: the error names the config
     tasks_path = (config.get("data") or {}).get("tasks") or "config/tasks.yaml"
     files: dict[str, str | dict[str, Any]] = {}
-    if block.get("eval"):
-        catalog = load_tasks(tasks_path)
-        for variant in block["eval"]:
-            for task in language_tasks(catalog, config, lang, variant, config_path=str(config_path)):
-                files.setdefault(task.data_id, task.file_spec)
-                files.update((subset.registry, subset.registry) for subset in task.subsets)
+    for task, spec in language_task_files(config, lang, config_path=str(config_path)):
+        files[spec if isinstance(spec, str) else task.data_id] = spec  # a file spec is an inline set's own
     multiview = config.get("multiview") or {}
     if multiview.get("enabled") and lang in (multiview.get("languages") or []):
         corpus = (multiview.get("corpora") or {}).get(lang) or {}

@@ -312,6 +312,23 @@ def language_tasks(catalog: TaskCatalog, config: dict[str, Any], language: str, 
     return tasks
 
 
+def language_task_files(config: dict[str, Any], language: str, variants: list[str] | None = None,
+                        config_path: str = "config") -> list[tuple[Task, str | dict[str, Any]]]:
+    """Every file the language's task lists ``eval.<variant>`` read (every variant it lists, or ``variants``), as
+    (task, registry name or inline file spec) pairs: a pooled task's subset files too. What `strae fetch --language`
+    places and `strae bundle` carries."""
+    catalog = load_tasks((config.get("data") or {}).get("tasks") or "config/tasks.yaml")
+    lists = ((config.get("languages") or {}).get(language) or {}).get("eval") or {}
+    files: list[tuple[Task, str | dict[str, Any]]] = []
+    for variant in variants if variants is not None else list(lists):
+        if not lists.get(variant):
+            continue
+        for task in language_tasks(catalog, config, language, variant, config_path=config_path):
+            files.append((task, task.file_spec))
+            files.extend((task, subset.registry) for subset in task.subsets)
+    return files
+
+
 # ----------------------------------------------------------------------------------------------- file readers
 class EvalFileError(SystemExit):
     """A malformed evaluation file; the message names the file, the line and the format's expected columns."""
