@@ -126,3 +126,34 @@ def test_export_refuses_bad_input(run_dir, exported, tmp_path):
     with pytest.raises(SystemExit, match="encoder.json"):
         export.export_sentence_transformers(tmp_path, tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_overwrite_replaces_only_an_earlier_export_and_only_once_the_new_one_is_complete(run_dir, tmp_path):
+    """--overwrite never deletes what is not an export (another folder, the run itself or its parent), and a failed
+    export leaves the earlier one as it was, with nothing partial beside it."""
+    import shutil
+
+    with pytest.raises(SystemExit, match="is or holds the run directory"):
+        export.export_sentence_transformers(run_dir, run_dir, overwrite=True)
+    with pytest.raises(SystemExit, match="is or holds the run directory"):
+        export.export_sentence_transformers(run_dir, run_dir.parent, overwrite=True)
+    assert (run_dir / "model.pt").exists()
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "precious.txt").write_text("keep")
+    with pytest.raises(SystemExit, match="not a strae export"):
+        export.export_sentence_transformers(run_dir, other, overwrite=True)
+    assert (other / "precious.txt").read_text() == "keep"
+
+    out = tmp_path / "st"
+    export.export_sentence_transformers(run_dir, out)
+    before = (out / "strae_export.json").read_bytes()
+    broken = tmp_path / "broken_run"
+    shutil.copytree(run_dir, broken)
+    (broken / "model.pt").write_bytes(b"truncated")
+    with pytest.raises(SystemExit, match="model.pt: cannot load"):
+        export.export_sentence_transformers(broken, out, overwrite=True)
+    assert (out / "strae_export.json").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken_run", "mine", "st"]
+    export.export_sentence_transformers(run_dir, out, overwrite=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken_run", "mine", "st"]

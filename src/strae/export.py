@@ -178,7 +178,6 @@ def _write_text(path: Path, text: str) -> None:
 
 def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite: bool = False) -> Path:
     """Write the sentence-transformers folder for a finished strae run; returns ``out``."""
-    from strae import __version__
 
     run_dir, out = Path(run_dir), Path(out)
     manifest = run_dir / "encoder.json"
@@ -190,14 +189,42 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
     for name in ("model.pt", "tokenizer.model"):
         if not (run_dir / name).exists():
             raise ExportError(f"{run_dir / name}: missing; is {run_dir} a finished `strae train` run?")
-    if out.exists() and any(out.iterdir()):
+    here, source = out.resolve(), run_dir.resolve()
+    if here == source or here in source.parents:
+        raise ExportError(f"{out}: is or holds the run directory {run_dir}; choose another OUT")
+    replace = out.exists() and any(out.iterdir())
+    if replace:
         if not overwrite:
             raise ExportError(f"{out}: exists and is not empty; choose another OUT or pass --overwrite")
-        shutil.rmtree(out)
+        if not (out / "strae_export.json").exists():
+            # --overwrite replaces an earlier export, never a folder that merely shares the name
+            raise ExportError(f"{out}: not a strae export (no strae_export.json); --overwrite replaces only an "
+                              "earlier export: choose another OUT")
     staging = out.with_name(f".{out.name}.partial")
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir(parents=True)
+    try:
+        _stage(run_dir, out, staging, manifest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # nothing partial is left behind, and OUT is as it was
+        raise
+    if replace:  # the old export goes only once the new one is complete
+        old = out.with_name(f".{out.name}.replaced")
+        shutil.rmtree(old, ignore_errors=True)
+        out.rename(old)
+        staging.rename(out)
+        shutil.rmtree(old)
+    else:
+        if out.exists():
+            out.rmdir()  # an empty folder
+        staging.rename(out)
+    return out
+
+
+def _stage(run_dir: Path, out: Path, staging: Path, manifest: Path) -> None:
+    """Write the export's files into ``staging`` (renamed to ``out`` by the caller)."""
+    from strae import __version__
     # weights + tokenizer, byte for byte
     for name in ("model.pt", "tokenizer.model"):
         shutil.copyfile(run_dir / name, staging / name)
@@ -216,7 +243,11 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
     write_json(staging / "config_sentence_transformers.json", {
         "__version__": {"strae": __version__}, "prompts": {}, "default_prompt_name": None,
         "similarity_fn_name": "cosine", "model_type": "SentenceTransformer"})
-    payload = __import__("torch").load(run_dir / "model.pt", map_location="cpu", weights_only=True)
+    try:
+        payload = __import__("torch").load(run_dir / "model.pt", map_location="cpu", weights_only=True)
+    except Exception as error:  # a truncated or foreign file: the user's problem, named
+        raise ExportError(f"{run_dir / 'model.pt'}: cannot load ({error}); re-run the training or export another "
+                          "run") from error
     train = RunRecord.from_disk(run_dir)  # None for a run directory copied without its train.json
     run = train.to_dict()["run"] if train is not None else None
     record = {
@@ -243,8 +274,6 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
                      "vectors = model.encode([\"a sentence\", \"another one\"])\n```\n\n"
                      "Needs torch, numpy, pyyaml, sentencepiece and (for pretokenised runs) nltk - not strae. "
                      "Provenance: `strae_export.json`.\n")
-    staging.rename(out)
-    return out
 
 
 class MTEBEncoder:
