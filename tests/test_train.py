@@ -500,3 +500,28 @@ def test_a_triton_engine_that_fails_its_first_use_check_is_warned_about(tiny, tm
     assert record["used"] == "torch" and "first-use check" in record["reason"]
     warning = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
     assert any("Triton levels engine fell back to torch" in line and "up differs" in line for line in warning)
+
+
+def test_a_run_directory_without_its_checkpoint_is_never_silently_retrained(tiny, tmp_path):
+    """A finished run whose checkpoint.pt was deleted (to save disk) keeps its weights when its command is run
+    again, and another run's directory is never taken over: both are refused, naming what differs; --restart
+    trains from scratch. A run that stopped before its first checkpoint just starts."""
+    out = tmp_path / "run"
+    assert trainer.train(train_args(tiny, out, "--max-steps", "3")) == 0
+    (out / "checkpoint.pt").unlink()
+    weights = (out / "model.pt").read_bytes()
+    with pytest.raises(SystemExit, match="checkpoint.pt is gone"):
+        trainer.train(train_args(tiny, out, "--max-steps", "3"))
+    other = train_args(tiny, out, "--max-steps", "3")
+    other[other.index("--seed") + 1] = "4"
+    with pytest.raises(SystemExit, match=r"another run's directory \(seed 3 \(this command: 4\)\)"):
+        trainer.train(other)
+    assert (out / "model.pt").read_bytes() == weights and (out / "encoder.json").exists()
+    assert trainer.train(other + ["--restart"]) == 0
+    assert json.loads((out / "train.json").read_text())["run"]["seed"] == 4
+
+    started = tmp_path / "started"  # train.json written at the start, no checkpoint yet: nothing to lose
+    with pytest.raises(Interrupt):
+        trainer.train(train_args(tiny, started, "--max-steps", "3"), step_callback=interrupt_at(1))
+    assert not (started / "checkpoint.pt").exists()
+    assert trainer.train(train_args(tiny, started, "--max-steps", "3")) == 0

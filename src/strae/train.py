@@ -473,6 +473,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
         return 0 if job.args.record_failure else 1
     state = build_state(job)
     resume(job, state)
+    refuse_orphaned_record(job, state, previous)
     if already_completed(job, state, previous):
         return 0
     record = start_session(job, state)
@@ -629,6 +630,26 @@ def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any
         changed = _diff_keys(written, job.fingerprint)
         raise SystemExit(f"{path}: written with different settings ({', '.join(changed)}); {remedy}")
     return saved
+
+
+def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None:
+    """A train.json without the checkpoint that would continue it: starting over would silently replace another
+    run's outputs (different labels), or a finished run's weights (its checkpoint was deleted to save disk), so both
+    are refused. A run that stopped before its first checkpoint has lost nothing and simply starts."""
+    if previous is None or state.global_step > 0 or previous == "failed":
+        return
+    recorded = RunRecord.from_disk(job.out)
+    labels = ("language", "model", "setting", "seed")
+    ours = new_record(job, [], {})
+    mismatched = [f"{key} {getattr(recorded, key)!r} (this command: {getattr(ours, key)!r})" for key in labels
+                  if getattr(recorded, key) != getattr(ours, key)]
+    if mismatched:
+        raise SystemExit(f"{job.out}/train.json: another run's directory ({'; '.join(mismatched)}); use another "
+                         "--out, or --restart to discard it")
+    if previous == "completed" and (job.out / "encoder.json").exists():
+        raise SystemExit(f"{job.out}: a completed run whose {CHECKPOINT_FILE} is gone, so this command cannot be "
+                         "checked against it or continue it; its outputs stay as they are (pass --restart to train "
+                         "it again from scratch)")
 
 
 def steps_exhausted(job: Job, state: State) -> bool:
