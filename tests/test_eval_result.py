@@ -180,3 +180,31 @@ def test_a_record_carrying_an_older_record_sees_its_labelled_evaluations(tmp_pat
            "variant": "paper", "eval_label": "stopword_rm"}
     assert aggregate.evaluation_key(old) == aggregate.evaluation_key({**old, "setting": "words_w10_d256"})
     assert aggregate.evaluation_key(old) != aggregate.evaluation_key({**old, "eval_label": ""})
+
+
+def test_unreadable_or_foreign_json_is_named_not_a_traceback(tmp_path):
+    """A truncated evaluation JSON, a run's train.json (it has a schema_version too) or a list given to `strae
+    aggregate` stop with the file named, and no scores.csv is written; a truncated encoder.json likewise."""
+    from strae.encode import load_encoder
+    from strae.io import JSONFileError, read_json
+
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text('{"schema_version": 3, "tasks": {"x')
+    with pytest.raises(JSONFileError, match=r"truncated.json: not valid JSON \(line 1, column 33"):
+        read_json(truncated)
+    with pytest.raises(ValueError):  # what callers that tolerate a bad file catch
+        read_json(truncated)
+    train = tmp_path / "train.json"
+    train.write_text(json.dumps({"schema_version": 3, "status": "completed", "run": {"model": "cl", "seed": 0}}))
+    listed = tmp_path / "listed.json"
+    listed.write_text("[1, 2]")
+    out = tmp_path / "scores.csv"
+    for path, message in ((truncated, "not valid JSON"), (train, "a run's train.json"), (listed, "a list")):
+        with pytest.raises(SystemExit, match=message):
+            aggregate.main(["--out", str(out), str(path)])
+        assert not out.exists()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "encoder.json").write_text('{"kind": "str')
+    with pytest.raises(SystemExit, match="encoder.json: not valid JSON"):
+        load_encoder(str(run))

@@ -22,7 +22,6 @@ the one recorded in train.json), ``device=auto|cpu|cuda``, ``precision=fp32|bf16
 """
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ import torch
 from tqdm import tqdm
 
 from strae.encode import Encoder
-from strae.io import sha256_file
+from strae.io import read_json, sha256_file
 from strae.runs import TRAIN_JSON, RunRecord
 
 WORD_START_MARK = "\u2581"  # SentencePiece's word-boundary prefix
@@ -299,7 +298,7 @@ class RobertaEncoder(Encoder):
 
 
 def load_run(run_dir: str | Path, **options: Any) -> RobertaEncoder:
-    manifest = json.loads((Path(run_dir) / "encoder.json").read_text())
+    manifest = read_json(Path(run_dir) / "encoder.json")
     if manifest.get("kind") != "roberta":
         raise SystemExit(f"{run_dir}/encoder.json: kind {manifest.get('kind')!r} is not a RoBERTa run")
     return RobertaEncoder(run_dir, **options)

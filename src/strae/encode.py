@@ -13,13 +13,14 @@ Registry: ``ENCODERS`` (below) names every kind. A trained run directory says it
 from __future__ import annotations
 
 import abc
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
+
+from strae.io import read_json
 
 
 @runtime_checkable
@@ -128,7 +129,7 @@ def runs_a_network(spec: str) -> bool:
         return entry.network
     manifest = Path(spec) / "encoder.json"
     try:
-        kind = json.loads(manifest.read_text())["kind"]
+        kind = read_json(manifest)["kind"]
     except (OSError, ValueError, KeyError, TypeError):
         return True
     return ENCODERS[kind].network if kind in ENCODERS else True
@@ -147,7 +148,8 @@ def load_encoder(spec: str, **options: Any) -> Encoder:
             f"--model {spec}: not a builtin encoder ({', '.join(builtins)}) and "
             f"{manifest} does not exist (is the training run finished?)"
         )
-    kind = json.loads(manifest.read_text())["kind"]
+    written = read_json(manifest)
+    kind = written.get("kind") if isinstance(written, dict) else None
     if kind not in _run_kinds():
         raise SystemExit(f"{manifest}: unknown encoder kind {kind!r}; known: {_run_kinds()}")
     return _checked(ENCODERS[kind].load(run_dir, **options), str(manifest))

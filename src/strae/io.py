@@ -63,9 +63,20 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
         handle.write("\n")
 
 
+class JSONFileError(SystemExit, ValueError):
+    """A JSON file that does not parse, named with the place it breaks: a user-facing error (SystemExit) that a
+    caller tolerating a bad file still catches as the ValueError it always was."""
+
+
 def read_json(path: str | os.PathLike) -> Any:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as error:
+        raise JSONFileError(f"{path}: not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); a "
+                            "truncated or hand-edited file? Write it again with the command that made it") from error
+    except UnicodeDecodeError as error:
+        raise JSONFileError(f"{path}: not a UTF-8 JSON file ({error})") from error
 
 
 def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:

@@ -157,9 +157,19 @@ class EvalResult:
     @classmethod
     def from_dict(cls, document: dict[str, Any], source: str | Path | None = None) -> EvalResult:
         """``source``: the file it came from (error messages; the label of files before schema 3)."""
+        where = source or "evaluation JSON"
+        if not isinstance(document, dict):
+            raise SystemExit(f"{where}: not an evaluation JSON (a {type(document).__name__}, not an object)")
+        if "variant" not in document or not isinstance(document.get("tasks"), dict):
+            # a run's train.json has a schema_version too
+            raise SystemExit(f"{where}: not an evaluation JSON (no `variant` and `tasks`; a run's train.json?); "
+                             "pass what `strae evaluate` wrote")
+        bad = [name for name, record in document["tasks"].items() if not isinstance(record, dict)]
+        if bad:
+            raise SystemExit(f"{where}: tasks {bad[:3]} are not objects; not an evaluation JSON `strae evaluate` wrote")
         version = document.get("schema_version")
         if version not in READABLE_SCHEMA_VERSIONS:
-            raise SystemExit(f"{source or 'evaluation JSON'}: schema_version {version!r} is not one of "
+            raise SystemExit(f"{where}: schema_version {version!r} is not one of "
                              f"{list(READABLE_SCHEMA_VERSIONS)}; re-run `strae evaluate`")
         evaluation = document.get("evaluation")
         setting = EvalSetting.from_dict(evaluation) if evaluation is not None else EvalSetting.legacy(source)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
-import json
 import math
 import os
 import shutil
@@ -47,7 +46,7 @@ import yaml
 from strae import paths, plan
 from strae.data import registry
 from strae.evaluate.aggregate import evaluation_key
-from strae.io import atomic_open, git_sha, write_json
+from strae.io import atomic_open, git_sha, read_json, write_json
 from strae.report import measure
 from strae.report import tables as report
 from strae.runs import RunRecord
@@ -133,7 +132,7 @@ def _fmt(value: float) -> str:
 
 def headline(record: Path, relative_to: Path) -> str:
     """The README block: one line per paper table of the record (links relative to the README's folder)."""
-    manifest = json.loads((record / MANIFEST).read_text())
+    manifest = read_json(record / MANIFEST)
     where = Path(os.path.relpath(record, relative_to)).as_posix()
     carried = [entry["name"] for entry in manifest.get("carried", [])]
     carried_text = f"; runs carried from {', '.join(f'`{name}`' for name in carried)}" if carried else ""
@@ -341,7 +340,7 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
 
 
 def _carried_entry(carried: Path) -> dict[str, Any]:
-    manifest = json.loads((carried / MANIFEST).read_text())
+    manifest = read_json(carried / MANIFEST)
     return {"name": manifest.get("name", carried.name), "created": manifest.get("created"),
             "git_sha": manifest.get("git_sha")}
 
@@ -350,7 +349,7 @@ def newest_record(out_root: Path) -> Path | None:
     records = [p for p in out_root.iterdir() if (p / MANIFEST).exists()] if out_root.exists() else []
     if not records:
         return None
-    return max(records, key=lambda p: (json.loads((p / MANIFEST).read_text())["created"], p.name))
+    return max(records, key=lambda p: (read_json(p / MANIFEST)["created"], p.name))
 
 
 def _replace_block(text: str, begin: str, end: str, body: str) -> str:
@@ -386,7 +385,7 @@ def newest_multiview_record(out_root: Path) -> Path | None:
         if out_root.exists() else []
 
     def evaluated(record: Path) -> str:
-        return max(((json.loads(f.read_text()).get("provenance") or {}).get("created") or ""
+        return max(((read_json(f).get("provenance") or {}).get("created") or ""
                     for f in record.glob("eval/*.json")), default="")
 
     return max(records, key=lambda p: (evaluated(p), p.name)) if records else None
@@ -400,7 +399,7 @@ def multiview_block(record: Path, relative_to: Path) -> str:
     columns = list(dict.fromkeys(cells["column"]))
     where = Path(os.path.relpath(record, relative_to)).as_posix()
     meta = record / "parse_meta.json"
-    parse = json.loads(meta.read_text()) if meta.exists() else {}
+    parse = read_json(meta) if meta.exists() else {}
     per_book, limit, n = (parse.get(k) for k in ("paragraphs_per_book", "max_sentences", "n_sentences"))
     books = "parse unknown" if not parse else f"each book’s first {per_book} paragraphs" if per_book else "whole books"
     sentences = f"{n:,} sentences" if n is not None else "sentences not recorded"
