@@ -103,6 +103,15 @@ def test_missing_scores_or_markers_are_clear_errors(tmp_path, results):
     with pytest.raises(SystemExit, match="no generated-results block"):
         rec.main(["--name", "y", "--results", str(results), *_hand_made(results),
                   "--out", str(tmp_path / "out"), "--readme", str(readme)])
+    # a missing README is named before any record is written; a record that fails leaves no .partial folder
+    with pytest.raises(SystemExit, match="no such README"):
+        rec.main(["--name", "z", "--results", str(results), *_hand_made(results),
+                  "--out", str(tmp_path / "out"), "--readme", str(tmp_path / "READ_ME.md")])
+    assert not (tmp_path / "out" / "z").exists()
+    (results / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json").write_text('{"status": "comp')
+    with pytest.raises(SystemExit, match="train.json: not valid JSON"):
+        rec.build_record(results, tmp_path / "out2", "w", tables_file=results.parent / "no_tables.yaml")
+    assert list((tmp_path / "out2").iterdir()) == []
 
 
 def _score_rows(language, seed, score, sha):

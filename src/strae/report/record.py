@@ -183,6 +183,8 @@ def _check_carried(results: Path, carried: Path) -> None:
     or the new record's tables and scores would silently drop them."""
     if not (carried / MANIFEST).exists():
         raise SystemExit(f"{carried}: not a record (no {MANIFEST}); --carry takes a reproductions/<record>/ folder")
+    if not (carried / "scores.csv").exists():
+        raise SystemExit(f"{carried}: a record without its scores.csv; --carry takes a complete record folder")
     with open(carried / "scores.csv", encoding="utf-8", newline="") as handle:
         wanted = {evaluation_key(row) for row in csv.DictReader(handle)}
     with open(results / "scores.csv", encoding="utf-8", newline="") as handle:
@@ -292,6 +294,17 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
     staging = out_root / f".{name}.partial"
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    try:
+        _fill_record(staging, name, results, carry)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # a failed record leaves nothing in the git tree
+        raise
+    staging.rename(record)
+    return record
+
+
+def _fill_record(staging: Path, name: str, results: Path, carry: list[Path]) -> None:
+    """The record's files, into ``staging``: scores, every run's train.json, tables, figures, summary, manifest."""
     shutil.copy2(results / "scores.csv", staging / "scores.csv")
     runs, devices = 0, set()
     # results/ first, then each carried record in order: a run present in an earlier source keeps that train.json
@@ -335,8 +348,6 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
                       "then `strae record --name NEW`",
     }
     write_json(staging / MANIFEST, manifest)
-    staging.rename(record)
-    return record
 
 
 def _carried_entry(carried: Path) -> dict[str, Any]:
@@ -362,6 +373,8 @@ def update_readme(readme: Path, record: Path, todo: Callable[[], str] | None = N
     """The results block from ``record``; the remaining-runs block from ``todo()`` (:func:`todo_block`) where the
     README has one and ``todo`` is given; the multi-view block from the newest multi-view record beside ``record``
     where the README has one."""
+    if not readme.exists():
+        raise SystemExit(f"{readme}: no such README (--readme names the file that holds the results block)")
     text = readme.read_text(encoding="utf-8")
     if README_BEGIN not in text or README_END not in text:
         raise SystemExit(f"{readme}: no generated-results block; add the two marker lines\n"
@@ -561,6 +574,9 @@ def main(argv: list[str] | None = None) -> int:
                           args.targets)
     if args.targets or args.table:
         parser.error("--targets and --table go with --todo")
+    if not args.no_readme and not args.readme.exists():  # before a record is written, not after
+        raise SystemExit(f"{args.readme}: no such README (--readme names the file that holds the results block; "
+                         "--no-readme writes only the record)")
     if not args.readme_only:
         if not args.name:
             parser.error("--name is required (or pass --readme-only)")
