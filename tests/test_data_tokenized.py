@@ -48,3 +48,15 @@ def test_dev_split_and_missing_split_error(tokenized, tmp_path):
     assert len(TokenizedCorpus(root / "out", "dev")) == metas["dev"]["n_sentences"] > 0
     with pytest.raises(SystemExit, match="strae tokenize-corpus"):
         TokenizedCorpus(tmp_path, "train")
+
+
+def test_a_truncated_ids_file_is_named(tokenized, tmp_path):
+    import shutil
+
+    root, _, _ = tokenized
+    broken = tmp_path / "broken"
+    shutil.copytree(root / "out", broken)
+    ids = broken / "dev.ids.npy"
+    ids.write_bytes(ids.read_bytes()[: ids.stat().st_size // 2])
+    with pytest.raises(SystemExit, match=r"dev.ids.npy: unreadable .*re-run `strae tokenize-corpus`"):
+        TokenizedCorpus(broken, "dev")

@@ -196,3 +196,11 @@ def test_a_slots_folder_without_locks_runs_the_job_unplaced_and_says_so(monkeypa
     monkeypatch.setattr(fcntl, "flock", no_locks)
     assert runtime.job_device("auto") == torch.device("cuda") and runtime.gpu_placement() is None
     assert "cannot choose among 2 GPUs" in capsys.readouterr().err
+
+
+def test_an_unknown_device_string_is_a_clear_error():
+    from strae.runtime import resolve_device
+
+    with pytest.raises(SystemExit, match="--device gpu: not a device; use auto, cpu, cuda or cuda:N"):
+        resolve_device("gpu")
+    assert resolve_device("cpu").type == "cpu"

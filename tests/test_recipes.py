@@ -55,6 +55,8 @@ def test_overrides_are_typed_validated_and_recorded():
         recipes.resolve("banyan", [("loss_precision", "fp16", "cli")])
     with pytest.raises(ValueError, match="recipe 'nope': not in"):
         recipes.load("nope")
+    with pytest.raises(ValueError, match=r"lr=0.1: lr is one learning rate per objective; set one with lr.<objective>"):
+        recipes.resolve("banyan", [("lr", 0.1, "--set")])
 
 
 def _train_json(argv: list[str]) -> dict:

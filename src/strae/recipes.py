@@ -188,6 +188,9 @@ def resolve(name: str, overrides: list[tuple[str, Any, str]] | None = None,
             raise ValueError(f"{source}: unknown recipe key {top!r}; known: {', '.join(FIELDS)}")
         if sub and top != "lr":
             raise ValueError(f"{source}: {key!r}: only lr takes a sub-key (lr.<objective>)")
+        if top == "lr" and not sub and not isinstance(value, dict):
+            raise ValueError(f"{source}: {key}={value!r}: lr is one learning rate per objective; set one with "
+                             f"lr.<objective>=VALUE (objectives: {', '.join(OBJECTIVE_NAMES)}), or pass --lr VALUE")
         if top == "lr" and sub:
             if sub not in OBJECTIVE_NAMES:
                 raise ValueError(f"{source}: {key!r}: unknown objective {sub!r}; known: {', '.join(OBJECTIVE_NAMES)}")

@@ -18,7 +18,10 @@ def resolve_device(requested: str | None = "auto") -> torch.device:
     """``auto`` -> CUDA when available, else CPU. An explicit ``cuda`` without a GPU is an error."""
     if requested in (None, "", "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(requested)
+    try:
+        device = torch.device(requested)
+    except RuntimeError as error:
+        raise SystemExit(f"--device {requested}: not a device; use auto, cpu, cuda or cuda:N") from error
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"--device {requested}: CUDA was requested but torch.cuda.is_available() is False")
     return device

@@ -41,14 +41,20 @@ class TokenizedCorpus:
         if not meta_path.exists():
             raise SystemExit(f"{meta_path}: tokenised corpus not found; run `strae tokenize-corpus` first")
         self.meta: dict[str, Any] = read_json(meta_path)
-        self.ids = np.load(self.directory / f"{split}.ids.npy", mmap_mode="r")
-        self.offsets = np.load(self.directory / f"{split}.offsets.npy", mmap_mode="r")
+        self.ids, self.offsets = (self._array(f"{split}.{part}.npy") for part in ("ids", "offsets"))
         if len(self.offsets) != self.meta["n_sentences"] + 1 or int(self.offsets[-1]) != len(self.ids):
             raise SystemExit(f"{self.directory}: {split}.offsets.npy does not match {split}.ids.npy / {split}.json; "
                              "the files are from different runs; re-run `strae tokenize-corpus`")
         self.vocab_size: int = int(self.meta["vocab_size"])
         self.pad_id: int = int(self.meta["pad_id"])
         self.n_tokens: int = int(self.meta["n_tokens"])
+
+    def _array(self, name: str) -> np.ndarray:
+        path = self.directory / name
+        try:
+            return np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as error:  # missing, truncated (mmap longer than the file) or not an .npy
+            raise SystemExit(f"{path}: unreadable ({error}); re-run `strae tokenize-corpus`") from error
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
