@@ -208,3 +208,18 @@ def test_unreadable_or_foreign_json_is_named_not_a_traceback(tmp_path):
     (run / "encoder.json").write_text('{"kind": "str')
     with pytest.raises(SystemExit, match="encoder.json: not valid JSON"):
         load_encoder(str(run))
+
+
+def test_an_unwritable_out_is_refused_before_the_evaluation_runs(tmp_path, monkeypatch):
+    from strae.evaluate import senteval
+
+    ran = []
+    monkeypatch.setattr(harness, "evaluate", lambda *a, **k: ran.append(1))
+    monkeypatch.setattr(senteval, "evaluate", lambda *a, **k: ran.append(1))
+    (tmp_path / "afile").write_text("x")
+    for out, message in ((tmp_path, "is a directory"), (tmp_path / "afile" / "x.json", "afile is a file")):
+        with pytest.raises(SystemExit, match=message):
+            harness.main(["--model", "random-token", "--lang", "en", "--variant", "paper", "--out", str(out)])
+        with pytest.raises(SystemExit, match=message):
+            harness.main(["--suite", "senteval", "--model", "random-token", "--lang", "en", "--out", str(out)])
+    assert ran == []

@@ -47,6 +47,21 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
             tmp_path.unlink()
 
 
+def check_output_file(path: str | os.PathLike, flag: str = "--out") -> None:
+    """Refuse an output path that could not be written, before the work that makes it (an evaluation may run for
+    hours): an existing directory, or a file where a parent directory must go."""
+    path = Path(path)
+    if path.is_dir():
+        raise SystemExit(f"{flag} {path}: is a directory; give the file to write (e.g. {path / 'scores.json'})")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SystemExit(f"{flag} {path}: {parent} is a file, not a directory")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise SystemExit(f"{flag} {path}: cannot write in {parent}")
+            return
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[Any]:
     """``open`` that writes to a temp file and renames it into place on success."""

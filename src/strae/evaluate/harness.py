@@ -27,7 +27,7 @@ from strae.encode import Encoder, load_encoder, runs_a_network
 from strae.evaluate import metrics
 from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
-from strae.io import provenance, read_json, sha256_file
+from strae.io import check_output_file, provenance, read_json, sha256_file
 from strae.runs import ENCODER_MANIFEST, RunRecord
 from strae.runtime import configure_float32_matmul, job_device
 
@@ -313,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
         from strae.evaluate import senteval
         return senteval.main(argv)
     args = build_parser().parse_args(argv)
+    if args.out is not None:
+        check_output_file(args.out)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     options = dict(_parse_option(o) for o in args.encoder_option)
     # --device is shorthand for the encoder option, so the workflow can pass the scale's device to every encoder

@@ -44,7 +44,7 @@ from tqdm.auto import tqdm
 
 from strae import paths
 from strae.evaluate.result import EvalResult, TaskResult
-from strae.io import git_blob_sha1_file, provenance, sha256_file
+from strae.io import check_output_file, git_blob_sha1_file, provenance, sha256_file
 
 SUITE = "senteval"
 VARIANT_GROUPS = {"senteval": "transfer", "probing": "probing"}  # the --variant of each task group
@@ -512,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     from strae.evaluate.harness import _parse_option
 
     args = build_parser().parse_args(argv)
+    check_output_file(args.out)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
     options = dict(_parse_option(o) for o in args.encoder_option)
     if args.device is not None:
