@@ -118,3 +118,28 @@ def test_table_run_check_names_the_row_and_spares_disabled_runs(repo_root):
     errors = plan.table_run_errors(config, tables, plan.SCORE_TABLE_PAPERS)
     assert len(errors) == 1 and errors[0].startswith(
         "config/tables.yaml: tables.banyan_table3.rows.1 (+ stopword rm): run glove/words_w10_d256@stopwords")
+
+
+def test_a_config_a_command_reads_alone_is_checked_for_typos_and_types(tmp_path):
+    """`strae prepare-corpus/tokenizer/tokenize-corpus/fetch/evaluate --config FILE` read FILE without the Snakefile's
+    check: a misspelt key or a wrong type is named at once; a file holding only what the command reads passes."""
+    import yaml
+
+    from strae.data.registry import load_config
+    from strae.evaluate import harness
+
+    partial = tmp_path / "partial.yaml"
+    partial.write_text(yaml.safe_dump({"data": {"min_subword_tokens": 4}, "languages": {"xx": {"segmenter": "en"}}}))
+    assert load_config(partial)["data"]["min_subword_tokens"] == 4
+    for bad, message in (({"data": {"min_subword_tokens": "four"}}, "data.min_subword_tokens: 'four' is not of type"),
+                         ({"languages": {"xx": {"pretokenise": "treebank"}}}, "'pretokenise' was unexpected")):
+        path = tmp_path / "bad.yaml"
+        path.write_text(yaml.safe_dump(bad))
+        with pytest.raises(SystemExit, match=message):
+            load_config(path)
+        with pytest.raises(SystemExit, match=message):
+            harness.main(["--model", "random-token", "--lang", "xx", "--variant", "paper", "--config", str(path),
+                          "--out", str(tmp_path / "x.json")])
+    (tmp_path / "broken.yaml").write_text("data: [unclosed\n")
+    with pytest.raises(SystemExit, match="broken.yaml: not readable YAML"):
+        load_config(tmp_path / "broken.yaml")

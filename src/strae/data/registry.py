@@ -102,12 +102,34 @@ def _parse_registry(resolved: str, mtime_ns: int, size: int) -> dict[str, Regist
     return entries
 
 
-def load_config(path: str | Path = DEFAULT_CONFIG) -> dict[str, Any]:
+def read_config_layer(path: str | Path) -> dict[str, Any]:
+    """One config file as written, unchecked: a base file or an overlay (``strae record`` merges them first)."""
     resolved = resolve_project_file(path)
     if not resolved.exists():
         raise RegistryError(f"{path}: config file not found; pass --config PATH")
-    with open(resolved, encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or {}
+    try:
+        with open(resolved, encoding="utf-8") as handle:
+            config = yaml.safe_load(handle) or {}
+    except yaml.YAMLError as error:
+        raise RegistryError(f"{path}: not readable YAML: {error}") from None
+    if not isinstance(config, dict):
+        raise RegistryError(f"{path}: not a config (its top level is not a mapping)")
+    return config
+
+
+def load_config(path: str | Path = DEFAULT_CONFIG) -> dict[str, Any]:
+    """A config a command reads on its own (the workflow hands every command its merged, checked config), checked
+    against workflow/schemas/config.schema.yaml for misspelt keys and wrong types, named here instead of met later
+    as a traceback or a silent default. Missing keys are not errors here: a command's config may hold only what
+    it reads (a language block and the data settings), and the command names a key it needs and lacks."""
+    from strae.schemas import schema_errors
+
+    config = read_config_layer(path)
+    errors = [error for error in schema_errors(config, "config") if not error.endswith("is a required property")]
+    if errors:
+        shown = "; ".join(errors[:3]) + (f"; ... and {len(errors) - 3} more" if len(errors) > 3 else "")
+        raise RegistryError(f"{path}: does not match workflow/schemas/config.schema.yaml ({shown})")
+    return config
 
 
 def language_block(config: dict[str, Any], lang: str, config_path: str | Path = DEFAULT_CONFIG) -> dict[str, Any]:

@@ -135,15 +135,6 @@ def evaluate_task(encoder: Encoder, task: Task, resolve, batch_size: int | None 
 
 
 # ----------------------------------------------------------------------------------------------- whole run
-def _load_yaml(path: str | Path) -> dict[str, Any]:
-    from strae.data.registry import resolve_project_file
-
-    path = resolve_project_file(path)
-    if not path.exists():
-        raise SystemExit(f"{path}: config file not found (pass --config)")
-    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-
-
 def select_tasks(catalog: TaskCatalog, config: dict[str, Any], language: str, variant: str,
                  only: Sequence[str] | None = None, config_path: str = DEFAULT_CONFIG) -> list[Task]:
     """The language block's tasks for ``variant``, or exactly ``only``: inline sets of the block (``eval_sets``) and
@@ -209,7 +200,9 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
              encoder_options: dict[str, Any] | None = None, batch_size: int | None = None,
              resources_dir: str | None = None, resolve=None, progress: bool = True) -> EvalResult:
     """Evaluate ``spec`` and return the result (not written)."""
-    config = _load_yaml(config_path)
+    from strae.data.registry import load_config
+
+    config = load_config(config_path)
     data_cfg = config.get("data") or {}
     tasks_path = tasks_path or data_cfg.get("tasks") or DEFAULT_TASKS_FILE
     catalog = load_tasks(tasks_path)

@@ -419,11 +419,12 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
              batch_size: int | None = None, resources_dir: str | None = None, resolve=None,
              inner_folds: int | None = None, max_iter: int = 100, progress: bool = True,
              variant: str = SUITE) -> EvalResult:
+    from strae.data.registry import load_config
     from strae.encode import load_encoder
-    from strae.evaluate.harness import _load_yaml, _run_record, evaluation_setting, failed_run_info
+    from strae.evaluate.harness import _run_record, evaluation_setting, failed_run_info
     from strae.evaluate.tasks import make_resolver
 
-    config = _load_yaml(config_path)
+    config = load_config(config_path)
     data_cfg = config.get("data") or {}
     tasks_path = tasks_path or data_cfg.get("tasks") or "config/tasks.yaml"
     catalog = load_senteval_tasks(tasks_path)

@@ -604,7 +604,7 @@ def load_config(files: Path | list[Path]) -> dict[str, Any]:
     config: dict[str, Any] = {}
     for path in [files] if isinstance(files, Path) else files:
         try:
-            layer = registry.load_config(path)  # the project's one reader of a config file
+            layer = registry.read_config_layer(path)  # the project's one reader of a config file
         except yaml.YAMLError as error:
             raise SystemExit(f"{path}: cannot read the workflow config: {error}") from None
         if not isinstance(layer, dict):
