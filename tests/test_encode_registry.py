@@ -68,3 +68,22 @@ def test_a_structural_encoder_is_accepted_and_anything_else_refused(monkeypatch,
     monkeypatch.setitem(ENCODERS, "broken", EncoderKind(lambda **_: object(), builtin=True))
     with pytest.raises(TypeError, match="broken: the loader returned object, not an Encoder"):
         load_encoder("broken")
+
+
+def test_a_misspelt_or_malformed_encoder_option_is_refused_for_every_kind(tmp_path):
+    """`--encoder-option sed=3` used to run seed 0 while the evaluation's label said `sed-3`: every kind's options
+    are listed with it and anything else is refused, naming the known ones; a value that is not a number is named."""
+    from strae.encode import ENCODERS
+
+    assert all(entry.options is not None for entry in ENCODERS.values())
+    with pytest.raises(SystemExit, match="--encoder-option sed: unknown for random-token encoders; known: device, "
+                                         "seed, dim"):
+        load_encoder("random-token", sed=3)
+    with pytest.raises(SystemExit, match="--encoder-option dim=abc: not an integer"):
+        load_encoder("random-token", dim="abc")
+    assert load_encoder("random-token", seed="3", device="cpu").seed == 3
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "encoder.json").write_text('{"kind": "multiview"}')
+    with pytest.raises(SystemExit, match="--encoder-option devcie: unknown for multiview encoders"):
+        load_encoder(str(run), devcie="cpu")

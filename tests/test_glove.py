@@ -223,8 +223,10 @@ def test_sklearn_stopword_list_is_words_only():
 
 def test_load_run_rejects_unknown_options(toy_run):
     out, _ = toy_run
-    with pytest.raises(SystemExit, match="not a GloVe option"):
-        load_run(out, pooling="max")
+    from strae.encode import load_encoder
+
+    with pytest.raises(SystemExit, match="--encoder-option pooling: unknown for glove encoders"):
+        load_encoder(str(out), pooling="max")
     with pytest.raises(SystemExit, match="stopwords=drop"):
         load_run(out, stopwords="drop")
     assert load_run(out, stopwords="remove").describe()["stopwords"] == "remove"

@@ -138,7 +138,7 @@ class GloveEncoder(Encoder):
 
 
 def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,
-             stopword_list: str = "iso", device: str = "cpu", **unknown: Any) -> GloveEncoder:
+             stopword_list: str = "iso", device: str = "cpu") -> GloveEncoder:
     """Loader of kind ``glove`` (``strae.encode.ENCODERS``).
 
     ``device`` is accepted so that ``strae evaluate --device`` (and the workflow, which passes the scale's device)
@@ -146,9 +146,6 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
     from gensim.models import KeyedVectors
 
     run_dir = Path(run_dir)
-    if unknown:
-        raise SystemExit(f"--encoder-option {', '.join(unknown)}: not a GloVe option "
-                         f"(known: stopwords=keep|remove, stopword_list=iso|sklearn, stopwords_language=CODE)")
     if stopwords not in STOPWORD_MODES:
         raise SystemExit(f"--encoder-option stopwords={stopwords}: expected one of {STOPWORD_MODES}")
     if stopword_list not in STOPWORD_LISTS:

@@ -58,6 +58,9 @@ class EncoderKind:
     load: Callable[..., Encoder]
     builtin: bool = False
     network: bool = True
+    # the --encoder-option keys its loader takes; load_encoder refuses any other (a typo would otherwise be ignored,
+    # or recorded as the evaluation's label while the default ran). None: not checked (a kind added at run time)
+    options: tuple[str, ...] | None = None
 
 
 # Each loader imports its module when called: a kind's module pulls its own heavy dependencies (torch, gensim,
@@ -94,11 +97,18 @@ def _random_token(**options: Any) -> Encoder:
 
 # kind (encoder.json "kind", or a builtin's name) -> how to load it. The one list of encoders.
 ENCODERS: dict[str, EncoderKind] = {
-    "strae": EncoderKind(_strae),  # Self-StrAE / Banyan runs (strae train)
-    "glove": EncoderKind(_glove, network=False),  # strae train-glove
-    "roberta": EncoderKind(_roberta),  # strae train-roberta / train-simcse
-    "multiview": EncoderKind(_multiview),  # strae train-multiview
-    "random-token": EncoderKind(_random_token, builtin=True, network=False),  # the sanity floor, no training
+    # Self-StrAE / Banyan runs (strae train)
+    "strae": EncoderKind(_strae, options=("device", "max_pieces", "pretokenize")),
+    # strae train-glove
+    "glove": EncoderKind(_glove, network=False,
+                         options=("device", "stopwords", "stopword_list", "stopwords_language")),
+    # strae train-roberta / train-simcse
+    "roberta": EncoderKind(_roberta, options=("device", "word_occurrences", "word_context", "corpus", "precision",
+                                              "max_length", "occurrence_seed", "pooler")),
+    # strae train-multiview
+    "multiview": EncoderKind(_multiview, options=("device", "view")),
+    # the sanity floor, no training
+    "random-token": EncoderKind(_random_token, builtin=True, network=False, options=("device", "seed", "dim")),
 }
 
 
@@ -139,6 +149,7 @@ def load_encoder(spec: str, **options: Any) -> Encoder:
     """``spec`` is a builtin name (``random-token``) or a run directory containing ``encoder.json``."""
     entry = ENCODERS.get(spec)
     if entry is not None and entry.builtin:
+        _check_options(spec, entry, options)
         return _checked(entry.load(**options), spec)
     builtins = sorted(kind for kind, entry in ENCODERS.items() if entry.builtin)
     run_dir = Path(spec)
@@ -152,4 +163,12 @@ def load_encoder(spec: str, **options: Any) -> Encoder:
     kind = written.get("kind") if isinstance(written, dict) else None
     if kind not in _run_kinds():
         raise SystemExit(f"{manifest}: unknown encoder kind {kind!r}; known: {_run_kinds()}")
+    _check_options(kind, ENCODERS[kind], options)
     return _checked(ENCODERS[kind].load(run_dir, **options), str(manifest))
+
+
+def _check_options(kind: str, entry: EncoderKind, options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - set(entry.options)) if entry.options is not None else []
+    if unknown:
+        raise SystemExit(f"--encoder-option {', '.join(unknown)}: unknown for {kind} encoders; known: "
+                         f"{', '.join(entry.options)}")

@@ -71,6 +71,13 @@ class RandomTokenEncoder(Encoder):
                 "status": "completed", "failure_reason": None}
 
 
-def load(seed: int = 0, dim: int = 256, **_: Any) -> RandomTokenEncoder:
-    """Builtin kind ``random-token`` (``strae.encode.ENCODERS``): ``load_encoder("random-token", **options)``."""
-    return RandomTokenEncoder(seed=int(seed), dim=int(dim))
+def load(seed: int | str = 0, dim: int | str = 256, device: str | None = None) -> RandomTokenEncoder:
+    """Builtin kind ``random-token`` (``strae.encode.ENCODERS``): ``load_encoder("random-token", **options)``.
+    ``device`` is accepted (the workflow passes every encoder one) and unused: the vectors are numpy's."""
+    values = {}
+    for name, value in (("seed", seed), ("dim", dim)):
+        try:
+            values[name] = int(value)
+        except (TypeError, ValueError):
+            raise SystemExit(f"--encoder-option {name}={value}: not an integer") from None
+    return RandomTokenEncoder(**values)
