@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from strae import paths
 from strae.evaluate.result import table_setting
@@ -50,8 +49,10 @@ STD_DDOF = 0
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as handle:
-        return yaml.safe_load(handle) or {}
+    """A workflow config (the merged one the workflow passes), checked as every command's is."""
+    from strae.data.registry import load_config
+
+    return load_config(path)
 
 
 def load_tables(path: str | Path) -> dict[str, Any]:
@@ -66,6 +67,9 @@ def load_scores(path: str | Path) -> pd.DataFrame:
     evaluation setting such as GloVe stop-word removal (scores.csv `eval_label`, strae.evaluate.result)."""
     scores = pd.read_csv(path, dtype={"subset": str, "setting": str, "failure_reason": str, "eval_label": str},
                          keep_default_na=True)
+    missing = sorted({"language", "model", "setting", "seed", "variant", "task", "subset", "score"} - set(scores))
+    if missing:
+        raise SystemExit(f"{path}: not a scores.csv of `strae aggregate` (no column {', '.join(missing)})")
     scores["subset"] = scores["subset"].fillna("")
     if "eval_label" in scores:
         scores["eval_setting"] = [table_setting(setting if isinstance(setting, str) else None,
@@ -478,6 +482,11 @@ def main(argv: list[str] | None = None) -> int:
 
     if not Path(args.scores).exists():
         raise SystemExit(f"{args.scores}: scores file not found; run `snakemake results/scores.csv` first")
+    # a path given explicitly must exist: a misspelt one would render every paper value or count as n/a
+    for flag, given in (("--paper-dir", args.paper_dir), ("--param-counts", args.param_counts),
+                        ("--config", args.config)):
+        if given and not Path(given).exists():
+            raise SystemExit(f"{flag} {given}: not found")
     tables = load_tables(args.tables)
     config = load_yaml(args.config) if args.config else None
     scores = load_scores(args.scores)
