@@ -87,3 +87,20 @@ def test_a_misspelt_or_malformed_encoder_option_is_refused_for_every_kind(tmp_pa
     (run / "encoder.json").write_text('{"kind": "multiview"}')
     with pytest.raises(SystemExit, match="--encoder-option devcie: unknown for multiview encoders"):
         load_encoder(str(run), devcie="cpu")
+
+
+def test_damaged_weights_and_tokenizers_are_named_for_every_kind(tmp_path):
+    """A truncated model.pt (strae, multi-view, RoBERTa runs), GloVe vectors or a tokenizer file that is not a
+    SentencePiece model stop with the file named, not a torch/gensim/sentencepiece traceback."""
+    from strae.data.tokenizer import load_tokenizer
+    from strae.runs import load_weights_file
+
+    bad = tmp_path / "model.pt"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    for weights_only in (True, False):
+        with pytest.raises(SystemExit, match=r"model.pt: cannot load .*train the run again"):
+            load_weights_file(bad, weights_only=weights_only)
+    not_a_model = tmp_path / "en.json"
+    not_a_model.write_text("{}")
+    with pytest.raises(SystemExit, match="en.json: not a SentencePiece model"):
+        load_tokenizer(not_a_model)

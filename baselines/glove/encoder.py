@@ -154,7 +154,10 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
     vectors_path = run_dir / manifest.get("vectors", "vectors.bin")
     if not vectors_path.exists():
         raise SystemExit(f"{vectors_path}: missing; the run directory is incomplete (re-run strae train-glove)")
-    vectors = KeyedVectors.load_word2vec_format(str(vectors_path), binary=True)
+    try:
+        vectors = KeyedVectors.load_word2vec_format(str(vectors_path), binary=True)
+    except (ValueError, EOFError, UnicodeDecodeError, OSError) as error:
+        raise SystemExit(f"{vectors_path}: cannot load ({error}); re-run strae train-glove") from error
     tokenizer = None
     if manifest.get("tokenization") == "subword":
         from strae.data.tokenizer import load_tokenizer

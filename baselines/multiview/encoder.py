@@ -19,7 +19,7 @@ from baselines.multiview.model import MultiviewConfig, MultiviewModel, make_batc
 from baselines.multiview.parse import doc_to_tree, load_pipeline
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
-from strae.runs import RunRecord
+from strae.runs import RunRecord, load_weights_file
 from strae.runtime import describe_device, resolve_device
 
 VIEW_CHOICES = ("both", "target", "context")
@@ -34,7 +34,7 @@ class MultiviewEncoder(Encoder):
         if view not in VIEW_CHOICES:
             raise SystemExit(f"--encoder-option view={view}: use one of {VIEW_CHOICES}")
         self.view = view
-        payload = torch.load(self.run_dir / "model.pt", map_location="cpu", weights_only=True)
+        payload = load_weights_file(self.run_dir / "model.pt")
         self.config = MultiviewConfig.from_dict(payload["config"])
         self.device = resolve_device(device)
         self.model = MultiviewModel(self.config)

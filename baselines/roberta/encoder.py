@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
-from strae.runs import TRAIN_JSON, RunRecord
+from strae.runs import TRAIN_JSON, RunRecord, load_weights_file
 
 WORD_START_MARK = "\u2581"  # SentencePiece's word-boundary prefix
 
@@ -41,7 +41,7 @@ def load_weights(model_file: str | Path, with_mlp: bool = False):
     """(shape, RobertaForMaskedLM) from a run's ``model.pt``; with ``with_mlp``, also the SimCSE MLP head (or None)."""
     from baselines.roberta.model import RobertaShape, SimcseMLP, build_mlm_model
 
-    weights = torch.load(model_file, map_location="cpu", weights_only=False)
+    weights = load_weights_file(Path(model_file), weights_only=False)
     shape = RobertaShape.from_dict(weights["shape"])
     model = build_mlm_model(shape)
     model.load_state_dict(weights["state_dict"])

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from strae.io import atomic_open, read_json, sha256_file, write_json
-from strae.runs import RunRecord
+from strae.runs import RunRecord, load_weights_file
 
 FORMATS = ("sentence-transformers",)
 MODULE_FILE = "strae_st.py"
@@ -243,11 +243,7 @@ def _stage(run_dir: Path, out: Path, staging: Path, manifest: Path) -> None:
     write_json(staging / "config_sentence_transformers.json", {
         "__version__": {"strae": __version__}, "prompts": {}, "default_prompt_name": None,
         "similarity_fn_name": "cosine", "model_type": "SentenceTransformer"})
-    try:
-        payload = __import__("torch").load(run_dir / "model.pt", map_location="cpu", weights_only=True)
-    except Exception as error:  # a truncated or foreign file: the user's problem, named
-        raise ExportError(f"{run_dir / 'model.pt'}: cannot load ({error}); re-run the training or export another "
-                          "run") from error
+    payload = load_weights_file(run_dir / "model.pt")
     train = RunRecord.from_disk(run_dir)  # None for a run directory copied without its train.json
     run = train.to_dict()["run"] if train is not None else None
     record = {

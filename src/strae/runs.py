@@ -230,6 +230,18 @@ def snapshot_block(checkpoint: Path, command: str, **position: Any) -> dict[str,
 
 
 # ----------------------------------------------------------------------------------------------- outputs
+def load_weights_file(path: Path, weights_only: bool = True) -> Any:
+    """A run's ``model.pt`` on the CPU; a truncated or foreign file is named (a user-facing problem, not a
+    traceback). ``weights_only=False`` only for the project's own files that carry Python objects."""
+    import torch
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=weights_only)
+    except Exception as error:  # noqa: BLE001 - whatever torch raises for a bad file, the remedy is the same
+        raise SystemExit(f"{path}: cannot load ({str(error).splitlines()[0] if str(error) else error!r}); the "
+                         "run's weights are damaged or not a run's: train the run again") from error
+
+
 def save_weights(run_dir: Path, payload: dict[str, Any]) -> None:
     """``model.pt``: the final weights (and whatever the trainer's loader needs beside them)."""
     save_checkpoint(Path(run_dir) / MODEL_FILE, payload)

@@ -89,7 +89,11 @@ class Tokenizer:
         self.model_file = Path(model_file)
         if not self.model_file.exists():
             raise SystemExit(f"{self.model_file}: tokenizer model not found; run `strae tokenizer --lang L` first")
-        self._sp = spm.SentencePieceProcessor(model_file=str(self.model_file))
+        try:
+            self._sp = spm.SentencePieceProcessor(model_file=str(self.model_file))
+        except (RuntimeError, OSError) as error:  # e.g. the tokenizer's .json beside it, or a truncated file
+            raise SystemExit(f"{self.model_file}: not a SentencePiece model ({error}); give the .model file "
+                             "`strae tokenizer` wrote") from error
         self.vocab_size: int = self._sp.get_piece_size()
         self.pad_id: int = self.vocab_size
         self.unk_id: int = self._sp.unk_id()

@@ -26,7 +26,7 @@ import torch
 from strae.data.batching import pad_batch
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
-from strae.runs import RunRecord
+from strae.runs import RunRecord, load_weights_file
 from strae.runtime import describe_device, resolve_device
 
 
@@ -43,10 +43,7 @@ class StraeEncoder(Encoder):
         for path in (weights, tokenizer_file):
             if not path.exists():
                 raise SystemExit(f"{path}: missing; is {self.run_dir} a finished `strae train` run?")
-        try:
-            payload = torch.load(weights, map_location="cpu", weights_only=True)
-        except Exception as error:  # noqa: BLE001 - a corrupt file is a user-facing problem
-            raise SystemExit(f"{weights}: cannot load ({error})") from error
+        payload = load_weights_file(weights)
         if not isinstance(payload, dict) or "config" not in payload or "state_dict" not in payload:
             raise SystemExit(f"{weights}: expected a dict with 'config' and 'state_dict' (written by strae train)")
         # An empty field the engine has since dropped (e.g. ``extra: {}``) carries nothing: ignore it.
