@@ -329,3 +329,21 @@ def test_random_token_every_other_configured_language(mirror, monkeypatch, tmp_p
             assert task.score is not None, (language, name)
             if task.n_pairs >= 100:  # a Spearman over 20 pairs (a pilot set) is chance-level noise for this floor
                 assert task.score > 10.0, (language, name, task.score)
+
+
+def test_the_mirror_csv_reader_names_bad_files_like_the_other_formats(tmp_path):
+    """The default format (the mirror's CSV, and an inline set's `path:` without a format) refuses a header-only
+    file, a NaN score and a file that is not UTF-8, naming file and line (it used to score 0 pairs as null, take
+    NaN, or raise a UnicodeDecodeError)."""
+    from strae.evaluate.tasks import EvalFileError, read_pairs
+
+    header = "sent1,sent2,score\n"
+    cases = {"empty.csv": (header, "no pairs"), "nan.csv": (header + "a b,c d,nan\n", "nan.csv:2: score is NaN"),
+             "latin.csv": (header + "caf\xe9,b,1\n", "not UTF-8")}
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_bytes(text.encode("latin-1"))
+        with pytest.raises(EvalFileError, match=message):
+            read_pairs(path, "sentence")
+    (tmp_path / "ok.csv").write_text(header + "a b,c d,0.5\n", encoding="utf-8")
+    assert read_pairs(tmp_path / "ok.csv", "sentence").gold_text == ["0.5"]

@@ -443,39 +443,39 @@ def read_pairs(path: str | Path, level: str, expected_rows: int | None = None,
     """Read a pair file in ``file_format`` (:data:`FORMATS`); ``expected_rows`` is checked when given."""
     path = Path(path)
     file_format = check_format(file_format, level, str(path))
-    if file_format != DEFAULT_FORMAT:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            try:
-                left, right, gold, gold_text = _READERS[file_format](path, handle)
-            except UnicodeDecodeError as error:
-                raise _file_error(path, None, file_format, f"not UTF-8 ({error})") from None
-        if not left:
-            raise _file_error(path, None, file_format, "no pairs")
-        if expected_rows is not None and len(left) != expected_rows:
-            raise SystemExit(f"{path}: {len(left)} pairs, but the task declares rows: {expected_rows}")
-        return PairSet(left, right, np.asarray(gold, dtype=np.float64), gold_text)
-    with open(path, encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None)
-        if header != HEADERS[level]:
-            raise _file_error(path, 1, DEFAULT_FORMAT, f"header {header!r} does not match a {level}-level task "
-                              f"(expected {','.join(HEADERS[level])})")
-        left, right, gold, gold_text = [], [], [], []
-        line_no = reader.line_num
-        for row in reader:
-            line_no, start = reader.line_num, line_no + 1  # a quoted field may span lines: report where it starts
-            if len(row) != 3:
-                raise _file_error(path, start, DEFAULT_FORMAT, f"{len(row)} fields, not 3")
-            try:
-                gold.append(float(row[2]))
-            except ValueError:
-                raise _file_error(path, start, DEFAULT_FORMAT, f"score {row[2]!r} is not a number") from None
-            gold_text.append(row[2].strip())
-            left.append(row[0])
-            right.append(row[1])
+    read = _READERS.get(file_format) or (lambda path, handle: _read_mirror_csv(path, handle, level))
+    # one path for every format: a file that is not UTF-8, has no pairs or a NaN score is named with its line
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        try:
+            left, right, gold, gold_text = read(path, handle)
+        except UnicodeDecodeError as error:
+            raise _file_error(path, None, file_format, f"not UTF-8 ({error})") from None
+    if not left:
+        raise _file_error(path, None, file_format, "no pairs")
     if expected_rows is not None and len(left) != expected_rows:
-        raise SystemExit(f"{path}: {len(left)} pairs, but config/tasks.yaml declares rows: {expected_rows}")
+        raise SystemExit(f"{path}: {len(left)} pairs, but the task declares rows: {expected_rows}")
     return PairSet(left, right, np.asarray(gold, dtype=np.float64), gold_text)
+
+
+def _read_mirror_csv(path: Path, handle, level: str) -> tuple[list, list, list, list]:
+    """The data mirror's CSV: a header naming the level's columns, then text,text,score rows."""
+    reader = csv.reader(handle)
+    header = next(reader, None)
+    if header != HEADERS[level]:
+        raise _file_error(path, 1, DEFAULT_FORMAT, f"header {header!r} does not match a {level}-level task "
+                          f"(expected {','.join(HEADERS[level])})")
+    left, right, gold, gold_text = [], [], [], []
+    line_no = reader.line_num
+    for row in reader:
+        line_no, start = reader.line_num, line_no + 1  # a quoted field may span lines: report where it starts
+        if len(row) != 3:
+            raise _file_error(path, start, DEFAULT_FORMAT, f"{len(row)} fields, not 3")
+        value, text = _gold(path, start, DEFAULT_FORMAT, row[2])
+        gold.append(value)
+        gold_text.append(text)
+        left.append(row[0])
+        right.append(row[1])
+    return left, right, gold, gold_text
 
 
 def resolve_data_file(name: str, resources_dir: str | Path = paths.DEFAULT_RESOURCES,
