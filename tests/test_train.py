@@ -525,3 +525,17 @@ def test_a_run_directory_without_its_checkpoint_is_never_silently_retrained(tiny
         trainer.train(train_args(tiny, started, "--max-steps", "3"), step_callback=interrupt_at(1))
     assert not (started / "checkpoint.pt").exists()
     assert trainer.train(train_args(tiny, started, "--max-steps", "3")) == 0
+
+
+def test_train_and_dev_splits_from_different_tokenisations_are_refused(tiny, tmp_path):
+    import shutil
+
+    data_dir, _ = tiny
+    mixed = tmp_path / "mixed"
+    shutil.copytree(data_dir, mixed)
+    meta = json.loads((mixed / "dev.json").read_text())
+    (mixed / "dev.json").write_text(json.dumps({**meta, "pretokenize": "treebank"}))
+    args = train_args(tiny, tmp_path / "run")
+    args[args.index("--data-dir") + 1] = str(mixed)
+    with pytest.raises(SystemExit, match="differ in pretokenize .*re-run `strae tokenize-corpus`"):
+        trainer.train(args)

@@ -206,8 +206,14 @@ def _load_corpora(data_dir: Path):
         raise SystemExit(f"{data_dir}/train.*: the training split is empty")
     if len(dev) == 0:
         raise SystemExit(f"{data_dir}/dev.*: the dev split is empty (needed for dev loss and the collapse check)")
-    if train.vocab_size != dev.vocab_size:
-        raise SystemExit(f"{data_dir}: train vocab_size {train.vocab_size} != dev vocab_size {dev.vocab_size}")
+    # the two splits must come from one tokenize-corpus run: a dev split left from another tokenizer or
+    # pretokenisation (an interrupted rerun) would drive the dev loss, the weights kept and the collapse check
+    unset = {"pretokenize": "none"}  # what a corpus tokenised before the key existed had
+    for key in ("vocab_size", "tokenizer_sha256", "pretokenize", "length_filter"):
+        ours, theirs = (split.meta.get(key, unset.get(key)) for split in (train, dev))
+        if ours is not None and theirs is not None and ours != theirs:
+            raise SystemExit(f"{data_dir}: train.json and dev.json differ in {key} ({ours!r} vs {theirs!r}): the "
+                             "splits come from different runs; re-run `strae tokenize-corpus`")
     return train, dev
 
 
