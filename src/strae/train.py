@@ -629,7 +629,9 @@ def resume(job: Job, state: State) -> None:
 def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any]:
     """checkpoint.pt, refused when it was written with other settings than this command's."""
     saved = load_checkpoint(path, "delete it or pass --restart")
-    written = saved["fingerprint"]
+    written = saved.get("fingerprint") if isinstance(saved, dict) else None
+    if written is None:
+        raise SystemExit(f"{path}: not a `strae train` checkpoint (another trainer's?); {remedy}")
     written["model_config"] = without_empty_fields(written["model_config"])
     written.setdefault("recipe", {})
     if written != job.fingerprint:

@@ -413,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
         from strae.data.registry import load_config, resolve_project_file
 
         has_config = resolve_project_file(args.config).exists()
+        if not has_config and args.config != parser.get_default("config"):  # only the default may be absent
+            raise SystemExit(f"--config {args.config}: not found")
         args.resources_dir = paths.resources_dir(load_config(args.config) if has_config else None)
     for lang in args.paper_corpus:
         for path in fetch_paper_corpus(lang, args.config, resources_dir=args.resources_dir, mirror=args.mirror,
