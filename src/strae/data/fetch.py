@@ -206,26 +206,27 @@ def fetch_source(
     mirror: str | Path | None = None,
     registry: dict[str, RegistryEntry] | str | Path | None = None,
 ) -> Path:
-    """Resolve one language-block corpus entry to a local file.
+    """Resolve one language-block source (a corpus entry or an inline eval set's file) to a local file.
 
     ``{registry: NAME}`` | ``{path: local file, sha256?}`` | ``{url: ..., sha256: ...}`` |
     ``{hf_dataset: id, config?, split?, revision?, text_field?: "text", sha256?}``.
     """
     if not isinstance(spec, dict):
-        raise FetchError(f"corpus entry {spec!r}: expected a mapping with one of registry/path/url/hf_dataset")
+        raise FetchError(f"language-block source {spec!r}: expected a mapping with one of registry/path/url/hf_dataset")
     expected = spec.get("sha256")
     if "registry" in spec:
         return fetch(spec["registry"], resources_dir=resources_dir, mirror=mirror, registry=registry)
     if "path" in spec:
         path = Path(spec["path"])
         if not path.exists():
-            raise FetchError(f"corpus entry path {path}: file not found; fix the path in the language block")
+            raise FetchError(f"language-block source path {path}: file not found; fix the path in the language block "
+                             "(corpus or eval_sets)")
         if expected and sha256_file(path) != expected.lower():
             raise ChecksumError(f"{path}: sha256 differs from the language block's sha256; fix one of them")
         return path
     if "url" in spec:
         if not expected:
-            raise FetchError(f"corpus entry url {spec['url']}: add sha256 (downloads are always verified)")
+            raise FetchError(f"language-block source url {spec['url']}: add sha256 (downloads are always verified)")
         name = spec["url"].rstrip("/").rsplit("/", 1)[-1] or "download"
         dest = paths.data_file(Path("external") / f"{expected[:16]}-{name}", resources_dir)
         if dest.exists() and sha256_file(dest) == expected.lower():
@@ -270,7 +271,7 @@ def fetch_source(
             with atomic_path(first_use) as tmp_sha:
                 tmp_sha.write_text(got + "\n")
         return dest
-    raise FetchError(f"corpus entry {spec!r}: needs one of registry, path, url or hf_dataset")
+    raise FetchError(f"language-block source {spec!r}: needs one of registry, path, url or hf_dataset")
 
 
 def fetch_url(url: str, dest: str | Path, sha256: str | None = None, mirror_file: str | Path | None = None,
