@@ -152,12 +152,21 @@ def test_a_remeasured_labelled_evaluation_replaces_the_carried_one(in_fixture, t
     assert sorted(row["source_json"] for row in labelled) == sorted(row["source_json"] for row in measured)
 
 
-def test_label_is_the_configs_name_for_the_options(synthetic, tmp_path):  # noqa: F811
+def test_label_is_the_configs_name_for_the_options(synthetic, tmp_path, monkeypatch):  # noqa: F811
     import yaml
 
     config = yaml.safe_load(Path(synthetic["config"]).read_text())
-    config["baselines"] = {"table": {"eval_options": {"plain": [], "wide": ["dim=8", "pooling=max"]}}}
+    config["baselines"] = {"glove": {"eval_options": {"plain": [], "wide": ["dim=8", "pooling=max"]}}}
     Path(synthetic["config"]).write_text(yaml.safe_dump(config))
+    synthetic_encoder = harness.load_encoder
+
+    def as_a_glove_run(spec, **options):  # the labels live under a baseline's key (the config schema's baselines)
+        encoder = synthetic_encoder(spec, **options)
+        info = encoder.run_info()
+        encoder.run_info = lambda: {**info, "model": "glove"}
+        return encoder
+
+    monkeypatch.setattr(harness, "load_encoder", as_a_glove_run)
     named = run_synthetic(synthetic, encoder_options={"pooling": "max", "dim": 8, "device": "cpu"})
     assert named.evaluation == EvalSetting(label="wide", options={"pooling": "max", "dim": 8})
     unnamed = run_synthetic(synthetic, encoder_options={"pooling": "mean"})
