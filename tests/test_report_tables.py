@@ -376,14 +376,14 @@ def test_an_approximate_paper_value_is_marked_and_carries_its_precision(repo_roo
 
 
 def test_misspelt_report_inputs_are_named_not_rendered_as_n_a(scores, tmp_path):
-    """`strae report`: an explicit --paper-dir / --param-counts / --config that does not exist, or a --scores file
+    """`strae report`: a --paper-dir or --config that does not exist, or a --scores file
     that is not a scores.csv, stops with the flag or file named (a misspelt paper dir rendered every paper value
     n/a)."""
     tables_file = tmp_path / "tables.yaml"
     tables_file.write_text(yaml.safe_dump(TABLES))
     common = ["table", "--table", "demo_table", "--tables", str(tables_file), "--out-csv", str(tmp_path / "t.csv"),
               "--out-md", str(tmp_path / "t.md")]
-    for flag in ("--paper-dir", "--param-counts", "--config"):
+    for flag in ("--paper-dir", "--config"):
         with pytest.raises(SystemExit, match=f"{flag} {tmp_path / 'typo'}: not found"):
             report.main([*common, "--scores", str(scores), flag, str(tmp_path / "typo")])
     other = tmp_path / "other.csv"

@@ -539,3 +539,19 @@ def test_train_and_dev_splits_from_different_tokenisations_are_refused(tiny, tmp
     args[args.index("--data-dir") + 1] = str(mixed)
     with pytest.raises(SystemExit, match="differ in pretokenize .*re-run `strae tokenize-corpus`"):
         trainer.train(args)
+
+
+def test_a_finished_run_extended_later_keeps_its_session_finished(tiny, tmp_path):
+    """The last checkpoint of a finished run closes its session, so a larger budget that continues from it lists
+    that session as ended (not lost after its checkpoint); a checkpointed directory relabelled by another command
+    (--setting is not in the checkpoint's fingerprint) is refused."""
+    out = tmp_path / "run"
+    assert trainer.train(train_args(tiny, out, "--max-steps", "3")) == 0
+    saved = torch.load(out / "checkpoint.pt", weights_only=False)
+    assert saved["timings"]["sessions"][-1]["end_step"] == 3
+    assert trainer.train(train_args(tiny, out, "--max-steps", "5")) == 0
+    first, second = json.loads((out / "train.json").read_text())["timings"]["sessions"]
+    assert (first["end_step"], second["start_step"], second["end_step"]) == (3, 3, 5)
+    assert "ended" in first and "lost_after_checkpoint" not in first
+    with pytest.raises(SystemExit, match="another run's directory \\(setting"):
+        trainer.train(train_args(tiny, out, "--max-steps", "7", "--setting", "renamed"))

@@ -10,7 +10,8 @@ import numpy as np
 from strae import paths
 from strae.encode import load_encoder
 from strae.evaluate import metrics
-from strae.evaluate.harness import _load_yaml, select_tasks
+from strae.data.registry import load_config as _load_yaml  # (strae.evaluate.harness._load_yaml until 2026-11-28)
+from strae.evaluate.harness import select_tasks
 from strae.evaluate.tasks import load_tasks, make_resolver, read_pairs
 
 CONFIG = "results/config.effective.yaml"

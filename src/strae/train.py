@@ -631,7 +631,8 @@ def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any
     saved = load_checkpoint(path, "delete it or pass --restart")
     written = saved.get("fingerprint") if isinstance(saved, dict) else None
     if written is None:
-        raise SystemExit(f"{path}: not a `strae train` checkpoint (another trainer's?); {remedy}")
+        raise SystemExit(f"{path}: not a `strae train` checkpoint (another trainer's?); use another --out, or delete "
+                         "it")
     written["model_config"] = without_empty_fields(written["model_config"])
     written.setdefault("recipe", {})
     if written != job.fingerprint:
@@ -641,20 +642,20 @@ def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any
 
 
 def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None:
-    """A train.json without the checkpoint that would continue it: starting over would silently replace another
-    run's outputs (different labels), or a finished run's weights (its checkpoint was deleted to save disk), so both
-    are refused. A run that stopped before its first checkpoint has lost nothing and simply starts."""
-    if previous is None or state.global_step > 0 or previous == "failed":
+    """A train.json that names another run (its labels are not in the checkpoint's fingerprint), or a completed
+    run whose checkpoint is gone (deleted to save disk: starting over would silently replace its weights), is
+    refused. A run that stopped before its first checkpoint has lost nothing and simply starts."""
+    if previous is None or previous == "failed":
         return
     recorded = RunRecord.from_disk(job.out)
     labels = ("language", "model", "setting", "seed")
     ours = new_record(job, [], {})
     mismatched = [f"{key} {getattr(recorded, key)!r} (this command: {getattr(ours, key)!r})" for key in labels
-                  if getattr(recorded, key) != getattr(ours, key)]
+                  if getattr(recorded, key) is not None and getattr(recorded, key) != getattr(ours, key)]
     if mismatched:
         raise SystemExit(f"{job.out}/train.json: another run's directory ({'; '.join(mismatched)}); use another "
                          "--out, or --restart to discard it")
-    if previous == "completed" and (job.out / "encoder.json").exists():
+    if state.global_step == 0 and previous == "completed" and (job.out / "encoder.json").exists():
         raise SystemExit(f"{job.out}: a completed run whose {CHECKPOINT_FILE} is gone, so this command cannot be "
                          "checked against it or continue it; its outputs stay as they are (pass --restart to train "
                          "it again from scratch)")
@@ -845,6 +846,10 @@ def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: fl
     # Position "next epoch, batch 0" (or where --max-steps stopped: a later, larger --max-steps resumes).
     if not partial:
         state.epoch, state.batch_in_epoch = state.epoch + 1, 0
+    if state.epoch >= job.settings.epochs or steps_exhausted(job, state):
+        # the run's last checkpoint: its session ends here, so a later, larger budget that continues from it
+        # finds a finished session, not one lost after its checkpoint (finish() leaves a closed session as it is)
+        state.sessions.close(state.global_step)
     save_progress(job, state, record)
 
 

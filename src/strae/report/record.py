@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from strae import paths, plan
 from strae.data import registry
@@ -603,13 +602,8 @@ def load_config(files: Path | list[Path]) -> dict[str, Any]:
 
     config: dict[str, Any] = {}
     for path in [files] if isinstance(files, Path) else files:
-        try:
-            layer = registry.read_config_layer(path)  # the project's one reader of a config file
-        except yaml.YAMLError as error:
-            raise SystemExit(f"{path}: cannot read the workflow config: {error}") from None
-        if not isinstance(layer, dict):
-            raise SystemExit(f"{path}: not a workflow config (not a mapping)")
-        update_config(config, layer)
+        # the project's one reader of a config file (it names unreadable YAML and a top level that is no mapping)
+        update_config(config, registry.read_config_layer(path))
     errors = schema_errors(config, "config")  # what the Snakefile checks (workflow/schemas/config.schema.yaml)
     if errors:
         raise SystemExit(f"{config_label(files)}: not a valid workflow config ({'; '.join(errors[:3])}); an overlay "
