@@ -145,7 +145,9 @@ def language_block(config: dict[str, Any], lang: str, config_path: str | Path = 
 def data_setting(config: dict[str, Any], key: str, config_path: str | Path = DEFAULT_CONFIG) -> Any:
     data = config.get("data") or {}
     if key not in data:
-        raise RegistryError(f"{config_path}: data.{key} is missing; add it (see workflow/schemas/config.schema.yaml)")
+        raise RegistryError(f"{config_path}: data.{key} is missing; add it (see workflow/schemas/config.schema.yaml)."
+                            " An overlay such as config/quick.yaml only changes the base config: give the merged one "
+                            "(results/config.effective.yaml) or run the step through snakemake")
     return data[key]
 
 
