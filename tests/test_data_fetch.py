@@ -219,9 +219,10 @@ def test_fetch_all_places_what_it_can_and_lists_the_rest(toy, tmp_path, capsys):
 
 def test_fetch_all_brings_every_file_a_languages_runs_read(repo_root, mirror, tmp_path, monkeypatch):
     """`snakemake fetch_all` (`strae fetch --language`) places, besides corpus and tokenizer, every file a language's
-    runs read, so an air-gapped copy of resources/ evaluates without a network: the evaluation sets of every variant
-    (pooled tasks' subset files too), and for the multi-view paper's language its book corpus, parser wheel and
-    SentEval transfer files (probing files only when Table 2 is asked for); inline sets keep their file spec."""
+    runs read, so an air-gapped copy of resources/ evaluates without a network: the evaluation sets of the variants
+    the workflow scores (pooled tasks' subset files too), and for the multi-view paper's language its book corpus,
+    parser wheel and SentEval transfer files (probing files only when Table 2 is asked for); inline sets keep their
+    file spec. The two parts are the two fetch rules' (evaluation jobs wait for the first)."""
     import json
 
     import yaml
@@ -234,9 +235,16 @@ def test_fetch_all_brings_every_file_a_languages_runs_read(repo_root, mirror, tm
     config = load_config("config/config.yaml")
     files = fetch_mod.language_files("en", config)
     catalog = load_tasks("config/tasks.yaml")
-    for variant in ("paper", "official"):
-        for task in language_tasks(catalog, config, "en", variant):
-            assert task.data_id in files and all(s.registry in files for s in task.subsets), (variant, task.name)
+    assert config["scale"]["eval_variants"] == ["paper"]
+    for task in language_tasks(catalog, config, "en", "paper"):
+        assert task.data_id in files and all(s.registry in files for s in task.subsets), task.name
+    official = {task.data_id for task in language_tasks(catalog, config, "en", "official")}
+    assert official - files.keys()  # the official files are fetched only when that variant is scored
+    config["scale"]["eval_variants"] = ["paper", "official"]
+    assert official <= fetch_mod.language_files("en", config).keys()
+    config["scale"]["eval_variants"] = ["paper"]
+    evaluation, multiview_part = (fetch_mod.language_files("en", config, part=part) for part in fetch_mod.FILE_PARTS)
+    assert evaluation.keys() | multiview_part.keys() == files.keys() and not evaluation.keys() & multiview_part.keys()
     multiview = config["multiview"]
     assert multiview["corpora"]["en"]["registry"] in files and multiview["parsers"]["en"]["wheel"] in files
     senteval = load_senteval_tasks("config/tasks.yaml")

@@ -17,7 +17,7 @@ def test_resources_paths_follow_the_given_root():
     assert paths.tokenized_dir("xx", root) == root / "tokenized" / "xx"
     assert paths.tokenized_file("xx", "train", "offsets.npy", root) == root / "tokenized" / "xx" / "train.offsets.npy"
     assert paths.data_file("eval/word/a.csv", root) == root / "data" / "eval" / "word" / "a.csv"
-    assert paths.language_files_manifest("xx", root) == root / "data" / "fetched" / "xx.json"
+    assert paths.language_files_manifest("xx", "evaluation", root) == root / "data" / "fetched" / "xx.evaluation.json"
     assert paths.parses_dir("xx", "p20_sall", root) == root / "parses" / "xx" / "p20_sall"
     with pytest.raises(ValueError, match="tokenized file suffix"):
         paths.tokenized_file("xx", "train", "npy", root)

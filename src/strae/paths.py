@@ -29,10 +29,10 @@ def data_file(relative: str | Path, resources: str | Path = DEFAULT_RESOURCES) -
     return Path(resources) / "data" / relative
 
 
-def language_files_manifest(lang: str, resources: str | Path = DEFAULT_RESOURCES) -> Path:
-    """The checksum manifest of every file a language's runs read beyond corpus and tokenizer
-    (``strae fetch --language``, the fetch_all rule)."""
-    return data_file(Path("fetched") / f"{lang}.json", resources)
+def language_files_manifest(lang: str, part: str, resources: str | Path = DEFAULT_RESOURCES) -> Path:
+    """The checksum manifest of one part (``evaluation``, ``multiview``) of the files a language's runs read beyond
+    corpus and tokenizer (``strae fetch --language L --part P``, the fetch rules)."""
+    return data_file(Path("fetched") / f"{lang}.{part}.json", resources)
 
 
 def corpus_dir(lang: str, resources: str | Path = DEFAULT_RESOURCES) -> Path:

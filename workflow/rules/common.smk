@@ -83,7 +83,7 @@ TOKENIZER_PATTERN = str(paths.tokenizer_model("{lang}", RES))
 _TOKENIZED_NAMES = {"ids.npy": "ids", "offsets.npy": "offsets", "json": "meta"}
 TOKENIZED_PATTERNS = {f"{split}_{name}": str(paths.tokenized_file("{lang}", split, suffix, RES))
                       for split in paths.SPLITS for suffix, name in _TOKENIZED_NAMES.items()}
-LANGUAGE_FILES_PATTERN = str(paths.language_files_manifest("{lang}", RES))
+LANGUAGE_FILES_PATTERN = str(paths.language_files_manifest("{lang}", "{part}", RES))
 TRAIN_RECORD_PATTERN = str(paths.train_record("{lang}", "{model}", "{setting}", "{seed}"))
 EVAL_PATTERN = str(paths.eval_json("{lang}", "{model}", "{setting}{option}", "{seed}", "{variant}"))
 SCORES = str(paths.scores_csv())
@@ -156,12 +156,37 @@ def get_eval_sets_settings(wildcards):
 
 
 def get_language_files(wildcards):
-    """What fetch_language_files places for a language (as a param: a changed task list or set re-runs it)."""
+    """What fetch_language_files places for a language's part (as a param: a changed task list or set re-runs it)."""
     import json
 
     from strae.data.fetch import language_files
 
-    return json.dumps(language_files(wildcards.lang, config), sort_keys=True)
+    return json.dumps(language_files(wildcards.lang, config, part=wildcards.part), sort_keys=True)
+
+
+def get_evaluation_files(wildcards):
+    """The manifest of the language's evaluation sets: placed by a fetch job, so evaluation itself runs offline.
+    ancient: the evaluations wait for it, but a rewritten manifest (its timestamp) re-runs none of them."""
+    return ancient(str(paths.language_files_manifest(wildcards.lang, "evaluation", RES)))
+
+
+def get_multiview_files(wildcards):
+    """The manifest of the multi-view paper's files for the language (book corpus, parser wheel, SentEval files);
+    ancient, as get_evaluation_files."""
+    return ancient(str(paths.language_files_manifest(wildcards.lang, "multiview", RES)))
+
+
+def _multiview_languages():
+    multiview = config.get("multiview") or {}
+    return sorted(multiview.get("languages") or []) if multiview.get("enabled") else []
+
+
+# every fetch manifest: fetch_all's files beside corpora and tokenizers
+FETCHED_MANIFESTS = [str(paths.language_files_manifest(lang, "evaluation", RES)) for lang in sorted(config["languages"])]
+FETCHED_MANIFESTS += [str(paths.language_files_manifest(lang, "multiview", RES)) for lang in _multiview_languages()]
+
+# the compute rules' jobs never reach the Hugging Face hub (every download is a fetch rule's)
+OFFLINE = "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1"
 
 
 def get_tokenizer_inputs(wildcards):

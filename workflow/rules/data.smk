@@ -29,23 +29,26 @@ rule fetch_all:
     input:
         expand(CORPUS_PATTERNS["train"], lang=sorted(config["languages"])),
         expand(TOKENIZER_PATTERN, lang=sorted(config["languages"])),
-        expand(LANGUAGE_FILES_PATTERN, lang=sorted(config["languages"])),
+        FETCHED_MANIFESTS,
 
 
 rule fetch_language_files:
-    # What a language's runs read besides corpus and tokenizer: its evaluation sets (every variant, inline ones too)
-    # and, where the multi-view paper runs it, its book corpus, parser wheel and SentEval files; placed and
-    # checksummed, the manifest lists each file and its sha256. The jobs that read them place them themselves too
-    # (resources -> mirror -> upstream); this rule only lets fetch_all bring them along.
+    # What a language's runs read besides corpus and tokenizer, in two parts: `evaluation`, its evaluation sets
+    # (every variant, inline ones too; an input of every evaluation of the language, so evaluation runs offline), and
+    # `multiview`, where the multi-view paper runs it, its book corpus, parser wheel and SentEval files; placed and
+    # checksummed (resources -> mirror -> upstream), the manifest lists each file and its sha256.
     output:
         manifest=LANGUAGE_FILES_PATTERN,
+    wildcard_constraints:
+        part="evaluation|multiview",
     params:
         config=EFFECTIVE_CONFIG,
         files=get_language_files,
     log:
-        "logs/fetch_language_files/{lang}.log",
+        "logs/fetch_language_files/{lang}.{part}.log",
     threads: 1
     conda:
         "../envs/strae.yaml"
     shell:
-        "strae fetch --language {wildcards.lang} --config {params.config} --manifest {output.manifest} > {log} 2>&1"
+        "strae fetch --language {wildcards.lang} --part {wildcards.part} --config {params.config} "
+        "--manifest {output.manifest} > {log} 2>&1"

@@ -10,6 +10,7 @@ rule evaluate:
     # train.json, not encoder.json or the weights: a failed run has only train.json and is evaluated all the same
     input:
         record=TRAIN_RECORD_PATTERN,
+        files=get_evaluation_files,
     output:
         scores=EVAL_PATTERN,
     params:
@@ -30,6 +31,7 @@ rule evaluate:
         mem_mb=4000,
         runtime=60,
     shell:
+        f"{OFFLINE} "
         "OMP_NUM_THREADS={threads} strae evaluate --model {params.run_dir} --lang {wildcards.lang} "
         "--variant {wildcards.variant} --tasks {params.tasks} {params.options} --config {params.config} "
         "--device {params.device} --out {output.scores} > {log} 2>&1"

@@ -61,6 +61,7 @@ rule multiview_evaluate_zero_shot:
     # the generic `evaluate` rule only knows the models of `models:`/`baselines:`; same command here
     input:
         record=TRAIN_RECORD_PATTERN,
+        files=get_evaluation_files,
     output:
         scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "{variant}")),
     wildcard_constraints:
@@ -76,6 +77,7 @@ rule multiview_evaluate_zero_shot:
     conda:
         "../envs/strae.yaml"
     shell:
+        f"{OFFLINE} "
         "OMP_NUM_THREADS={threads} strae evaluate --model {params.run_dir} --lang {wildcards.lang} "
         "--variant {wildcards.variant} --tasks {params.tasks} --config {params.config} "
         "--device {params.device} --out {output.scores} --quiet > {log} 2>&1"
@@ -86,6 +88,7 @@ rule evaluate_senteval:
     # suite senteval = the transfer tasks (Table 1), probing = SentEval's probing tasks (Table 2), one JSON each
     input:
         mv_senteval_inputs,
+        files=get_multiview_files,
     output:
         scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "{suite}")),
     wildcard_constraints:
@@ -105,6 +108,7 @@ rule evaluate_senteval:
         mem_mb=mv_senteval_mem_mb,
         runtime=mv_senteval_runtime,
     shell:
+        f"{OFFLINE} "
         "OMP_NUM_THREADS={threads} strae evaluate --suite senteval --variant {wildcards.suite} --model {params.model} "
         "--lang {wildcards.lang} {params.flags} --config {params.config} --device {params.device} "
         "--out {output.scores} --quiet > {log} 2>&1"

