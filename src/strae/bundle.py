@@ -98,13 +98,17 @@ def resource_files(lang: str, resources: Path, with_text: bool) -> tuple[list[Pa
     return carried, texts
 
 
-def eval_registry_names(config: dict[str, Any], languages: list[str], variants: list[str]) -> list[str]:
-    """Registry names of every file the languages' evaluation task lists read (pooled tasks: their subsets too)."""
+def eval_registry_names(config: dict[str, Any], languages: list[str], variants: list[str] | None) -> list[str]:
+    """Registry names of every file the languages' evaluation task lists read (pooled tasks: their subsets too),
+    for ``variants``, or (None) for the variants the workflow scores per language: exactly what the box's
+    `fetch_language_files` job (part evaluation) asks for, so it finds every one."""
+    from strae.data.fetch import scored_variants
     from strae.evaluate.tasks import language_task_files
 
     names: set[str] = set()
     for lang in languages:
-        for task, spec in language_task_files(config, lang, variants):
+        chosen = variants if variants is not None else scored_variants(config, lang)
+        for task, spec in language_task_files(config, lang, chosen):
             if isinstance(spec, dict):  # an inline set given by url or path
                 if "url" in spec or Path(spec["path"]).is_absolute():
                     raise SystemExit(f"languages.{lang}.eval_sets.{task.name}: only a registry entry or a path "
@@ -347,7 +351,8 @@ def write_bundle(args: argparse.Namespace) -> int:
     unknown = [lang for lang in languages if lang not in (config.get("languages") or {})]
     if unknown:
         raise SystemExit(f"--langs {args.langs}: no block languages.{unknown[0]} in {args.config}")
-    variants = args.variants.split(",") if args.variants else config["scale"].get("eval_variants", ["paper"])
+    # default: per language, the variants the workflow scores (the evaluation fetch job's own list)
+    variants = args.variants.split(",") if args.variants else None
     resources = Path(args.resources_dir) if args.resources_dir else paths.resources_dir(config)
     mirror = Path(args.mirror) if args.mirror else None
     out = Path(args.out)
@@ -357,10 +362,14 @@ def write_bundle(args: argparse.Namespace) -> int:
                          "bundle replaces by empty stand-ins: pass --with-corpus-text")
     names = sorted(set(eval_registry_names(config, languages, variants)) | set(training_dev_sets(config, languages)))
     _prepare_out(out)
-    print(f"strae bundle: languages {', '.join(languages)}; evaluation ({', '.join(variants)}): {len(names)} files")
+    from strae.data.fetch import scored_variants
+
+    scored = sorted({v for lang in languages for v in scored_variants(config, lang) or []})
+    print(f"strae bundle: languages {', '.join(languages)}; evaluation ({', '.join(variants or scored)}): "
+          f"{len(names)} files")
     manifest: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                 "git_sha": git_sha(), "config": str(args.config), "languages": languages,
-                                "variants": variants, "resources_dir": str(resources)}
+                                "variants": variants or scored, "resources_dir": str(resources)}
     manifest.update(bundle_resources(languages, resources, out, args.with_corpus_text))
     registry = (config.get("data") or {}).get("registry") or "config/registry.yaml"
     manifest["eval"] = bundle_eval(names, registry, resources, mirror, out)
@@ -505,7 +514,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--unpack", metavar="DIR", nargs="?", const=DEFAULT_OUT,
                         help="on the box: restore the bundle DIR (default bundle) into resources/")
     parser.add_argument("--langs", help="comma-separated; default: the languages the enabled experiments train")
-    parser.add_argument("--variants", help="evaluation variants (default: scale.eval_variants of --config)")
+    parser.add_argument("--variants", help="evaluation variants (default: per language the variants the workflow "
+                                           "scores, scale.eval_variants plus the multi-view paper's sts_variants)")
     parser.add_argument("--out", default=DEFAULT_OUT)
     parser.add_argument("--mirror", default=os.environ.get("STRAE_DATA_MIRROR") or "../shared/data",
                         help="data mirror for evaluation files not yet under resources/data (default "

@@ -170,10 +170,11 @@ def get_evaluation_files(wildcards):
     return ancient(str(paths.language_files_manifest(wildcards.lang, "evaluation", RES)))
 
 
-def get_multiview_files(wildcards):
-    """The manifest of the multi-view paper's files for the language (book corpus, parser wheel, SentEval files);
-    ancient, as get_evaluation_files."""
-    return ancient(str(paths.language_files_manifest(wildcards.lang, "multiview", RES)))
+def get_senteval_files(wildcards):
+    """The manifest a SentEval job waits for: the multi-view paper's files (book corpus, parser wheel, SentEval
+    transfer files) for suite senteval, SentEval's probing files for suite probing; ancient, as get_evaluation_files."""
+    part = "probing" if wildcards.suite == "probing" else "multiview"
+    return ancient(str(paths.language_files_manifest(wildcards.lang, part, RES)))
 
 
 def _multiview_languages():
@@ -184,6 +185,8 @@ def _multiview_languages():
 # every fetch manifest: fetch_all's files beside corpora and tokenizers
 FETCHED_MANIFESTS = [str(paths.language_files_manifest(lang, "evaluation", RES)) for lang in sorted(config["languages"])]
 FETCHED_MANIFESTS += [str(paths.language_files_manifest(lang, "multiview", RES)) for lang in _multiview_languages()]
+if ((config.get("multiview") or {}).get("senteval") or {}).get("probing"):
+    FETCHED_MANIFESTS += [str(paths.language_files_manifest(lang, "probing", RES)) for lang in _multiview_languages()]
 
 # the compute rules' jobs never reach the Hugging Face hub (every download is a fetch rule's)
 OFFLINE = "HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1"

@@ -33,14 +33,15 @@ rule fetch_all:
 
 
 rule fetch_language_files:
-    # What a language's runs read besides corpus and tokenizer, in two parts: `evaluation`, its evaluation sets
-    # (every variant, inline ones too; an input of every evaluation of the language, so evaluation runs offline), and
-    # `multiview`, where the multi-view paper runs it, its book corpus, parser wheel and SentEval files; placed and
-    # checksummed (resources -> mirror -> upstream), the manifest lists each file and its sha256.
+    # What a language's runs read besides corpus and tokenizer, in parts (strae.data.fetch.FILE_PARTS): `evaluation`,
+    # its evaluation sets for the variants the workflow scores (inline ones too; an input of every evaluation of the
+    # language, so evaluation runs offline); `multiview`, where the multi-view paper runs it, its book corpus, parser
+    # wheel and SentEval transfer files; `probing`, SentEval's probing files (its Table 2). Placed and checksummed
+    # (resources -> mirror -> upstream); the manifest lists each file and its sha256.
     output:
         manifest=LANGUAGE_FILES_PATTERN,
     wildcard_constraints:
-        part="evaluation|multiview",
+        part="evaluation|multiview|probing",
     params:
         config=EFFECTIVE_CONFIG,
         files=get_language_files,

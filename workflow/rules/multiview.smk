@@ -88,7 +88,7 @@ rule evaluate_senteval:
     # suite senteval = the transfer tasks (Table 1), probing = SentEval's probing tasks (Table 2), one JSON each
     input:
         mv_senteval_inputs,
-        files=get_multiview_files,
+        files=get_senteval_files,
     output:
         scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "{suite}")),
     wildcard_constraints:

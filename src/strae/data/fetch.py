@@ -336,20 +336,34 @@ def fetch_paper_corpus(lang: str, config_path: str | Path,
     return [fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) for spec in specs]
 
 
-#: what `strae fetch --language` places, in parts (one fetch rule each): the evaluation sets every run of the
-#: language is scored on, and the multi-view paper's own files
-FILE_PARTS = ("evaluation", "multiview")
+#: what `strae fetch --language` places, in parts (one fetch job each, so a file one part lacks blocks only the jobs
+#: that wait for that part): the evaluation sets every run of the language is scored on; the multi-view paper's
+#: corpus, parser wheel and SentEval transfer files; SentEval's probing files (no mirror has them), for its Table 2
+FILE_PARTS = ("evaluation", "multiview", "probing")
+
+
+def scored_variants(config: dict[str, Any], lang: str) -> list[str] | None:
+    """The evaluation variants the workflow scores for ``lang``: ``scale.eval_variants`` (default ``[paper]``, as
+    strae.plan's), plus the multi-view paper's ``sts_variants`` for its languages; None for a config without
+    ``scale`` (a command's own partial config: every variant the language lists)."""
+    if "scale" not in config:
+        return None
+    variants = list((config.get("scale") or {}).get("eval_variants") or ["paper"])
+    multiview = config.get("multiview") or {}
+    if multiview.get("enabled") and lang in (multiview.get("languages") or []):
+        variants += [v for v in multiview.get("sts_variants") or [] if v not in variants]
+    return variants
 
 
 def language_files(lang: str, config: dict[str, Any], config_path: str | Path = "config",
                    part: str | None = None) -> dict[str, str | dict[str, Any]]:
     """Every file the configured runs of ``lang`` read beyond its corpus sources and tokenizer (those are the
     prepare-corpus and tokenizer rules' own), or one ``part`` of them (:data:`FILE_PARTS`): ``evaluation``, the sets
-    ``languages.<lang>.eval.<variant>`` name for the variants the workflow scores (``scale.eval_variants``, and the
-    multi-view paper's ``sts_variants`` for its languages; every listed variant for a config without ``scale``), with
-    pooled tasks' subset files and inline sets; ``multiview``, when the multi-view paper runs this language, its book
-    corpus, parser wheel and SentEval files. ``{data id: registry name or inline file spec}``; ``config_path`` names
-    the config in errors."""
+    ``languages.<lang>.eval.<variant>`` name for :func:`scored_variants`, with pooled tasks' subset files and inline
+    sets; ``multiview``, when the multi-view paper runs this language, its book corpus, parser wheel and SentEval
+    transfer files; ``probing``, SentEval's probing files when its Table 2 is asked for
+    (``multiview.senteval.probing``). ``{data id: registry name or inline file spec}``; ``config_path`` names the
+    config in errors."""
     if part is not None and part not in FILE_PARTS:
         raise ValueError(f"part {part!r}: use one of {FILE_PARTS}")
     from strae.data.registry import language_block
@@ -362,24 +376,24 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
     multiview = config.get("multiview") or {}
     runs_multiview = bool(multiview.get("enabled")) and lang in (multiview.get("languages") or [])
     if part in (None, "evaluation"):
-        variants = (config.get("scale") or {}).get("eval_variants")
-        if variants is not None and runs_multiview:
-            variants = [*variants, *(v for v in multiview.get("sts_variants") or [] if v not in variants)]
+        variants = scored_variants(config, lang)
         for task, spec in language_task_files(config, lang, variants, config_path=str(config_path)):
             files[spec if isinstance(spec, str) else task.data_id] = spec  # a file spec is an inline set's own
-    if part in (None, "multiview") and runs_multiview:
+    if not runs_multiview:
+        return files
+    suite = multiview.get("senteval") or {}
+    senteval = load_senteval_tasks(tasks_path)
+    if part in (None, "multiview"):
         corpus = (multiview.get("corpora") or {}).get(lang) or {}
         wheel = ((multiview.get("parsers") or {}).get(lang) or {}).get("wheel")
         files.update((name, name) for name in (corpus.get("registry"), wheel) if name)
-        suite = multiview.get("senteval") or {}
-        senteval = load_senteval_tasks(tasks_path)
-        # as `strae evaluate --suite senteval` picks them: the configured transfer tasks (else every one of the
-        # language), and every probing task of the language when Table 2 is asked for
+        # as `strae evaluate --suite senteval` picks them: the configured transfer tasks, else every one of the language
         chosen = [senteval[name] for name in suite.get("tasks") or [] if name in senteval] or [
             task for task in senteval.values() if task.group == "transfer"]
-        if suite.get("probing"):
-            chosen += [task for task in senteval.values() if task.group == "probing"]
         files.update((name, name) for task in chosen if task.language == lang for name in task.files.values())
+    if part in (None, "probing") and suite.get("probing"):
+        files.update((name, name) for task in senteval.values() if task.group == "probing" and task.language == lang
+                     for name in task.files.values())
     return files
 
 
@@ -417,10 +431,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default="config/config.yaml", help="config holding the language blocks")
     parser.add_argument("--language", metavar="LANG", action="append", default=[],
                         help="place every file the config's runs of LANG read besides its corpus and tokenizer: its "
-                             "evaluation sets (every variant) and, if the multi-view paper runs it, its book corpus, "
-                             "parser wheel and SentEval files (the fetch rules)")
+                             "evaluation sets (the variants the workflow scores) and, if the multi-view paper runs it, "
+                             "its book corpus, parser wheel and SentEval files (the fetch rules)")
     parser.add_argument("--part", choices=FILE_PARTS, default=None,
-                        help="with --language: only the evaluation sets, or only the multi-view paper's files")
+                        help="with --language: only the evaluation sets, the multi-view paper's files, or SentEval's "
+                             "probing files")
     parser.add_argument("--manifest", default=None,
                         help="with --language: write {lang: {data id: {file, sha256}}} here")
     args = parser.parse_args(argv)
