@@ -648,10 +648,10 @@ def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None
     if previous is None or previous == "failed":
         return
     recorded = RunRecord.from_disk(job.out)
-    labels = ("language", "model", "setting", "seed")
-    ours = new_record(job, [], {})
-    mismatched = [f"{key} {getattr(recorded, key)!r} (this command: {getattr(ours, key)!r})" for key in labels
-                  if getattr(recorded, key) is not None and getattr(recorded, key) != getattr(ours, key)]
+    # the labels train.json records are the job's settings' (new_record)
+    mismatched = [f"{key} {getattr(recorded, key)!r} (this command: {getattr(job.settings, key)!r})"
+                  for key in ("language", "model", "setting", "seed")
+                  if getattr(recorded, key) is not None and getattr(recorded, key) != getattr(job.settings, key)]
     if mismatched:
         raise SystemExit(f"{job.out}/train.json: another run's directory ({'; '.join(mismatched)}); use another "
                          "--out, or --restart to discard it")
