@@ -112,3 +112,34 @@ def test_corpus_source_flag_and_fetch_paper_corpus(setup, repo_root, monkeypatch
                        "--resources-dir", str(tmp_path / "resources")]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert len(printed) == 2 and all("trust on first use" in line for line in printed)
+
+
+def test_train_and_dev_are_checked_as_one_set(setup, repo_root, monkeypatch):
+    """meta.json vouches for train.txt + dev.txt together: a rerun stopped between them leaves none, and a split that
+    is not the one meta.json names is refused by tokenize-corpus."""
+    import strae.data.corpus as corpus
+
+    tmp_path, hub, write_config = setup
+    monkeypatch.chdir(repo_root)
+    config = write_config(str(hub))
+    out = tmp_path / "out"
+    prepare_corpus("xx", config, out_dir=out)
+    train_sentencepiece(out / "train.txt", tmp_path / "tok.model", requested_vocab=200)
+    tokenize_corpus(out, tmp_path / "tok.model", tmp_path / "tok", min_len=1)  # the set as written: accepted
+    (out / "dev.txt").write_text("a dev line of another run\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="dev.txt: its sha256 is not the one"):
+        tokenize_corpus(out, tmp_path / "tok.model", tmp_path / "tok2", min_len=1)
+    # a rerun that dies after writing train.txt leaves no meta.json to vouch for the mixed pair
+    real = corpus._write_selected
+    calls = []
+
+    def dies_on_dev(paths, language, target, outs, desc):
+        calls.append(desc)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(paths, language, target, outs, desc)
+
+    monkeypatch.setattr(corpus, "_write_selected", dies_on_dev)
+    with pytest.raises(KeyboardInterrupt):
+        prepare_corpus("xx", config, out_dir=out)
+    assert (out / "train.txt").exists() and not (out / "meta.json").exists()

@@ -121,9 +121,15 @@ def eval_setting(run: Run, option: str | None) -> str:
     return f"{run.setting}@{option}" if option else run.setting
 
 
+def eval_variants(config: dict[str, Any]) -> list[str]:
+    """The evaluation variants every trained model is scored on: ``scale.eval_variants``, default ``[paper]`` (the
+    papers' protocol; ``official`` is the other, ``strae evaluate --variant``)."""
+    return list((config.get("scale") or {}).get("eval_variants") or ["paper"])
+
+
 def eval_targets(config: dict[str, Any]) -> list[str]:
     """Every evaluation JSON the enabled experiments and baselines produce (the inputs of scores.csv)."""
-    variants = config["scale"].get("eval_variants", ["paper"])
+    variants = eval_variants(config)
     return [run.eval_json(v, option) for run, option in evaluations(config) for v in variants]
 
 
@@ -145,7 +151,7 @@ def table_evaluations(config: dict[str, Any], tables: dict[str, Any],
     # the columns/rows language blocks add (languages.<lang>.tables.<key>), as `strae report table --config` shows
     table = with_language_entries(tables, key, config)["tables"][key]
     wanted = {(cell["language"], cell["model"], cell["setting"], cell["variant"]) for _, cell in table_cells(table)}
-    variants = config["scale"].get("eval_variants", ["paper"])
+    variants = eval_variants(config)
     return [(run, option, v) for run, option in evaluations(config) for v in variants
             if (run.language, run.model, eval_setting(run, option), v) in wanted]
 
@@ -380,7 +386,7 @@ def check_config(config: dict[str, Any]) -> list[str]:
                 errors.append(f"baselines.{name}.languages: {lang!r} has no block under `languages:`")
         if spec.get("init") and spec["init"] not in (config.get("baselines") or {}):
             errors.append(f"baselines.{name}.init: unknown baseline {spec['init']!r}")
-    for variant in config["scale"].get("eval_variants", ["paper"]):
+    for variant in eval_variants(config):
         for lang in {r.language for r in model_runs(config)}:
             if lang in languages and not (languages[lang].get("eval") or {}).get(variant):
                 errors.append(f"languages.{lang}.eval.{variant}: no tasks listed, but scale.eval_variants has it")

@@ -343,12 +343,14 @@ FILE_PARTS = ("evaluation", "multiview", "probing")
 
 
 def scored_variants(config: dict[str, Any], lang: str) -> list[str] | None:
-    """The evaluation variants the workflow scores for ``lang``: ``scale.eval_variants`` (default ``[paper]``, as
-    strae.plan's), plus the multi-view paper's ``sts_variants`` for its languages; None for a config without
-    ``scale`` (a command's own partial config: every variant the language lists)."""
+    """The evaluation variants the workflow scores for ``lang``: :func:`strae.plan.eval_variants`, plus the
+    multi-view paper's ``sts_variants`` for its languages; None for a config without ``scale`` (a command's own
+    partial config: every variant the language lists)."""
     if "scale" not in config:
         return None
-    variants = list((config.get("scale") or {}).get("eval_variants") or ["paper"])
+    from strae.plan import eval_variants
+
+    variants = eval_variants(config)
     multiview = config.get("multiview") or {}
     if multiview.get("enabled") and lang in (multiview.get("languages") or []):
         variants += [v for v in multiview.get("sts_variants") or [] if v not in variants]

@@ -149,13 +149,21 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
     tokenizer = load_tokenizer(tokenizer_file, pretokenize=pretokenize)
     corpus_meta = corpus_dir / "meta.json"
+    prepared = read_json(corpus_meta) if corpus_meta.exists() else {}
+    if not prepared:
+        log.warning("%s: not found, so the splits cannot be checked as one set (a corpus made by hand, or a "
+                    "`strae prepare-corpus` that did not finish)", corpus_meta)
     # which source the prepared corpus came from (paper or fallback), so a run's data says it without a detour
-    corpus_source = read_json(corpus_meta).get("corpus_source") if corpus_meta.exists() else None
+    corpus_source = prepared.get("corpus_source")
     metas = {}
     for split in splits:
         text_file = corpus_dir / f"{split}.txt"
         if not text_file.exists():
             raise SystemExit(f"{text_file}: prepared corpus split not found; run `strae prepare-corpus` first")
+        expected = (prepared.get(split) or {}).get("sha256")
+        if expected and sha256_file(text_file) != expected:
+            raise SystemExit(f"{text_file}: its sha256 is not the one {corpus_meta} records; the splits are not "
+                             f"from one `strae prepare-corpus` run (an interrupted rerun?). Run it again.")
         started = time.time()
         meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len)
         if corpus_source is not None:
