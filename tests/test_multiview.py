@@ -16,6 +16,9 @@ from baselines.multiview.data import Vocabulary, count_context_pairs, load_parse
 from baselines.multiview.model import (
     MultiviewConfig,
     MultiviewModel,
+    final_states_by_length,
+    final_states_packed,
+    final_states_padded,
     make_batch,
     naive_tree_lstm,
     node_levels,
@@ -96,6 +99,26 @@ def test_bilstm_view_is_final_states_of_both_directions():
     half = model.config.hidden // 2
     torch.testing.assert_close(out[1, :half], full[0, -1, :half], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(out[1, half:], full[0, 0, half:], rtol=1e-5, atol=1e-6)
+
+
+def test_bilstm_padded_twin_equals_the_packed_path_values_and_gradients():
+    """The CPU paths (each direction over the padded batch, whole or in groups of similar length) = the packed path
+    cuDNN runs, values and gradients."""
+    model = _tiny(hidden=8)
+    bilstm = model.target
+    sentences = TREES + [([3, 4], [-1, 0]), (list(range(1, 12)), [-1] + list(range(10)))]
+    batch = make_batch(sentences, model.config.pad_id)
+    weights = torch.randn(len(sentences), model.config.hidden)
+    results = []
+    for path in (final_states_packed, final_states_padded, final_states_by_length,
+                 lambda *a: final_states_by_length(*a, groups=3)):
+        out = path(bilstm.lstm, bilstm.embedding(batch.ids), batch.lengths)
+        results.append((out, torch.autograd.grad((out * weights).sum(), list(bilstm.parameters()))))
+    for out, grads in results[1:]:
+        torch.testing.assert_close(out, results[0][0], rtol=1e-5, atol=1e-6)
+        for g_twin, g_packed in zip(grads, results[0][1]):
+            torch.testing.assert_close(g_twin, g_packed, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(bilstm(batch), results[0][0], rtol=1e-5, atol=1e-6)  # the CPU's path
 
 
 def test_contrastive_loss_by_hand():
