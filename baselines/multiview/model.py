@@ -23,6 +23,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from strae.data.batching import pad_batch
+from strae.runtime import host_to_device_many
 
 VIEWS = ("bilstm", "treelstm")
 #: model name -> (target view f, context view g)
@@ -247,12 +248,23 @@ class ChildSumTreeLSTM(nn.Module):
         heads = batch.heads.cpu().numpy()
         levels = node_levels(heads)
         n = len(heads)
-        device = batch.node_ids.device
         # The nodes sorted by level, so each level's word terms are one slice of one product: split's backward is
         # one concatenation, where indexing per level would fill a zero (nodes, 3 * hidden) gradient every level.
         order = np.argsort(levels, kind="stable")
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n)
         sizes = np.bincount(levels).tolist()
-        x = self.embedding(batch.node_ids[torch.from_numpy(order).to(device)])
+        bounds = np.cumsum([0] + sizes)
+        # Every child of a level-L node has a lower level, so a level's children are the nodes whose head is on it:
+        # grouped by their parent's level (in node order within it), with the parent's row within its level.
+        child = np.flatnonzero(heads >= 0)
+        child = child[np.argsort(levels[heads[child]], kind="stable")]
+        parent_level = levels[heads[child]]
+        child_bounds = np.searchsorted(parent_level, np.arange(len(sizes) + 1))
+        # the step's index arrays in one host-to-device copy (on CUDA; no copy per level)
+        order_t, child_t, child_parent_t = host_to_device_many(
+            [order, child, rank[heads[child]] - bounds[parent_level]], batch.node_ids.device)
+        x = self.embedding(batch.node_ids[order_t])
         x_iou = self.W_iou(x).split(sizes)
         # Leaves (level 0, about half of a dependency tree's nodes) have no children: their child sum is zero, so
         # U_iou(0) = 0 (no bias) and there is no forget gate. Their states come from the word alone: the same
@@ -260,25 +272,17 @@ class ChildSumTreeLSTM(nn.Module):
         x_f = self.W_f(x[sizes[0]:]).split(sizes[1:])
         i, o, u = x_iou[0].chunk(3, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(u)
-        H = x.new_zeros(n, self.hidden)
-        C = x.new_zeros(n, self.hidden)
-        bounds = np.cumsum([0] + sizes)
-        leaves_t = torch.from_numpy(order[:sizes[0]]).to(device)
-        H = H.index_copy(0, leaves_t, torch.sigmoid(o) * torch.tanh(c))
-        C = C.index_copy(0, leaves_t, c)
+        H = x.new_zeros(n, self.hidden).index_copy(0, order_t[:sizes[0]], torch.sigmoid(o) * torch.tanh(c))
+        C = x.new_zeros(n, self.hidden).index_copy(0, order_t[:sizes[0]], c)
         for level in range(1, len(sizes)):
-            nodes = order[bounds[level]:bounds[level + 1]]
-            position = np.full(n, -1, dtype=np.int64)
-            position[nodes] = np.arange(len(nodes))
-            children = np.flatnonzero((heads >= 0) & (levels < level) & np.isin(heads, nodes))
-            nodes_t = torch.from_numpy(nodes).to(device)
-            children_t = torch.from_numpy(children).to(device)
-            child_parent = torch.from_numpy(position[heads[children]]).to(device)
-            h, c = self.cell(x_iou[level], x_f[level - 1][child_parent], H[children_t], C[children_t],
-                             child_parent, len(nodes))
+            children = child_t[child_bounds[level]:child_bounds[level + 1]]
+            child_parent = child_parent_t[child_bounds[level]:child_bounds[level + 1]]
+            h, c = self.cell(x_iou[level], x_f[level - 1][child_parent], H[children], C[children], child_parent,
+                             sizes[level])
             # out-of-place so autograd keeps every level's states
-            H = H.index_copy(0, nodes_t, h)
-            C = C.index_copy(0, nodes_t, c)
+            nodes = order_t[bounds[level]:bounds[level + 1]]
+            H = H.index_copy(0, nodes, h)
+            C = C.index_copy(0, nodes, c)
         return H[batch.roots]
 
 
