@@ -302,7 +302,9 @@ CAMPAIGN_MODULES = ["strae.train", "strae.evaluate.harness", "strae.evaluate.agg
                     "strae.data.tokenized", "strae.plan"]
 # imported by strae code the campaign never reaches, with where
 NOT_ON_THE_PATH = {"matplotlib": "figures (strae figure; --extra-package matplotlib)",
-                   "sklearn": "SentEval probes (multi-view paper)", "datasets": "HF fetch fallback (needs a network)",
+                   "sklearn": "SentEval probes (multi-view paper)",
+                   "threadpoolctl": "SentEval probes' fits side by side (scikit-learn's own dependency)",
+                   "datasets": "HF fetch fallback (needs a network)",
                    "sentence_transformers": "strae export", "baselines": "baselines (disabled in config.yaml)"}
 
 

@@ -111,6 +111,21 @@ def test_inner_kfold_picks_c_on_inner_folds_only():
     assert result["score"] > 85
 
 
+def test_fits_on_several_threads_give_the_same_results_in_the_same_order():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(240, 12))
+    y = (x[:, 0] + 0.7 * x[:, 1] + rng.normal(scale=1.0, size=240) > 0).astype(int)
+    grid = [0.01, 0.1, 1.0, 10.0]
+    one = inner_kfold(x, y, c_grid=grid, folds=4, inner_folds=3, jobs=1)
+    three = inner_kfold(x, y, c_grid=grid, folds=4, inner_folds=3, jobs=3)
+    assert one == three and len({tuple(m) for m in one["cv_scores"]}) > 1  # not a degenerate grid
+    split = [senteval.split_select(x[:160], y[:160], x[160:200], y[160:200], x[200:], y[200:], grid, jobs=j)
+             for j in (1, 4)]
+    assert split[0] == split[1]
+    order = senteval._run_fits([lambda k=k: k for k in range(9)], jobs=4)
+    assert order == list(range(9))
+
+
 def test_c_is_chosen_as_senteval_compares_accuracies_rounded_to_two_decimals(monkeypatch):
     """SentEval rounds each C's dev / CV accuracy x 100 to 2 decimals before its argmax: a near-tie goes to the
     first (smaller) C. Unrounded, the second C here would win by 0.002 points."""

@@ -218,27 +218,45 @@ def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter) -> tuple[float, Any]:
     return float(np.mean(clf.predict(x_te) == y_te)), clf
 
 
-def _select_c(x, y, c_grid, folds, seed, max_iter) -> tuple[float, list[float]]:
+def _run_fits(fits: Sequence[Callable[[], float]], jobs: int) -> list[float]:
+    """Each fit's result, in order: one after another, or on ``jobs`` threads with one BLAS thread each (sklearn's
+    lbfgs spends its time in numpy products that release the GIL, and each fit has its own estimator and seed, so
+    the results are the fits' own whatever runs beside them)."""
+    if jobs <= 1 or len(fits) <= 1:
+        return [fit() for fit in fits]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1), ThreadPoolExecutor(min(jobs, len(fits))) as pool:
+        return list(pool.map(lambda fit: fit(), fits))
+
+
+def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[float]]:
     """C with the best mean accuracy over a stratified shuffled K-fold of (x, y): first best of the accuracies x 100
-    rounded to 2 decimals, as SentEval compares them (validation.py), so near-ties go to the smaller C."""
+    rounded to 2 decimals, as SentEval compares them (validation.py), so near-ties go to the smaller C. The
+    C x fold fits run on ``jobs`` threads (:func:`_run_fits`)."""
     from sklearn.model_selection import StratifiedKFold
 
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    means = []
-    for c in c_grid:
-        accs = [_fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)[0] for tr, te in skf.split(x, y)]
-        means.append(round(100 * float(np.mean(accs)), 2))
+    splits = list(skf.split(x, y))
+
+    def fit(c, tr, te):
+        return lambda: _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)[0]
+
+    accs = _run_fits([fit(c, tr, te) for c in c_grid for tr, te in splits], jobs)
+    means = [round(100 * float(np.mean(accs[k * folds:(k + 1) * folds])), 2) for k in range(len(c_grid))]
     return float(c_grid[int(np.argmax(means))]), means
 
 
-def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_folds=None) -> dict[str, Any]:
+def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_folds=None, jobs=1) -> dict[str, Any]:
     from sklearn.model_selection import StratifiedKFold
 
     inner_folds = inner_folds or folds
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     test_acc, dev_acc, chosen, cv_scores = [], [], [], []
     for tr, te in skf.split(x, y):
-        c, means = _select_c(x[tr], y[tr], c_grid, inner_folds, seed, max_iter)
+        c, means = _select_c(x[tr], y[tr], c_grid, inner_folds, seed, max_iter, jobs)
         acc, _ = _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)
         test_acc.append(100 * acc)
         dev_acc.append(max(means))
@@ -248,16 +266,20 @@ def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_fol
             "c_selected": chosen, "cv_scores": cv_scores, "folds": folds, "inner_folds": inner_folds}
 
 
-def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100) -> dict[str, Any]:
-    c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter)
+def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, jobs=1) -> dict[str, Any]:
+    c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter, jobs)
     acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
     return {"score": 100 * acc, "dev_score": max(means), "c_selected": c, "cv_scores": means, "folds": folds,
             "predictions": clf.predict(x_te)}
 
 
-def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEED, max_iter=100) -> dict[str, Any]:
+def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEED, max_iter=100,
+                 jobs=1) -> dict[str, Any]:
     # SentEval's SplitClassifier: dev accuracy x 100 rounded to 2 decimals, first best
-    devs = [round(100 * _fit_score(x_tr, y_tr, x_dev, y_dev, c, seed, max_iter)[0], 2) for c in c_grid]
+    def fit(c):
+        return lambda: _fit_score(x_tr, y_tr, x_dev, y_dev, c, seed, max_iter)[0]
+
+    devs = [round(100 * acc, 2) for acc in _run_fits([fit(c) for c in c_grid], jobs)]
     c = float(c_grid[int(np.argmax(devs))])
     acc, _ = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
     return {"score": 100 * acc, "dev_score": max(devs), "c_selected": c, "dev_scores": devs}
@@ -360,8 +382,9 @@ class _Embedder:
 
 
 def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None = None, inner_folds: int | None = None,
-                  max_iter: int = 100, seed: int = SENTEVAL_SEED) -> dict[str, TaskResult]:
-    """Score one task; returns {task name: result} (MRPC also gives MRPC_f1)."""
+                  max_iter: int = 100, seed: int = SENTEVAL_SEED, jobs: int = 1) -> dict[str, TaskResult]:
+    """Score one task; returns {task name: result} (MRPC also gives MRPC_f1). ``jobs``: threads for the
+    classifier's fits (:func:`_run_fits`)."""
     started = time.perf_counter()
     splits, files = read_task(task, resolve)
     embed = _Embedder(encoder, batch_size)
@@ -380,12 +403,12 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
     extra: dict[str, dict[str, Any]] = {}
     if task.protocol == "inner_kfold":
         data = splits["all"]
-        result = inner_kfold(feats(data), data.y, task.c_grid, task.folds, seed, max_iter, inner_folds)
+        result = inner_kfold(feats(data), data.y, task.c_grid, task.folds, seed, max_iter, inner_folds, jobs)
         sizes = {"all": len(data)}
         split_name = f"{task.folds}-fold cv"
     elif task.protocol == "kfold_test":
         tr, te = splits["train"], splits["test"]
-        result = kfold_test(feats(tr), tr.y, feats(te), te.y, task.c_grid, task.folds, seed, max_iter)
+        result = kfold_test(feats(tr), tr.y, feats(te), te.y, task.c_grid, task.folds, seed, max_iter, jobs)
         predictions = result.pop("predictions")
         sizes = {"train": len(tr), "test": len(te)}
         split_name = "test"
@@ -394,7 +417,8 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
             extra[f"{task.name}_f1"] = {"score": result["f1"], "metric": "f1_x100", "derived_from": task.name}
     elif task.protocol == "split":
         tr, dev, te = splits["train"], splits["dev"], splits["test"]
-        result = split_select(feats(tr), tr.y, feats(dev), dev.y, feats(te), te.y, task.c_grid, seed, max_iter)
+        result = split_select(feats(tr), tr.y, feats(dev), dev.y, feats(te), te.y, task.c_grid, seed, max_iter,
+                              jobs)
         sizes = {"train": len(tr), "dev": len(dev), "test": len(te)}
         split_name = "test"
     else:
@@ -418,7 +442,7 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
              only: Sequence[str] | None = None, encoder_options: dict[str, Any] | None = None,
              batch_size: int | None = None, resources_dir: str | None = None, resolve=None,
              inner_folds: int | None = None, max_iter: int = 100, progress: bool = True,
-             variant: str = SUITE) -> EvalResult:
+             variant: str = SUITE, jobs: int | None = None) -> EvalResult:
     from strae.data.registry import load_config
     from strae.encode import load_encoder
     from strae.evaluate.harness import _run_record, evaluation_setting, failed_run_info
@@ -451,10 +475,17 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     if inner_folds is None:
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))
+    # the classifier's fits share the threads this process is given (OMP_NUM_THREADS, as torch reads it): the
+    # workflow's evaluate rules set it to the job's threads
+    if jobs is None:
+        import torch
+
+        jobs = torch.get_num_threads()
+    jobs = max(1, int(jobs))
     planned = [t.name for t in tasks] + [f"{t.name}_f1" for t in tasks if t.reader == "mrpc"]
     extra_prov = {"command": sys.argv, "config": str(config_path), "tasks_file": str(tasks_path),
                   "encoder_options": encoder_options or {}, "suite": SUITE, "inner_folds": inner_folds,
-                  "max_iter": max_iter}
+                  "max_iter": max_iter, "fit_jobs": jobs}
     failed = failed_run_info(spec)
     if failed is not None:  # a failed run is recorded without scores: no file needed
         return EvalResult(suite=SUITE, variant=variant, language=language, run=_run_record(failed, language),
@@ -473,7 +504,7 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     for task in bar:
         bar.set_postfix_str(task.name)
         started = time.perf_counter()
-        done = evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter)
+        done = evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter, jobs=jobs)
         results.update(done)
         if not progress:  # no bar (a workflow's log): one line a task, so a long evaluation shows where it is
             for name, result in done.items():
@@ -505,6 +536,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--resources-dir", default=None)
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--device", default=None)
+    p.add_argument("--jobs", type=int, default=None,
+                   help="classifier fits at once, one BLAS thread each (default: the process's threads, "
+                        "OMP_NUM_THREADS; the scores do not depend on it)")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -520,7 +554,8 @@ def main(argv: list[str] | None = None) -> int:
         options["device"] = args.device
     result = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
                       encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
-                      inner_folds=args.inner_folds, progress=not args.quiet, variant=args.variant)
+                      inner_folds=args.inner_folds, progress=not args.quiet, variant=args.variant,
+                      jobs=args.jobs)
     result.to_disk(args.out)
     if result.failed:
         print(f"{args.out}: run failed ({result.run['failure_reason']}); recorded without scores")
