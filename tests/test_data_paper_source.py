@@ -115,8 +115,8 @@ def test_corpus_source_flag_and_fetch_paper_corpus(setup, repo_root, monkeypatch
 
 
 def test_train_and_dev_are_checked_as_one_set(setup, repo_root, monkeypatch):
-    """meta.json vouches for train.txt + dev.txt together: a rerun stopped between them leaves none, and a split that
-    is not the one meta.json names is refused by tokenize-corpus."""
+    """meta.json, written last, vouches for train.txt + dev.txt together: a split that is not the one it names (a
+    rerun stopped between the two files) is refused by tokenize-corpus before anything is tokenised."""
     import strae.data.corpus as corpus
 
     tmp_path, hub, write_config = setup
@@ -129,7 +129,8 @@ def test_train_and_dev_are_checked_as_one_set(setup, repo_root, monkeypatch):
     (out / "dev.txt").write_text("a dev line of another run\n", encoding="utf-8")
     with pytest.raises(SystemExit, match="dev.txt: its sha256 is not the one"):
         tokenize_corpus(out, tmp_path / "tok.model", tmp_path / "tok2", min_len=1)
-    # a rerun that dies after writing train.txt leaves no meta.json to vouch for the mixed pair
+    assert not (tmp_path / "tok2").exists()  # refused before train was tokenised
+    # a rerun that writes a different train.txt and dies before dev.txt and meta.json
     real = corpus._write_selected
     calls = []
 
@@ -137,9 +138,13 @@ def test_train_and_dev_are_checked_as_one_set(setup, repo_root, monkeypatch):
         calls.append(desc)
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(paths, language, target, outs, desc)
+        written = real(paths, language, target, outs, desc)
+        with open(next(iter(outs.values())), "a", encoding="utf-8") as handle:
+            handle.write("a sentence the earlier run did not have\n")
+        return written
 
     monkeypatch.setattr(corpus, "_write_selected", dies_on_dev)
     with pytest.raises(KeyboardInterrupt):
         prepare_corpus("xx", config, out_dir=out)
-    assert (out / "train.txt").exists() and not (out / "meta.json").exists()
+    with pytest.raises(SystemExit, match="train.txt: its sha256 is not the one"):
+        tokenize_corpus(out, tmp_path / "tok.model", tmp_path / "tok3", min_len=1)

@@ -298,6 +298,7 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     record = json.loads((straight / "train.json").read_text())
     assert record["status"] == "completed" and record["timings"]["steps"] == 6
     assert record["provenance"]["determinism"] == {"deterministic": True, "device_type": "cpu"}
+    assert record["provenance"]["bilstm"] == "length_groups"  # the CPU's BiLSTM path (cuDNN: packed)
     assert record["data"]["context_pairs_per_epoch"] == 2 * 2 * 9 * 3  # 2 books x 3 batches x 9 pairs x 2 dirs
     assert math.isfinite(record["summary"]["last50_mean_loss"])
     assert json.loads((straight / "encoder.json").read_text())["kind"] == "multiview"

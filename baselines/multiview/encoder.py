@@ -3,7 +3,8 @@
 A text is parsed with the spaCy pipeline the training parse used (``parser.json``; all sentences spaCy finds in
 one input become one tree, later roots under the first), its tokens mapped to the run's vocabulary, and encoded
 by both views. ``view=both`` (default, the paper's test-time vector) concatenates [target; context]; ``target``
-or ``context`` gives one view. Batching by length is an inference knob only; it never changes a vector.
+or ``context`` gives one view. Batching by length is an inference knob only; it changes a vector by rounding at
+most (the CPU's BiLSTM groups a batch's sentences by length).
 """
 from __future__ import annotations
 

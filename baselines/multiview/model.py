@@ -165,9 +165,15 @@ class BiLSTMEncoder(nn.Module):
         # whose backward fills a whole (tokens, 4 * hidden/2) zero gradient per time step; sentences grouped by
         # length, each group padded to its own longest, take 2.4x less time on ELTeC's batches (the BiLSTM is most
         # of a multi-view step on the CPU) for the same numbers to rounding (tested)
-        if embedded.device.type == "cuda":
+        if bilstm_path(embedded.device) == "packed":
             return final_states_packed(self.lstm, embedded, batch.lengths)
         return final_states_by_length(self.lstm, embedded, batch.lengths)
+
+
+def bilstm_path(device: torch.device) -> str:
+    """How the BiLSTM view runs on ``device`` (a run's train.json records it): ``packed`` (cuDNN) or
+    ``length_groups`` (the CPU: :func:`final_states_by_length`). Same numbers to rounding."""
+    return "packed" if device.type == "cuda" else "length_groups"
 
 
 def final_states_packed(lstm: nn.LSTM, embedded: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -268,7 +274,9 @@ class ChildSumTreeLSTM(nn.Module):
         x_iou = self.W_iou(x).split(sizes)
         # Leaves (level 0, about half of a dependency tree's nodes) have no children: their child sum is zero, so
         # U_iou(0) = 0 (no bias) and there is no forget gate. Their states come from the word alone: the same
-        # numbers without U_iou's largest product and W_f's rows for them.
+        # numbers without U_iou's largest product and W_f's rows for them. (A batch of one-word sentences only
+        # would leave U_iou, W_f and U_f without a gradient, so Adam would skip them that step, where a zero
+        # gradient would still move them by momentum; batches of 100 consecutive sentences never are.)
         x_f = self.W_f(x[sizes[0]:]).split(sizes[1:])
         i, o, u = x_iou[0].chunk(3, dim=-1)
         c = torch.sigmoid(i) * torch.tanh(u)

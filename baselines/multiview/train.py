@@ -29,7 +29,7 @@ import torch
 from tqdm import tqdm
 
 from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, load_parsed, select_training
-from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel
+from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, bilstm_path
 from baselines.multiview.parse import META_FILE
 from strae.encode import write_encoder_manifest
 from strae.io import provenance, read_json, write_json
@@ -296,7 +296,7 @@ def new_record(job: Job, parse_meta: dict, determinism: dict[str, Any]) -> RunRe
                 "init": "xavier_uniform weights, zero biases, zero leaf child states",
                 "test_vector": "concat(target view, context view)"},
         provenance=provenance(device=describe_device(job.device), seed=job.args.seed, command=sys.argv,
-                              determinism=determinism, **placement_fields()),
+                              determinism=determinism, bilstm=bilstm_path(job.device), **placement_fields()),
         blocks={"data": job.data_stats, "parser": parse_meta["parser"]},
     )
 

@@ -132,4 +132,7 @@ def mv_senteval_runtime(wildcards):
 
 
 def mv_senteval_mem_mb(wildcards):
-    return 16000 if wildcards.suite == "probing" else 8000  # 120k x 2,000 vectors a task (float64 in sklearn: 1.9 GB)
+    # 120k x 2,000 vectors a task (float64 in sklearn: 1.9 GB); each classifier fit running beside another
+    # (strae evaluate --jobs: the job's threads) holds its own copy of a fold's training rows
+    fits_beside = max(0, int(SCALE.get("eval_threads", 1)) - 1)
+    return (16000 + 2000 * fits_beside) if wildcards.suite == "probing" else (8000 + 500 * fits_beside)

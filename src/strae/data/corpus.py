@@ -186,10 +186,8 @@ def prepare_corpus(
     target = np.zeros(n_total, dtype=np.uint8)
     target[train_idx] = TRAIN
     out_dir.mkdir(parents=True, exist_ok=True)
-    # meta.json is what makes train.txt + dev.txt one set: written last, naming both files' sha256, and removed first,
-    # so a rerun stopped between the two files leaves no meta.json that vouches for a mixed pair (tokenize-corpus
-    # checks the hashes)
-    (out_dir / "meta.json").unlink(missing_ok=True)
+    # meta.json is what makes train.txt + dev.txt one set: written last, naming both files' sha256, which
+    # tokenize-corpus checks, so a rerun stopped between the files (one new, one old) is refused there
     if dev_paths:
         written = _write_selected(train_paths, segmenter, target, {TRAIN: out_dir / "train.txt"},
                                   f"{lang}: writing train (pass 2/2)")

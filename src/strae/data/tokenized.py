@@ -150,13 +150,11 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
     tokenizer = load_tokenizer(tokenizer_file, pretokenize=pretokenize)
     corpus_meta = corpus_dir / "meta.json"
     prepared = read_json(corpus_meta) if corpus_meta.exists() else {}
-    if not prepared:
-        log.warning("%s: not found, so the splits cannot be checked as one set (a corpus made by hand, or a "
-                    "`strae prepare-corpus` that did not finish)", corpus_meta)
+    if not corpus_meta.exists():
+        log.warning("%s: not found, so the splits cannot be checked as one set (a corpus made by hand?)", corpus_meta)
     # which source the prepared corpus came from (paper or fallback), so a run's data says it without a detour
     corpus_source = prepared.get("corpus_source")
-    metas = {}
-    for split in splits:
+    for split in splits:  # every split checked before any is tokenised
         text_file = corpus_dir / f"{split}.txt"
         if not text_file.exists():
             raise SystemExit(f"{text_file}: prepared corpus split not found; run `strae prepare-corpus` first")
@@ -164,6 +162,9 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
         if expected and sha256_file(text_file) != expected:
             raise SystemExit(f"{text_file}: its sha256 is not the one {corpus_meta} records; the splits are not "
                              f"from one `strae prepare-corpus` run (an interrupted rerun?). Run it again.")
+    metas = {}
+    for split in splits:
+        text_file = corpus_dir / f"{split}.txt"
         started = time.time()
         meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len)
         if corpus_source is not None:

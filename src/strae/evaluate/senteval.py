@@ -31,6 +31,7 @@ scoring them separately keeps the transfer scores whatever becomes of the probin
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 import warnings
@@ -212,16 +213,33 @@ def _logreg(c: float, seed: int, max_iter: int):
 
 
 def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter) -> tuple[float, Any]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # ConvergenceWarning: counted via n_iter_ instead
-        clf = _logreg(c, seed, max_iter).fit(x_tr, y_tr)
+    # no warnings.catch_warnings() here: it swaps the process-wide filter list and is not thread-safe (fits run on
+    # threads, _run_fits); the callers silence ConvergenceWarning once, on the calling thread (_quiet)
+    clf = _logreg(c, seed, max_iter).fit(x_tr, y_tr)
     return float(np.mean(clf.predict(x_te) == y_te)), clf
+
+
+def _quiet(function):
+    """Run ``function`` with warnings ignored (sklearn's ConvergenceWarning at max_iter, which SentEval lets pass),
+    set once on the calling thread for every fit it makes, its worker threads' included."""
+    import functools
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return function(*args, **kwargs)
+
+    return wrapper
 
 
 def _run_fits(fits: Sequence[Callable[[], float]], jobs: int) -> list[float]:
     """Each fit's result, in order: one after another, or on ``jobs`` threads with one BLAS thread each (sklearn's
     lbfgs spends its time in numpy products that release the GIL, and each fit has its own estimator and seed, so
-    the results are the fits' own whatever runs beside them)."""
+    the results are the fits' own whatever runs beside them). threadpool_limits is process-wide: it holds for the
+    worker threads too (OpenBLAS here), and must not run beside other numeric work of this process (encoding
+    happens before the fits). With one job BLAS keeps its threads; that OpenBLAS splits a product by output, not
+    by its sum, is why the scores came out the same (tested on the floor's eight tasks; not guaranteed by BLAS)."""
     if jobs <= 1 or len(fits) <= 1:
         return [fit() for fit in fits]
     from concurrent.futures import ThreadPoolExecutor
@@ -232,6 +250,7 @@ def _run_fits(fits: Sequence[Callable[[], float]], jobs: int) -> list[float]:
         return list(pool.map(lambda fit: fit(), fits))
 
 
+@_quiet
 def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[float]]:
     """C with the best mean accuracy over a stratified shuffled K-fold of (x, y): first best of the accuracies x 100
     rounded to 2 decimals, as SentEval compares them (validation.py), so near-ties go to the smaller C. The
@@ -249,6 +268,7 @@ def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[
     return float(c_grid[int(np.argmax(means))]), means
 
 
+@_quiet
 def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_folds=None, jobs=1) -> dict[str, Any]:
     from sklearn.model_selection import StratifiedKFold
 
@@ -266,6 +286,7 @@ def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_fol
             "c_selected": chosen, "cv_scores": cv_scores, "folds": folds, "inner_folds": inner_folds}
 
 
+@_quiet
 def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, jobs=1) -> dict[str, Any]:
     c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter, jobs)
     acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
@@ -273,6 +294,7 @@ def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_it
             "predictions": clf.predict(x_te)}
 
 
+@_quiet
 def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEED, max_iter=100,
                  jobs=1) -> dict[str, Any]:
     # SentEval's SplitClassifier: dev accuracy x 100 rounded to 2 decimals, first best
@@ -475,12 +497,9 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     if inner_folds is None:
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))
-    # the classifier's fits share the threads this process is given (OMP_NUM_THREADS, as torch reads it): the
-    # workflow's evaluate rules set it to the job's threads
-    if jobs is None:
-        import torch
-
-        jobs = torch.get_num_threads()
+    if jobs is None:  # the threads the job was given (OMP_NUM_THREADS: the workflow sets it), else one at a time
+        threads = os.environ.get("OMP_NUM_THREADS", "")
+        jobs = int(threads) if threads.isdigit() else 1
     jobs = max(1, int(jobs))
     planned = [t.name for t in tasks] + [f"{t.name}_f1" for t in tasks if t.reader == "mrpc"]
     extra_prov = {"command": sys.argv, "config": str(config_path), "tasks_file": str(tasks_path),
@@ -537,8 +556,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--device", default=None)
     p.add_argument("--jobs", type=int, default=None,
-                   help="classifier fits at once, one BLAS thread each (default: the process's threads, "
-                        "OMP_NUM_THREADS; the scores do not depend on it)")
+                   help="classifier fits at once, one BLAS thread each (default: OMP_NUM_THREADS when set, as "
+                        "the workflow sets it to scale.eval_threads, else 1); the scores do not depend on it")
     p.add_argument("--quiet", action="store_true")
     return p
 
