@@ -238,8 +238,9 @@ def _run_fits(fits: Sequence[Callable[[], float]], jobs: int) -> list[float]:
     lbfgs spends its time in numpy products that release the GIL, and each fit has its own estimator and seed, so
     the results are the fits' own whatever runs beside them). threadpool_limits is process-wide: it holds for the
     worker threads too (OpenBLAS here), and must not run beside other numeric work of this process (encoding
-    happens before the fits). With one job BLAS keeps its threads; that OpenBLAS splits a product by output, not
-    by its sum, is why the scores came out the same (tested on the floor's eight tasks; not guaranteed by BLAS)."""
+    happens before the fits). With one job BLAS keeps its threads, and its thread count does change the fits in the
+    last digits: the same scores hold against one job with one thread (OMP_NUM_THREADS=1, the workflow's default),
+    measured on the floor's eight tasks; with two BLAS threads MR's chosen C moved, and it ran ~9x slower."""
     if jobs <= 1 or len(fits) <= 1:
         return [fit() for fit in fits]
     from concurrent.futures import ThreadPoolExecutor
@@ -557,7 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None)
     p.add_argument("--jobs", type=int, default=None,
                    help="classifier fits at once, one BLAS thread each (default: OMP_NUM_THREADS when set, as "
-                        "the workflow sets it to scale.eval_threads, else 1); the scores do not depend on it")
+                        "the workflow sets it to scale.eval_threads, else 1); the scores are those of one job with "
+                        "one thread")
     p.add_argument("--quiet", action="store_true")
     return p
 
