@@ -264,8 +264,9 @@ class ChildSumTreeLSTM(nn.Module):
         # Every child of a level-L node has a lower level, so a level's children are the nodes whose head is on it:
         # grouped by their parent's level (in node order within it), with the parent's row within its level.
         child = np.flatnonzero(heads >= 0)
-        child = child[np.argsort(levels[heads[child]], kind="stable")]
         parent_level = levels[heads[child]]
+        by_level = np.argsort(parent_level, kind="stable")
+        child, parent_level = child[by_level], parent_level[by_level]
         child_bounds = np.searchsorted(parent_level, np.arange(len(sizes) + 1))
         # the step's index arrays in one host-to-device copy (on CUDA; no copy per level)
         order_t, child_t, child_parent_t = host_to_device_many(
