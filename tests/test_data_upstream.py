@@ -287,7 +287,7 @@ def test_real_eval_entries_rebuild_from_upstream_shaped_files(registry, mirror, 
 def test_an_entry_known_by_its_git_blob_id_is_fetched_and_checked_against_it(registry, server, tmp_path):
     """SentEval's probing files are in no mirror: the registry holds their git blob ids (`git hash-object`), and a
     download is placed only when its bytes have that id."""
-    from strae.io import git_blob_sha1_file
+    from strae.io import git_blob_sha1_file, sha256_and_git_blob_sha1_file
 
     real = registry["eval/senteval/probing/sentence_length"]
     assert real.sha256 is None and real.checksum == ("git blob sha1", "9799e50a7579b5b60294b708cedc063aea16f0be")
@@ -298,6 +298,7 @@ def test_an_entry_known_by_its_git_blob_id_is_fetched_and_checked_against_it(reg
     blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
     (tmp_path / "probe.txt").write_bytes(data)
     assert git_blob_sha1_file(tmp_path / "probe.txt") == blob
+    assert sha256_and_git_blob_sha1_file(tmp_path / "probe.txt") == (hashlib.sha256(data).hexdigest(), blob)
     if shutil.which("git"):
         assert subprocess.run(["git", "hash-object", str(tmp_path / "probe.txt")], capture_output=True,
                               text=True, check=True).stdout.strip() == blob

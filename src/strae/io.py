@@ -112,6 +112,17 @@ def git_blob_sha1_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> st
     return digest.hexdigest()
 
 
+def sha256_and_git_blob_sha1_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> tuple[str, str]:
+    """``(sha256_file(path), git_blob_sha1_file(path))`` in one read of the file."""
+    sha256 = hashlib.sha256()
+    blob = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(chunk_size), b""):
+            sha256.update(block)
+            blob.update(block)
+    return sha256.hexdigest(), blob.hexdigest()
+
+
 def project_root() -> Path:
     """The repository root (where pyproject.toml lives) for an editable install; else the CWD."""
     here = Path(__file__).resolve()

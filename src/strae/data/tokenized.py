@@ -90,7 +90,10 @@ def _save_npy(path: Path, array: np.ndarray) -> None:
         np.save(handle, array)
 
 
-def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_len: int, max_len: int) -> dict:
+def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_len: int, max_len: int,
+                   text_sha256: str | None = None) -> dict:
+    """Tokenise one split into ``out_dir``; ``text_sha256``, when the caller hashed ``text_file`` already (a split
+    of a few hundred MB takes seconds to hash), is recorded as it is."""
     chunks: list[np.ndarray] = []
     n_in = too_short = too_long = 0
     with tqdm(desc=f"tokenising {split}", unit=" sent", mininterval=2.0) as bar:
@@ -119,7 +122,7 @@ def tokenize_split(text_file: Path, tokenizer, out_dir: Path, split: str, min_le
         "max_pieces": int(lens.max()) if len(lens) else 0,
         "length_filter": {"min_pieces": min_len, "max_pieces": max_len},
         "input_sentences": n_in, "dropped": {"too_short": too_short, "too_long": too_long},
-        "text_file": str(text_file), "text_sha256": sha256_file(text_file),
+        "text_file": str(text_file), "text_sha256": text_sha256 or sha256_file(text_file),
         "tokenizer": str(tokenizer.model_file), "tokenizer_sha256": tokenizer.sha256(),
         "pretokenize": tokenizer.pretokenize, **tokenizer_origin(Path(tokenizer.model_file)),
     }
@@ -154,19 +157,21 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
         log.warning("%s: not found, so the splits cannot be checked as one set (a corpus made by hand?)", corpus_meta)
     # which source the prepared corpus came from (paper or fallback), so a run's data says it without a detour
     corpus_source = prepared.get("corpus_source")
-    for split in splits:  # every split checked before any is tokenised
+    hashes = {}
+    for split in splits:  # every split checked before any is tokenised; each hashed once, here
         text_file = corpus_dir / f"{split}.txt"
         if not text_file.exists():
             raise SystemExit(f"{text_file}: prepared corpus split not found; run `strae prepare-corpus` first")
+        hashes[split] = sha256_file(text_file)
         expected = (prepared.get(split) or {}).get("sha256")
-        if expected and sha256_file(text_file) != expected:
+        if expected and hashes[split] != expected:
             raise SystemExit(f"{text_file}: its sha256 is not the one {corpus_meta} records; the splits are not "
                              f"from one `strae prepare-corpus` run (an interrupted rerun?). Run it again.")
     metas = {}
     for split in splits:
         text_file = corpus_dir / f"{split}.txt"
         started = time.time()
-        meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len)
+        meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len, text_sha256=hashes[split])
         if corpus_source is not None:
             meta["corpus_source"] = corpus_source
         meta["seconds"] = round(time.time() - started, 1)

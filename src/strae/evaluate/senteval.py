@@ -45,7 +45,7 @@ from tqdm.auto import tqdm
 
 from strae import paths
 from strae.evaluate.result import EvalResult, TaskResult
-from strae.io import check_output_file, git_blob_sha1_file, provenance, sha256_file
+from strae.io import check_output_file, provenance, sha256_and_git_blob_sha1_file, sha256_file
 
 SUITE = "senteval"
 VARIANT_GROUPS = {"senteval": "transfer", "probing": "probing"}  # the --variant of each task group
@@ -142,10 +142,13 @@ def _check_rows(task: SentevalTask, role: str, n: int, path: Path) -> None:
 def read_task(task: SentevalTask, resolve: Callable[[str], Path]) -> tuple[dict[str, Split], dict[str, Any]]:
     """The task's splits (``all`` for inner_kfold tasks) and the files read (registry -> {file, sha256})."""
     files = {role: resolve(name) for role, name in task.files.items()}
-    info = {task.files[role]: {"file": str(p), "sha256": sha256_file(p)} for role, p in files.items()}
     if task.reader == "probing":  # registered by their git blob ids (no mirror has them): record that id too
+        info = {}
         for role, p in files.items():
-            info[task.files[role]]["git_blob_sha1"] = git_blob_sha1_file(p)
+            sha256, blob = sha256_and_git_blob_sha1_file(p)
+            info[task.files[role]] = {"file": str(p), "sha256": sha256, "git_blob_sha1": blob}
+    else:
+        info = {task.files[role]: {"file": str(p), "sha256": sha256_file(p)} for role, p in files.items()}
     if task.reader == "binary":
         texts, labels = [], []
         for label, (role, path) in enumerate(sorted(files.items(), key=lambda kv: kv[0])):
