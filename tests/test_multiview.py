@@ -294,6 +294,7 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     extended = json.loads((resumed / "train.json").read_text())["timings"]
     assert extended["steps"] == 6
     assert [(s["start_step"], s["end_step"]) for s in extended["sessions"]] == [(0, 2), (2, 6)]
+    assert [s["bilstm"] for s in extended["sessions"]] == ["length_groups"] * 2  # each session its own path
     _assert_same_weights(straight, resumed)
     record = json.loads((straight / "train.json").read_text())
     assert record["status"] == "completed" and record["timings"]["steps"] == 6

@@ -126,6 +126,32 @@ def test_fits_on_several_threads_give_the_same_results_in_the_same_order():
     assert order == list(range(9))
 
 
+def test_every_fit_of_a_protocol_runs_on_one_blas_thread_whatever_the_process_has(monkeypatch):
+    """The thread count changes a fit in the last digits, so the C selection and the reported refit both run on one
+    BLAS thread, with one job or several, and the process gets its own count back afterwards."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    def blas_threads() -> int:
+        return max(pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas")
+
+    seen, real = [], senteval._fit_score
+
+    def spy(*args):
+        seen.append(blas_threads())
+        return real(*args)
+
+    monkeypatch.setattr(senteval, "_fit_score", spy)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(120, 6))
+    y = (x[:, 0] > 0).astype(int)
+    with threadpool_limits(2, user_api="blas"):
+        before = blas_threads()
+        senteval.split_select(x[:80], y[:80], x[80:100], y[80:100], x[100:], y[100:], [0.1, 1.0], jobs=1)
+        senteval.kfold_test(x[:100], y[:100], x[100:], y[100:], [0.1, 1.0], folds=2, jobs=2)
+        assert blas_threads() == before
+    assert len(seen) == 2 + 1 + 2 * 2 + 1 and set(seen) == {1}  # the selections' fits and both refits
+
+
 def test_c_is_chosen_as_senteval_compares_accuracies_rounded_to_two_decimals(monkeypatch):
     """SentEval rounds each C's dev / CV accuracy x 100 to 2 decimals before its argmax: a near-tie goes to the
     first (smaller) C. Unrounded, the second C here would win by 0.002 points."""

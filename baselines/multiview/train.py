@@ -164,7 +164,9 @@ class Progress:
     sessions: Sessions = field(default_factory=Sessions)  # train.json timings.sessions (strae.runs.Sessions)
 
     def open_session(self, device: torch.device) -> None:
-        self.sessions.open(self.step, describe_device(device))
+        # the BiLSTM path is per device (packed on CUDA, length groups on the CPU): a run resumed on another device
+        # trained its steps on both, so each session names its own (provenance.bilstm: the last session's)
+        self.sessions.open(self.step, describe_device(device), bilstm=bilstm_path(device))
 
     def close_session(self, stopped_by: str | None = None) -> None:
         self.sessions.close(self.step, stopped_by)

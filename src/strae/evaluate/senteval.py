@@ -217,44 +217,48 @@ def _logreg(c: float, seed: int, max_iter: int):
 
 def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter) -> tuple[float, Any]:
     # no warnings.catch_warnings() here: it swaps the process-wide filter list and is not thread-safe (fits run on
-    # threads, _run_fits); the callers silence ConvergenceWarning once, on the calling thread (_quiet)
+    # threads, _run_fits); the callers silence ConvergenceWarning once, on the calling thread (_classifier_stage)
     clf = _logreg(c, seed, max_iter).fit(x_tr, y_tr)
     return float(np.mean(clf.predict(x_te) == y_te)), clf
 
 
-def _quiet(function):
-    """Run ``function`` with warnings ignored (sklearn's ConvergenceWarning at max_iter, which SentEval lets pass),
-    set once on the calling thread for every fit it makes, its worker threads' included."""
+def _classifier_stage(function):
+    """Run a protocol (C selection, refit, relatedness regression) on one BLAS/OpenMP thread, with sklearn's
+    ConvergenceWarning at max_iter ignored (SentEval lets it pass; other warnings still show), both set once on
+    the calling thread for every fit it makes, its worker threads' included. One thread whatever
+    OMP_NUM_THREADS says: the thread count changes a fit in the last digits (two BLAS threads moved MR's chosen C on
+    the random-token floor) and on a busy 2-core machine ran ~9x slower; the parallelism is ``jobs`` fits at once
+    (:func:`_run_fits`). So the scores are those of one job with one thread for every ``jobs``, the reported refit
+    included. threadpool_limits is process-wide and must not run beside other numeric work of this process
+    (encoding happens before the protocol)."""
     import functools
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        from sklearn.exceptions import ConvergenceWarning
+        from threadpoolctl import threadpool_limits
+
+        with warnings.catch_warnings(), threadpool_limits(1):
+            warnings.simplefilter("ignore", ConvergenceWarning)
             return function(*args, **kwargs)
 
     return wrapper
 
 
 def _run_fits(fits: Sequence[Callable[[], float]], jobs: int) -> list[float]:
-    """Each fit's result, in order: one after another, or on ``jobs`` threads with one BLAS thread each (sklearn's
-    lbfgs spends its time in numpy products that release the GIL, and each fit has its own estimator and seed, so
-    the results are the fits' own whatever runs beside them). threadpool_limits is process-wide: it holds for the
-    worker threads too (OpenBLAS here), and must not run beside other numeric work of this process (encoding
-    happens before the fits). With one job BLAS keeps its threads, and its thread count does change the fits in the
-    last digits: the same scores hold against one job with one thread (OMP_NUM_THREADS=1, the workflow's default),
-    measured on the floor's eight tasks; with two BLAS threads MR's chosen C moved, and it ran ~9x slower."""
+    """Each fit's result, in order: one after another, or on ``jobs`` threads (sklearn's lbfgs spends its time in
+    numpy products that release the GIL, and each fit has its own estimator and seed, so the results are the fits'
+    own whatever runs beside them). Called inside :func:`_classifier_stage` (one BLAS thread, the workers' too):
+    the same scores as one job, measured on the floor's eight tasks."""
     if jobs <= 1 or len(fits) <= 1:
         return [fit() for fit in fits]
     from concurrent.futures import ThreadPoolExecutor
 
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1), ThreadPoolExecutor(min(jobs, len(fits))) as pool:
+    with ThreadPoolExecutor(min(jobs, len(fits))) as pool:
         return list(pool.map(lambda fit: fit(), fits))
 
 
-@_quiet
+@_classifier_stage
 def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[float]]:
     """C with the best mean accuracy over a stratified shuffled K-fold of (x, y): first best of the accuracies x 100
     rounded to 2 decimals, as SentEval compares them (validation.py), so near-ties go to the smaller C. The
@@ -272,7 +276,7 @@ def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[
     return float(c_grid[int(np.argmax(means))]), means
 
 
-@_quiet
+@_classifier_stage
 def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_folds=None, jobs=1) -> dict[str, Any]:
     from sklearn.model_selection import StratifiedKFold
 
@@ -290,7 +294,7 @@ def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_fol
             "c_selected": chosen, "cv_scores": cv_scores, "folds": folds, "inner_folds": inner_folds}
 
 
-@_quiet
+@_classifier_stage
 def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, jobs=1) -> dict[str, Any]:
     c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter, jobs)
     acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
@@ -298,7 +302,7 @@ def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_it
             "predictions": clf.predict(x_te)}
 
 
-@_quiet
+@_classifier_stage
 def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEED, max_iter=100,
                  jobs=1) -> dict[str, Any]:
     # SentEval's SplitClassifier: dev accuracy x 100 rounded to 2 decimals, first best
@@ -324,9 +328,24 @@ def relatedness_targets(scores: np.ndarray, n_classes: int = 5) -> np.ndarray:
     return out
 
 
+@_classifier_stage
 def relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed=SENTEVAL_SEED, batch_size=64, epochs_per_round=50,
                 max_epochs=1000, patience=3) -> dict[str, Any]:
-    """SentEval RelatednessPytorch on the CPU (same loop; ``patience`` = its early_stop_count threshold)."""
+    """SentEval RelatednessPytorch on the CPU (same loop; ``patience`` = its early_stop_count threshold), on one
+    torch thread as the other protocols' fits (:func:`_classifier_stage`)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed, batch_size, epochs_per_round, max_epochs,
+                            patience)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed, batch_size, epochs_per_round, max_epochs,
+                 patience) -> dict[str, Any]:
     import copy
 
     import torch
@@ -561,8 +580,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default=None)
     p.add_argument("--jobs", type=int, default=None,
                    help="classifier fits at once, one BLAS thread each (default: OMP_NUM_THREADS when set, as "
-                        "the workflow sets it to scale.eval_threads, else 1); the scores are those of one job with "
-                        "one thread")
+                        "the workflow sets it to scale.eval_threads, else 1); the scores are those of one job "
+                        "(encoding uses torch's threads, OMP_NUM_THREADS)")
     p.add_argument("--quiet", action="store_true")
     return p
 
