@@ -561,8 +561,15 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
     first.write_text(json.dumps(other))
     refused = record("again")
     assert refused.returncode != 0 and "trained on 2 parses" in refused.stderr
-    # a build that fails after placing its files keeps nothing (here: no tables file to render with)
     first.write_text(json.dumps(document))
+    # a seed outside the config, under way beside it, is left out (and named), not refused
+    beside = first.parents[1] / "seed5" / "train.json"
+    beside.parent.mkdir()
+    beside.write_text(json.dumps({**document, "status": "running"}))
+    made = record("beside")
+    assert made.returncode == 0 and f"{beside.parent.relative_to(work)}: not a model x seed" in made.stderr
+    _assert_rebuilt(committed, work / "reproductions/beside")
+    # a build that fails after placing its files keeps nothing (here: no tables file to render with)
     (work / "config/tables.yaml").rename(work / "config/tables.away")
     broken = record("broken")
     assert broken.returncode != 0 and "nothing kept" in broken.stderr

@@ -13,7 +13,9 @@
 # written: an existing NAME (records are immutable), a run still under way (train.json status neither completed nor
 # failed; a failed seed is recorded as failed), a model x seed of results/config.effective.yaml without a run, runs
 # of two parses or of two settings of one model, a run without its senteval JSON, two random-token floors. An
-# interrupted or failed build leaves no reproductions/NAME. Environment: PYTHON (python).
+# interrupted or failed build leaves no reproductions/NAME. The record is the model x seed set of
+# results/config.effective.yaml (the last `snakemake multiview`'s config): run directories of other seeds (one
+# under way beside it, say) are left out, each named on stderr. Environment: PYTHON (python).
 set -euo pipefail
 
 die() { echo "multiview_record: $*" >&2; exit 1; }
@@ -42,6 +44,19 @@ stage = Path(sys.argv[1])
 runs = sorted(Path("results/runs").glob("*/multiview_*/*/seed*/train.json"))
 if not runs:
     sys.exit("multiview_record: no multi-view run under results/runs (run `snakemake multiview` first)")
+config_path = Path("results/config.effective.yaml")
+block = {}
+if config_path.exists():
+    import yaml
+
+    block = (yaml.safe_load(config_path.read_text()) or {}).get("multiview") or {}
+    block = block if block.get("enabled", True) else {}
+if block.get("models"):  # the record is the config's model x seed set; other seeds' directories stay out of it
+    wanted = {(f"multiview_{m}", f"seed{s}") for m in block["models"] for s in block.get("seeds", [0])}
+    outside = [r for r in runs if (r.parts[-4], r.parts[-2]) not in wanted]
+    runs = [r for r in runs if (r.parts[-4], r.parts[-2]) in wanted]
+    for record in outside:
+        print(f"multiview_record: {record.parent}: not a model x seed of {config_path}; left out", file=sys.stderr)
 copies, parses, identities, settings = [], set(), set(), {}
 for record in runs:
     lang, model, setting, seed_dir = record.parts[-5:-1]
@@ -62,12 +77,7 @@ for record in runs:
         source = evals / f"seed{seed}.{variant}.json"
         if source.exists():
             copies.append((str(source), f"eval/{model}.seed{seed}.{variant}.json"))
-config_path = Path("results/config.effective.yaml")
-if config_path.exists():  # every run the workflow's config asked for is here (a seed never started is not skipped)
-    import yaml
-
-    block = (yaml.safe_load(config_path.read_text()) or {}).get("multiview") or {}
-    block = block if block.get("enabled", True) else {}
+if block:  # every run the workflow's config asked for is here (a seed never started is not skipped)
     have = {(r.parts[-4], r.parts[-2]) for r in runs}
     missing = [f"multiview_{m} seed{s}" for m in block.get("models", []) for s in block.get("seeds", [0])
                if (f"multiview_{m}", f"seed{s}") not in have]
