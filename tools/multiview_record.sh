@@ -51,8 +51,9 @@ if config_path.exists():
 
     block = (yaml.safe_load(config_path.read_text()) or {}).get("multiview") or {}
     block = block if block.get("enabled", True) else {}
-if block.get("models"):  # the record is the config's model x seed set; other seeds' directories stay out of it
-    wanted = {(f"multiview_{m}", f"seed{s}") for m in block["models"] for s in block.get("seeds", [0])}
+# the config's model x seed pairs, in its order; the record is that set, other seeds' directories stay out of it
+wanted = [(f"multiview_{m}", f"seed{s}") for m in block.get("models", []) for s in block.get("seeds", [0])]
+if wanted:
     outside = [r for r in runs if (r.parts[-4], r.parts[-2]) not in wanted]
     runs = [r for r in runs if (r.parts[-4], r.parts[-2]) in wanted]
     for record in outside:
@@ -79,8 +80,7 @@ for record in runs:
             copies.append((str(source), f"eval/{model}.seed{seed}.{variant}.json"))
 if block:  # every run the workflow's config asked for is here (a seed never started is not skipped)
     have = {(r.parts[-4], r.parts[-2]) for r in runs}
-    missing = [f"multiview_{m} seed{s}" for m in block.get("models", []) for s in block.get("seeds", [0])
-               if (f"multiview_{m}", f"seed{s}") not in have]
+    missing = [f"{m} {s}" for m, s in wanted if (m, s) not in have]
     if missing:
         sys.exit(f"multiview_record: {config_path} asks for runs that results/runs lacks: {', '.join(missing)}")
 two = {m: sorted(s) for m, s in settings.items() if len(s) > 1}

@@ -94,33 +94,33 @@ def read_json(path: str | os.PathLike) -> Any:
         raise JSONFileError(f"{path}: not a UTF-8 JSON file ({error})") from error
 
 
-def sha256_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
-    digest = hashlib.sha256()
+def _digest_file(path: str | os.PathLike, *digests, chunk_size: int = 1 << 20) -> list[str]:
+    """Each of ``digests`` (hashlib objects) fed the file's bytes, in one read; their hex digests."""
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(chunk_size), b""):
-            digest.update(block)
-    return digest.hexdigest()
+            for digest in digests:
+                digest.update(block)
+    return [digest.hexdigest() for digest in digests]
 
 
-def git_blob_sha1_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> str:
+def _git_blob_digest(path: str | os.PathLike):
+    return hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    return _digest_file(path, hashlib.sha256())[0]
+
+
+def git_blob_sha1_file(path: str | os.PathLike) -> str:
     """The file's git blob id (``git hash-object FILE``): sha1 of ``blob <size>\\0`` + the bytes. The identity a
     file has when only its repository's tree is known (a registry entry whose sha256 nobody could compute)."""
-    digest = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(chunk_size), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return _digest_file(path, _git_blob_digest(path))[0]
 
 
-def sha256_and_git_blob_sha1_file(path: str | os.PathLike, chunk_size: int = 1 << 20) -> tuple[str, str]:
+def sha256_and_git_blob_sha1_file(path: str | os.PathLike) -> tuple[str, str]:
     """``(sha256_file(path), git_blob_sha1_file(path))`` in one read of the file."""
-    sha256 = hashlib.sha256()
-    blob = hashlib.sha1(f"blob {os.path.getsize(path)}\0".encode())
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(chunk_size), b""):
-            sha256.update(block)
-            blob.update(block)
-    return sha256.hexdigest(), blob.hexdigest()
+    sha256, blob = _digest_file(path, hashlib.sha256(), _git_blob_digest(path))
+    return sha256, blob
 
 
 def project_root() -> Path:
