@@ -157,7 +157,7 @@ def load_encoder(spec: str, **options: Any) -> Encoder:
     if not manifest.exists():
         raise SystemExit(
             f"--model {spec}: not a builtin encoder ({', '.join(builtins)}) and "
-            f"{manifest} does not exist (is the training run finished?)"
+            f"{manifest} does not exist ({_unfinished_reason(run_dir)})"
         )
     written = read_json(manifest)
     kind = written.get("kind") if isinstance(written, dict) else None
@@ -165,6 +165,21 @@ def load_encoder(spec: str, **options: Any) -> Encoder:
         raise SystemExit(f"{manifest}: unknown encoder kind {kind!r}; known: {_run_kinds()}")
     _check_options(kind, ENCODERS[kind], options)
     return _checked(ENCODERS[kind].load(run_dir, **options), str(manifest))
+
+
+def _unfinished_reason(run_dir: Path) -> str:
+    """Why a run directory has no encoder.json, as far as its train.json tells."""
+    try:
+        status = read_json(run_dir / "train.json").get("status")
+    except (OSError, ValueError, AttributeError):
+        return "is the training run finished?"
+    if status == "running":
+        # the workflow declares train.json as the training's output and a trainer writes it at its start, so a run
+        # started by hand and killed leaves one that Snakemake takes as done (its own jobs it marks incomplete)
+        return (f"{run_dir / 'train.json'} says status running: the training is under way or was stopped before it "
+                "finished; rerun its train command (it resumes from checkpoint.pt), or delete that train.json and "
+                "rerun the workflow target")
+    return f"{run_dir / 'train.json'} says status {status}"
 
 
 def _check_options(kind: str, entry: EncoderKind, options: dict[str, Any]) -> None:
