@@ -1,17 +1,17 @@
 """`strae parts`: move files too big for one transfer in parts, and join them back exactly.
 
 A lent GPU box (README "Training on an offline GPU box") takes up at most ~64 MiB per call, checkout included, and
-gives back at most 8 files of 16 MiB per call; a Self-StrAE checkpoint with Adam's state is ~155 MB. A run that
-cannot finish within one session's device time would be lost with the box. Instead its resumable state comes back
-in parts (``checkpoint.pt``, and ``best.pt`` where the recipe keeps the best epoch's weights: without it a resumed
-run could not end on them), ``split --only`` picking the parts of each call; it is joined here, and goes up again
-in parts in a later session; ``strae train`` then resumes where the run stopped (same weights, optimizer state, RNG
-and history).
+gives back at most 8 files of 16 MiB and 64 MiB together per call; a Self-StrAE checkpoint with Adam's state is
+~155 MB. A run that cannot finish within one session's device time would be lost with the box. Instead its
+resumable state comes back in parts (``checkpoint.pt``, and ``best.pt`` where the recipe keeps the best epoch's
+weights: without it a resumed run could not end on them), ``split --only`` picking the parts of each call; it is
+joined here, and goes up again in parts in a later session; ``strae train`` then resumes where the run stopped
+(same weights, optimizer state, RNG and history).
 
-    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 0:7   # call 1 (16 MiB parts)
-    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 7:    # call 2
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --part-mib 15.5 --only 0:4   # call 1
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --part-mib 15.5 --only 4:8   # call 2, ...
     strae parts join DIR [DIR ...]   # here or on the box: every part found, checked, joined at its recorded paths
-    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to transport --part-mib 8 --calls-mib 18,56
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to transport --part-mib 8 --calls-mib 16,48
                                      # going up again: transport/call1 (beside the bundle), call2, ... one per call
 
 The files given to one ``split`` are cut as one stream (their bytes one after the other), so parts are full-sized
@@ -248,14 +248,15 @@ def build_parser() -> argparse.ArgumentParser:
                      "checkpoint.pt, and its best.pt where it has one")
     cut.add_argument("--to", type=Path, required=True, help="folder for the parts and the manifest (e.g. $OUT)")
     cut.add_argument("--part-mib", type=float, default=16.0,
-                     help="part size in MiB (16: what a lent box gives back per file; 8 to carry up beside a bundle)")
+                     help="part size in MiB (16: the most a lent box gives back per file; 15.5: four parts and the "
+                     "manifest in the 64 MiB a call gives back; 8 to carry up beside a bundle)")
     cut.add_argument("--missing-ok", action="store_true",
                      help="leave out files that do not exist (a run's best.pt before its first epoch end) and say so")
     cut.add_argument("--only", default=None, help="the parts to write: I, I:J, I: or :J (default: all)")
     cut.add_argument("--calls-mib", default=None, metavar="FIRST[,NEXT...]",
                      help="instead of --only: every part, into DIR/call1, DIR/call2, ... (each with the manifest), "
-                     "call N holding at most the N-th value in MiB (the last repeats), e.g. 18,56 beside a 31 MiB "
-                     "bundle; carry DIR/callN in call N, then `strae parts join DIR` on the box")
+                     "call N holding at most the N-th value in MiB (the last repeats), e.g. 16,48 beside a 31 MiB "
+                     "bundle and a 12 MiB checkout; carry DIR/callN in call N, then `strae parts join DIR` on the box")
     glue = commands.add_parser("join", help="check the parts found under folders and put each file back in place")
     glue.add_argument("folders", type=Path, nargs="+")
     glue.add_argument("--to", type=Path, default=None, help="write here instead of the recorded path (one file)")
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                 calls = [float(value) for value in args.calls_mib.split(",")]
             except ValueError:
                 raise SystemExit(f"strae parts split: --calls-mib {args.calls_mib!r}: expected MiB values such as "
-                                 "18,56") from None
+                                 "16,48") from None
             done_list = split_for_calls(args.paths, args.to, args.part_mib, calls, root, args.missing_ok)
         else:
             done_list = [split(args.paths, args.to, args.part_mib, args.only, root, args.missing_ok)]
