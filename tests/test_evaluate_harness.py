@@ -254,7 +254,7 @@ def test_run_dir_without_encoder_or_failure_is_an_error(tmp_path, synthetic, mon
                                          "is under way or was stopped") as caught:
         harness.evaluate(str(tmp_path / "r"), "xx", "paper", config_path=synthetic["config"],
                          resolve=synthetic["resolve"])
-    assert "delete that train.json" in str(caught.value)
+    assert "delete that train.json" in str(caught.value) and "no checkpoint.pt yet: it starts over" in str(caught.value)
     # no train.json at all: the plain question
     with pytest.raises(SystemExit, match=r"encoder.json does not exist \(is the training run finished\?\)"):
         harness.evaluate(str(tmp_path / "empty"), "xx", "paper", config_path=synthetic["config"],

@@ -562,12 +562,18 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
     refused = record("again")
     assert refused.returncode != 0 and "trained on 2 parses" in refused.stderr
     first.write_text(json.dumps(document))
-    # a seed outside the config, under way beside it, is left out (and named), not refused
+    # a seed outside the config: finished, refused (config.effective.yaml may be another target's); under way
+    # beside it, left out (and named)
     beside = first.parents[1] / "seed5" / "train.json"
     beside.parent.mkdir()
+    beside.write_text(json.dumps(document))
+    refused = record("beside")
+    assert refused.returncode != 0 and "finished runs outside the models x seeds" in refused.stderr
+    assert str(beside.parent.relative_to(work)) in refused.stderr and not (work / "reproductions/beside").exists()
     beside.write_text(json.dumps({**document, "status": "running"}))
     made = record("beside")
-    assert made.returncode == 0 and f"{beside.parent.relative_to(work)}: not a model x seed" in made.stderr
+    assert made.returncode == 0
+    assert f"{beside.parent.relative_to(work)}: under way and not a model x seed" in made.stderr
     _assert_rebuilt(committed, work / "reproductions/beside")
     # a build that fails after placing its files keeps nothing (here: no tables file to render with)
     (work / "config/tables.yaml").rename(work / "config/tables.away")

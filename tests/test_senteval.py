@@ -146,10 +146,45 @@ def test_every_fit_of_a_protocol_runs_on_one_blas_thread_whatever_the_process_ha
     y = (x[:, 0] > 0).astype(int)
     with threadpool_limits(2, user_api="blas"):
         before = blas_threads()
+        if before != 2:
+            pytest.skip(f"this BLAS cannot run on 2 threads here ({before}): one thread inside would prove nothing")
         senteval.split_select(x[:80], y[:80], x[80:100], y[80:100], x[100:], y[100:], [0.1, 1.0], jobs=1)
         senteval.kfold_test(x[:100], y[:100], x[100:], y[100:], [0.1, 1.0], folds=2, jobs=2)
         assert blas_threads() == before
     assert len(seen) == 2 + 1 + 2 * 2 + 1 and set(seen) == {1}  # the selections' fits and both refits
+
+
+def test_relatedness_runs_on_one_torch_thread_and_gives_torch_its_count_back_mkl_included(monkeypatch):
+    """Inside the stage's threadpool limit torch reports one thread; restoring that count would have left torch's
+    MKL (which threadpoolctl cannot see) on one thread for every later CPU encoding of the suite."""
+    import torch
+
+    def counts() -> tuple[int, str]:
+        mkl = re.search(r"mkl_get_max_threads\(\) : (\d+)", torch.__config__.parallel_info())
+        return torch.get_num_threads(), mkl.group(1) if mkl else "no MKL"
+
+    seen, real = [], senteval._relatedness
+
+    def spy(*args):
+        seen.append(torch.get_num_threads())
+        return real(*args)
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(60, 4)).astype(np.float32)
+    s_all = np.clip(1 + 4 * rng.random(60), 1, 5)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        before = counts()
+        if before[0] != 2:
+            pytest.skip(f"torch cannot run on 2 threads here ({before})")
+        monkeypatch.setattr(senteval, "_relatedness", spy)
+        senteval.relatedness(x[:40], s_all[:40], x[40:50], s_all[40:50], x[50:], s_all[50:], epochs_per_round=2,
+                             max_epochs=4)
+        assert seen == [1]
+        assert counts() == before
+    finally:
+        torch.set_num_threads(previous)
 
 
 def test_c_is_chosen_as_senteval_compares_accuracies_rounded_to_two_decimals(monkeypatch):

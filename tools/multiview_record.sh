@@ -4,7 +4,7 @@
 #     bash tools/multiview_record.sh multiview-cpu-full-2026-11-29
 # reproductions/NAME/ gets, in the layout of reproductions/multiview-cpu-2026-11-28/:
 #   parse_meta.json                       the runs' parse (meta.json of the directory their train.json names)
-#   runs/<model>/seed<N>/train.json       every finished multi-view run, failed seeds too (results/runs/<lang>/multiview_*/...)
+#   runs/<model>/seed<N>/train.json       each run of the config's models x seeds, failed seeds too (results/runs/<lang>/multiview_*/...)
 #   eval/<model>.seed<N>.<variant>.json   its evaluations: senteval (Table 1), probing (Table 2) where scored,
 #                                         paper (zero-shot); the random-token floor's as random-token.<variant>.json
 #   scores.csv                            strae aggregate of eval/ (source_json = the record's own files)
@@ -14,8 +14,10 @@
 # failed; a failed seed is recorded as failed), a model x seed of results/config.effective.yaml without a run, runs
 # of two parses or of two settings of one model, a run without its senteval JSON, two random-token floors. An
 # interrupted or failed build leaves no reproductions/NAME. The record is the model x seed set of
-# results/config.effective.yaml (the last `snakemake multiview`'s config): run directories of other seeds (one
-# under way beside it, say) are left out, each named on stderr. Environment: PYTHON (python).
+# results/config.effective.yaml: run directories of other seeds still under way (a seed training beside it) are left
+# out, each named on stderr; a finished run outside that set is refused, since that file is the config of the last
+# snakemake run that executed jobs, whatever its target (rerun `snakemake multiview` with the record's overlay, adding
+# `--forcerun multiview_scores` when nothing is left to do, or move the run away). Environment: PYTHON (python).
 set -euo pipefail
 
 die() { echo "multiview_record: $*" >&2; exit 1; }
@@ -56,8 +58,18 @@ wanted = [(f"multiview_{m}", f"seed{s}") for m in block.get("models", []) for s 
 if wanted:
     outside = [r for r in runs if (r.parts[-4], r.parts[-2]) not in wanted]
     runs = [r for r in runs if (r.parts[-4], r.parts[-2]) in wanted]
+    # config.effective.yaml is rewritten by any snakemake run that executes jobs, so a finished run outside it may
+    # be one this record is meant to hold: never dropped silently
+    finished = [str(r.parent) for r in outside if json.loads(r.read_text()).get("status") in ("completed", "failed")]
+    if finished:
+        sys.exit(f"multiview_record: finished runs outside the models x seeds of {config_path} "
+                 f"({' '.join(m + ' ' + s for m, s in wanted)}): {', '.join(finished)}. That file is the config of "
+                 "the last snakemake run that executed jobs, whatever its target: rerun `snakemake multiview` with "
+                 "this record's overlay (add `--forcerun multiview_scores` when nothing is left to do), or move those "
+                 "runs away")
     for record in outside:
-        print(f"multiview_record: {record.parent}: not a model x seed of {config_path}; left out", file=sys.stderr)
+        print(f"multiview_record: {record.parent}: under way and not a model x seed of {config_path}; left out",
+              file=sys.stderr)
 copies, parses, identities, settings = [], set(), set(), {}
 for record in runs:
     lang, model, setting, seed_dir = record.parts[-5:-1]

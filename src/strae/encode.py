@@ -176,10 +176,12 @@ def _unfinished_reason(run_dir: Path) -> str:
     if status == "running":
         # the workflow declares train.json as the training's output and a trainer writes it at its start, so a run
         # started by hand and killed leaves one that Snakemake takes as done (its own jobs it marks incomplete)
+        again = ("it resumes from checkpoint.pt" if (run_dir / "checkpoint.pt").exists()
+                 else "no checkpoint.pt yet: it starts over")
         return (f"{run_dir / 'train.json'} says status running: the training is under way or was stopped before it "
-                "finished; rerun its train command (it resumes from checkpoint.pt), or delete that train.json and "
-                "rerun the workflow target")
-    return f"{run_dir / 'train.json'} says status {status}"
+                f"finished; rerun its train command ({again}), or delete that train.json and rerun the workflow "
+                "target")
+    return f"{run_dir / 'train.json'} says status {status}" if status else "is the training run finished?"
 
 
 def _check_options(kind: str, entry: EncoderKind, options: dict[str, Any]) -> None:

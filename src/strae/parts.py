@@ -8,8 +8,8 @@ weights: without it a resumed run could not end on them), ``split --only`` picki
 joined here, and goes up again in parts in a later session; ``strae train`` then resumes where the run stopped
 (same weights, optimizer state, RNG and history).
 
-    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --part-mib 15.5 --only 0:4   # call 1
-    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --part-mib 15.5 --only 4:8   # call 2, ...
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 0:4   # call 1 (15.5 MiB parts)
+    strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to $OUT --only 4:8   # call 2, ...
     strae parts join DIR [DIR ...]   # here or on the box: every part found, checked, joined at its recorded paths
     strae parts split RUN/checkpoint.pt RUN/best.pt --missing-ok --to transport --part-mib 8 --calls-mib 16,48
                                      # going up again: transport/call1 (beside the bundle), call2, ... one per call
@@ -247,9 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     cut.add_argument("paths", type=Path, nargs="+", help="the files (inside the checkout), cut as one stream: a run's "
                      "checkpoint.pt, and its best.pt where it has one")
     cut.add_argument("--to", type=Path, required=True, help="folder for the parts and the manifest (e.g. $OUT)")
-    cut.add_argument("--part-mib", type=float, default=16.0,
-                     help="part size in MiB (16: the most a lent box gives back per file; 15.5: four parts and the "
-                     "manifest in the 64 MiB a call gives back; 8 to carry up beside a bundle)")
+    cut.add_argument("--part-mib", type=float, default=15.5,
+                     help="part size in MiB (15.5: four parts and the manifest fit the 64 MiB a lent box gives back "
+                     "per call, each under its 16 MiB a file; 8 to carry up beside a bundle)")
     cut.add_argument("--missing-ok", action="store_true",
                      help="leave out files that do not exist (a run's best.pt before its first epoch end) and say so")
     cut.add_argument("--only", default=None, help="the parts to write: I, I:J, I: or :J (default: all)")

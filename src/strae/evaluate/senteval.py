@@ -328,13 +328,14 @@ def relatedness_targets(scores: np.ndarray, n_classes: int = 5) -> np.ndarray:
     return out
 
 
-@_classifier_stage
 def relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed=SENTEVAL_SEED, batch_size=64, epochs_per_round=50,
                 max_epochs=1000, patience=3) -> dict[str, Any]:
     """SentEval RelatednessPytorch on the CPU (same loop; ``patience`` = its early_stop_count threshold), on one
     torch thread as the other protocols' fits (:func:`_classifier_stage`)."""
     import torch
 
+    # torch's count is read and restored outside the stage's threadpool limit: inside it, torch reports the limit
+    # (1), and restoring that would leave torch's own MKL, which threadpoolctl cannot see, on one thread after it
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -344,6 +345,7 @@ def relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed=SENTEVAL_SEED, batch_
         torch.set_num_threads(threads)
 
 
+@_classifier_stage
 def _relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed, batch_size, epochs_per_round, max_epochs,
                  patience) -> dict[str, Any]:
     import copy
