@@ -366,6 +366,10 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     # the archive -> a record (tools/campaign_record.sh; a campaign's first record carries nothing)
     shutil.copy2(REPO / "tools/campaign_record.sh", workdir / "tools")
     (workdir / "README.md").write_text(f"# x\n{record_module.README_BEGIN}\n{record_module.README_END}\n")
+    # the multi-view paper's evaluations are tools/multiview_record.sh's: left out (not even read: these are no JSON)
+    for other in ("multiview_ctl/ctl_h1000_e300/seed0.senteval.json", "random-token/dim256/seed0.paper.json"):
+        (workdir / "results/eval" / RUN.language / other).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / "results/eval" / RUN.language / other).write_text("not json")
     made = subprocess.run(["bash", "tools/campaign_record.sh", "chunked", "none", "campaign-out/campaign.tar.xz"],
                           cwd=workdir, capture_output=True, text=True, timeout=600,
                           env=dict(chunk_env(300), SNAKEMAKE_ARGS="--configfile .test/config.yaml .test/chunk.yaml"))
@@ -403,4 +407,23 @@ def test_campaign_record_checks_its_arguments_before_touching_anything(tmp_path)
         (tmp_path / "reproductions/old" / name).write_text("")
     result = record("new", "reproductions/old", "nowhere.tar.xz")
     assert result.returncode == 1 and "nowhere.tar.xz: no such file" in result.stderr
+    # a snakemake run holding the checkout (its lock) reads the config step 1 would replace
+    (tmp_path / ".snakemake/locks").mkdir(parents=True)
+    (tmp_path / ".snakemake/locks/0.input.lock").write_text("")
+    result = record("new", "reproductions/old", str(archive))
+    assert result.returncode == 1 and "a snakemake run holds this checkout" in result.stderr
     assert not (tmp_path / "results").exists() and not (tmp_path / "reproductions/new").exists()
+
+
+def test_a_chunk_without_a_target_is_refused_before_snakemake_runs(tmp_path):
+    """No target (or a variable of the preparing machine, empty on the box) would run the workflow's every job."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_chunk.sh", tmp_path / "tools")
+    fake = tmp_path / "fake-snakemake"
+    fake.write_text("#!/bin/sh\ntouch ran\n")
+    fake.chmod(0o755)
+    for args in ([], ["--configfile", "x.yaml"]):
+        result = subprocess.run(["bash", "tools/campaign_chunk.sh", *args], cwd=tmp_path, capture_output=True,
+                                text=True, timeout=60, env=dict(chunk_env(90), SNAKEMAKE=str(fake)))
+        assert result.returncode == 2 and "no target given" in result.stderr, result.stderr
+    assert not (tmp_path / "ran").exists()

@@ -52,6 +52,20 @@ if ((SNAPSHOT_S < KILL_S + WRAPUP_S || CHUNK_S <= SNAPSHOT_S)); then
     exit 2
 fi
 
+# no target would make snakemake run `rule all` (every table, figure and multi-view job) inside a lent call; so would
+# variables set only on the machine that prepared the call (`$S`), which expand to nothing on the box: refused here
+targets=0
+for arg in "$@"; do
+    case $arg in
+        -*) break ;;  # options come last (`--configfile F`)
+        *) targets=$((targets + 1)) ;;
+    esac
+done
+if ((targets == 0)); then
+    echo "campaign_chunk: no target given (the workflow's every job would run); name the evaluation JSONs to make" >&2
+    exit 2
+fi
+
 record() { echo "$1" | tee -a "$RECORDS"; }
 left_until() { echo $(($1 - (SECONDS - START))); }  # seconds from now until $1 seconds after the start
 PROGRESS=("$PY" -m strae.report.progress)
@@ -121,8 +135,10 @@ timeout --kill-after=5 "$((deadline > 1 ? deadline : 1))" "${PROGRESS[@]}" snaps
     || record "[snapshot] FAILED rc $?: $(tail -c 400 "$CHUNK.snapshot.err" | tr '\n' ' ')"
 while IFS= read -r line; do record "[snapshot] $line"; done <"$CHUNK.snapshot.txt"
 
-# 3. one line per run
-timeout 15 "${PROGRESS[@]}" summary >"$CHUNK.summary.txt" 2>"$CHUNK.summary.err" \
+# 3. one line per run: 15 s, or up to half the wrap-up before the end when the chunk ended early (on a loaded machine
+#    the command's imports alone took over 15 s: a chunk whose targets were done reported no run)
+limit=$(left_until $((CHUNK_S - WRAPUP_S / 2)))
+timeout "$((limit > 15 ? limit : 15))" "${PROGRESS[@]}" summary >"$CHUNK.summary.txt" 2>"$CHUNK.summary.err" \
     || record "[summary] FAILED rc $?: $(tail -c 400 "$CHUNK.summary.err" | tr '\n' ' ')"
 while IFS= read -r line; do record "[summary] $line"; done <"$CHUNK.summary.txt"
 

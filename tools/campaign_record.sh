@@ -32,6 +32,11 @@ if [ "$CARRY" != none ]; then
     CARRY_SCORES=(--carry "$CARRY/scores.csv") CARRY_RECORD=(--carry "$CARRY")
 fi
 for archive in "$@"; do [ -f "$archive" ] || die "$archive: no such file"; done
+# a snakemake run under way in this checkout (a multi-view training, say) reads results/config.effective.yaml, which
+# step 1 replaces with the box's, and holds the lock step 3's snakemake needs: refused before anything changes
+if compgen -G ".snakemake/locks/*" >/dev/null; then
+    die "a snakemake run holds this checkout (.snakemake/locks/); run this after it ends (\`snakemake --unlock\` if it was killed)"
+fi
 
 PY=${PYTHON:-python}
 STAGE=$(mktemp -d)
@@ -58,9 +63,17 @@ for archive in "$@"; do
     [ -f "$unpacked/campaign.txt" ] && cp "$unpacked/campaign.txt" "$STAGE/campaign/campaign-$n.txt"
     [ -d "$unpacked/logs" ] && cp -r "$unpacked/logs" "$STAGE/campaign/"
 done
-evaluations=(results/eval/*/*/*/seed*.json)
+# the multi-view paper's runs and its random-token floor are tools/multiview_record.sh's record, not this one's
+evaluations=()
+for path in results/eval/*/*/*/seed*.json; do
+    case $path in
+        results/eval/*/multiview_*/* | results/eval/*/random-token/*) ;;
+        *) evaluations+=("$path") ;;
+    esac
+done
 ((${#evaluations[@]})) || die "no evaluation JSON under results/eval after unpacking $*"
-for path in "${before[@]}"; do
+for path in "${evaluations[@]}"; do
+    [[ " ${before[*]} " == *" $path "* ]] || continue
     if ! grep -qxF "$path" "$STAGE/brought.txt" 2>/dev/null; then
         echo "campaign_record: $path was already in results/eval (no archive brought it): it joins the record"
     fi

@@ -45,7 +45,8 @@ for entry in sys.path:
     if os.path.isdir(entry) and os.path.basename(entry) in ("site-packages", "dist-packages"):
         print(entry)
 ' | while IFS= read -r folder; do
-    "$PY" -c 'import sys; sys.exit(sys.argv[1] in sys.path)' "$folder" && echo "$folder"
+    # an `if`, not `&&`: a last folder already on the venv's path would end the loop with status 1 (set -e)
+    if "$PY" -c 'import sys; sys.exit(sys.argv[1] in sys.path)' "$folder"; then echo "$folder"; fi
 done > "$VENV_SITE/strae-box-packages.pth"
 torch_version() { "$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo "none"; }
 TORCH_BEFORE=$(torch_version)
