@@ -44,14 +44,6 @@ STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RECORDS=logs/campaign/campaign.txt
 CHUNK=logs/campaign/chunk-$STAMP
 SNAKEMAKE_LOG=$CHUNK.log
-mkdir -p "$OUT" logs/campaign
-
-if ((SNAPSHOT_S < KILL_S + WRAPUP_S || CHUNK_S <= SNAPSHOT_S)); then
-    echo "campaign_chunk: need CHUNK_S > SNAPSHOT_S >= KILL_S + WRAPUP_S (got $CHUNK_S, $SNAPSHOT_S, $KILL_S," \
-        "$WRAPUP_S)" >&2
-    exit 2
-fi
-
 # no target would make snakemake run `rule all` (every table, figure and multi-view job) inside a lent call; so would
 # variables set only on the machine that prepared the call (`$S`), which expand to nothing on the box: refused here
 targets=0
@@ -63,6 +55,14 @@ for arg in "$@"; do
 done
 if ((targets == 0)); then
     echo "campaign_chunk: no target given (the workflow's every job would run); name the evaluation JSONs to make" >&2
+    exit 2
+fi
+
+mkdir -p "$OUT" logs/campaign
+
+if ((SNAPSHOT_S < KILL_S + WRAPUP_S || CHUNK_S <= SNAPSHOT_S)); then
+    echo "campaign_chunk: need CHUNK_S > SNAPSHOT_S >= KILL_S + WRAPUP_S (got $CHUNK_S, $SNAPSHOT_S, $KILL_S," \
+        "$WRAPUP_S)" >&2
     exit 2
 fi
 

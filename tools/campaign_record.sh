@@ -35,7 +35,8 @@ for archive in "$@"; do [ -f "$archive" ] || die "$archive: no such file"; done
 # a snakemake run under way in this checkout (a multi-view training, say) reads results/config.effective.yaml, which
 # step 1 replaces with the box's, and holds the lock step 3's snakemake needs: refused before anything changes
 if compgen -G ".snakemake/locks/*" >/dev/null; then
-    die "a snakemake run holds this checkout (.snakemake/locks/); run this after it ends (\`snakemake --unlock\` if it was killed)"
+    die "a snakemake run holds this checkout (.snakemake/locks/); run this after it ends" \
+        "(\`snakemake --unlock\` if it was killed)"
 fi
 
 PY=${PYTHON:-python}
