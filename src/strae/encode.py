@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from strae.io import read_json
+from strae.runs import CHECKPOINT_FILE, TRAIN_JSON
 
 
 @runtime_checkable
@@ -169,19 +170,20 @@ def load_encoder(spec: str, **options: Any) -> Encoder:
 
 def _unfinished_reason(run_dir: Path) -> str:
     """Why a run directory has no encoder.json, as far as its train.json tells."""
+    record = run_dir / TRAIN_JSON
     try:
-        status = read_json(run_dir / "train.json").get("status")
+        status = read_json(record).get("status")
     except (OSError, ValueError, AttributeError):
         return "is the training run finished?"
     if status == "running":
         # the workflow declares train.json as the training's output and a trainer writes it at its start, so a run
         # started by hand and killed leaves one that Snakemake takes as done (its own jobs it marks incomplete)
-        again = ("it resumes from checkpoint.pt" if (run_dir / "checkpoint.pt").exists()
-                 else "no checkpoint.pt yet: it starts over")
-        return (f"{run_dir / 'train.json'} says status running: the training is under way or was stopped before it "
-                f"finished; rerun its train command ({again}), or delete that train.json and rerun the workflow "
+        again = (f"it resumes from {CHECKPOINT_FILE}" if (run_dir / CHECKPOINT_FILE).exists()
+                 else f"no {CHECKPOINT_FILE} yet: it starts over")
+        return (f"{record} says status running: the training is under way or was stopped before it "
+                f"finished; rerun its train command ({again}), or delete that {TRAIN_JSON} and rerun the workflow "
                 "target")
-    return f"{run_dir / 'train.json'} says status {status}" if status else "is the training run finished?"
+    return f"{record} says status {status}" if status else "is the training run finished?"
 
 
 def _check_options(kind: str, entry: EncoderKind, options: dict[str, Any]) -> None:
