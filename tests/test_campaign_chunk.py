@@ -151,6 +151,25 @@ def test_eta_counts_only_runs_training_now_and_their_evaluation(tmp_path):
     assert not in_time and "progress unreadable" in lines[0]
 
 
+def test_unevaluated_names_the_targets_of_finished_runs_whose_evaluation_is_missing(tmp_path):
+    results = tmp_path / "results"
+    target = str(paths.eval_json(RUN.language, RUN.model, RUN.setting, RUN.seed, "paper", results=results))
+    path = fake_run(results, {"train.json": json.dumps({"status": "running"}), "checkpoint.pt": ""})
+    assert progress.unevaluated(results, [target]) == []  # still training: a snapshot's business
+    (path / "encoder.json").write_text("{}")
+    (path / "train.json").write_text(json.dumps({"status": "completed"}))
+    assert progress.unevaluated(results, [target, "other.json"]) == [target]
+    assert progress.unevaluated(results, [target.replace("/eval/", "/./eval/")]) == [target.replace("/eval/",
+                                                                                                    "/./eval/")]
+    assert progress.unevaluated(results, ["other.json"]) == []  # not a target of this chunk
+    Path(target).parent.mkdir(parents=True)
+    Path(target).write_text("{}")
+    assert progress.unevaluated(results, [target]) == []  # evaluated
+    Path(target).unlink()
+    (path / "train.json").write_text(json.dumps({"status": "failed"}))
+    assert progress.unevaluated(results, [target]) == []  # the workflow evaluates a failed run itself
+
+
 def test_summary_of_a_running_run_says_how_much_training_is_left(tmp_path):
     results = tmp_path / "results"
     path = fake_run(results, {})
@@ -427,3 +446,48 @@ def test_a_chunk_without_a_target_is_refused_before_snakemake_runs(tmp_path):
                                 text=True, timeout=60, env=dict(chunk_env(90), SNAKEMAKE=str(fake)))
         assert result.returncode == 2 and "no target given" in result.stderr, result.stderr
     assert not (tmp_path / "ran").exists()
+
+
+FAKE_SNAKEMAKE_EVALUATING = """#!/usr/bin/env bash
+# stands in for snakemake. First call: run A has finished training and is being evaluated (it never ends), run B
+# trains far from its end (at the cut the chunk stops the workflow). Later calls: write the target files they get.
+if [ -e first-call-done ]; then
+    echo "$@" >>finish-calls.txt
+    for arg in "$@"; do case $arg in *.json) mkdir -p "$(dirname "$arg")" && echo '{}' >"$arg" ;; esac; done
+    exit 0
+fi
+touch first-call-done
+a=results/runs/xx/banyan/a/seed0 b=results/runs/xx/banyan/b/seed0
+mkdir -p "$a" "$b"
+echo '{"status": "completed"}' >"$a/train.json"
+echo '{}' >"$a/encoder.json"
+while :; do
+    printf '{"global_step": 0, "total_steps": 100000, "steps_per_second": 50.0, "updated_unix": %s}' \
+        "$(date +%s.%N)" >"$b/progress.tmp"
+    mv "$b/progress.tmp" "$b/progress.json"
+    sleep 0.2
+done
+"""
+
+
+@pytest.mark.parametrize("targets, expected_rc", [(["a"], 0), (["a", "b"], 75)], ids=["only-a", "a-and-b"])
+def test_a_finished_run_whose_evaluation_the_cut_stopped_is_evaluated_in_the_tail(tmp_path, targets, expected_rc):
+    """Run A ended its training before the cut and was being evaluated; run B would not end in time, so the chunk
+    stopped the workflow at the cut, A's evaluation with it. A is not a snapshot (encoder.json is written): before
+    this step it came back with no scores, and on a lent box its weights went with the box."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_chunk.sh", tmp_path / "tools")
+    fake = tmp_path / "fake-snakemake"
+    fake.write_text(FAKE_SNAKEMAKE_EVALUATING)
+    fake.chmod(0o755)
+    evaluations = {name: f"results/eval/xx/banyan/{name}/seed0.paper.json" for name in ("a", "b")}
+    env = dict(chunk_env(60), SNAPSHOT_S="40", KILL_S="5", WRAPUP_S="15", FINISH_EVAL_S="1", SNAKEMAKE=str(fake))
+    result = subprocess.run(["bash", "tools/campaign_chunk.sh", *(evaluations[t] for t in targets), "--configfile",
+                             "c.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == expected_rc, result.stdout + result.stderr
+    assert "[eta] xx/banyan/b/seed0  step 0/100000" in result.stdout
+    assert "[finish] evaluated" in result.stdout and (tmp_path / evaluations["a"]).exists()
+    assert not (tmp_path / evaluations["b"]).exists()
+    # snakemake on A's evaluation alone, with the chunk's options
+    assert (tmp_path / "finish-calls.txt").read_text().split()[-3:] == [evaluations["a"], "--configfile", "c.yaml"]
+    assert ("[snakemake] done: every target is up to date" in result.stdout) == (expected_rc == 0)

@@ -13,6 +13,8 @@
 #   2. snapshot (until CHUNK_S - WRAPUP_S): each unfinished run's checkpoint exported with the run's own flags to
 #      results/snapshots/<lang>/<model>/<setting>/seed<N>/step<STEP> and evaluated (paper variant) to
 #      ...step<STEP>.paper.json (python -m strae.report.progress snapshot; a step already evaluated is skipped)
+#      A target whose run finished training but whose evaluation the stop cut off is evaluated meanwhile (snakemake
+#      on that target alone, `python -m strae.report.progress unevaluated`): its weights may not outlive a lent box
 #   3. one summary line per run: status, epoch/step of the planned epochs, latest STS average
 #   4. $OUT/campaign.tar.xz: every train.json and evaluation JSON under results/ (finished runs' and snapshots'),
 #      scores and tables, the last 50 lines of each log under logs/, campaign.txt. No weights. $OUT holds only
@@ -46,14 +48,11 @@ CHUNK=logs/campaign/chunk-$STAMP
 SNAKEMAKE_LOG=$CHUNK.log
 # no target would make snakemake run `rule all` (every table, figure and multi-view job) inside a lent call; so would
 # variables set only on the machine that prepared the call (`$S`), which expand to nothing on the box: refused here
-targets=0
+TARGETS=() OPTIONS=()
 for arg in "$@"; do
-    case $arg in
-        -*) break ;;  # options come last (`--configfile F`)
-        *) targets=$((targets + 1)) ;;
-    esac
+    if ((${#OPTIONS[@]})) || [[ $arg == -* ]]; then OPTIONS+=("$arg"); else TARGETS+=("$arg"); fi  # options come last
 done
-if ((targets == 0)); then
+if ((${#TARGETS[@]} == 0)); then
     echo "campaign_chunk: no target given (the workflow's every job would run); name the evaluation JSONs to make" >&2
     exit 2
 fi
@@ -128,12 +127,41 @@ else
     record "[snakemake] FAILED rc $rc: $(tail -n 5 "$SNAKEMAKE_LOG" | tr '\n' ' ')"
 fi
 
-# 2. snapshots of unfinished runs, each job ending by the deadline it is given
+# 2a. a target whose run finished training but whose evaluation the stop cut off (training ended just before the cut,
+#    with other runs still training, or just before the hard stop) is evaluated now, beside the snapshots: it is not
+#    a snapshot (encoder.json is written), and on a lent box its weights do not outlive the call
 deadline=$(left_until $((CHUNK_S - WRAPUP_S)))
+finishing=0
+if ((status != 0)); then
+    mapfile -t pending < <("${PROGRESS[@]}" unevaluated "${TARGETS[@]}" 2>"$CHUNK.finish.err")
+    if ((${#pending[@]})); then
+        record "[finish] evaluating what the stop cut off: ${pending[*]}"
+        timeout --kill-after=5 "$((deadline > 6 ? deadline - 5 : 1))" "$SNAKEMAKE" --profile "$PROFILE" \
+            --rerun-incomplete "${pending[@]}" "${OPTIONS[@]}" >"$CHUNK.finish.log" 2>&1 &
+        finishing=$!
+    fi
+fi
+
+# 2b. snapshots of unfinished runs, each job ending by the deadline it is given
 timeout --kill-after=5 "$((deadline > 1 ? deadline : 1))" "${PROGRESS[@]}" snapshot --deadline-s "$((deadline - 5))" \
     --jobs "$SNAPSHOT_JOBS" >"$CHUNK.snapshot.txt" 2>"$CHUNK.snapshot.err" \
     || record "[snapshot] FAILED rc $?: $(tail -c 400 "$CHUNK.snapshot.err" | tr '\n' ' ')"
 while IFS= read -r line; do record "[snapshot] $line"; done <"$CHUNK.snapshot.txt"
+if ((finishing)); then
+    wait "$finishing"
+    finish_rc=$?
+    if ((finish_rc == 0)); then
+        record "[finish] evaluated ($((SECONDS - START)) s): ${pending[*]}"
+        if ((${#pending[@]} == ${#TARGETS[@]})); then
+            status=0
+            record "[snakemake] done: every target is up to date ($((SECONDS - START)) s)"
+        fi
+    else
+        record "[finish] FAILED rc $finish_rc: $(tail -n 5 "$CHUNK.finish.log" | tr '\n' ' ')"
+        if ((finish_rc == 137)); then "$SNAKEMAKE" --profile "$PROFILE" --unlock "${pending[@]}" "${OPTIONS[@]}" \
+            >>"$CHUNK.finish.log" 2>&1; fi
+    fi
+fi
 
 # 3. one line per run: 15 s, or up to half the wrap-up before the end when the chunk ended early (on a loaded machine
 #    the command's imports alone took over 15 s: a chunk whose targets were done reported no run)

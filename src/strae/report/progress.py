@@ -17,6 +17,10 @@ chunk's tail these commands turn that into results a reader can take away:
         exit 0 when every run training now (a fresh progress.json, no completion mark) will end, evaluation
         included, within S seconds at its recent rate; 1 otherwise. One line per run. What campaign_chunk.sh asks
         before cutting a chunk's training off: a run a few steps from its end finishes instead
+    python -m strae.report.progress unevaluated TARGET...
+        the TARGETs (evaluation JSONs, paper variant) whose run has finished training (encoder.json, train.json
+        status completed) but whose evaluation does not exist: one a chunk's stop cut off while it was being
+        evaluated, which campaign_chunk.sh evaluates in its tail (a lent box's weights do not outlive it)
     python -m strae.report.progress archive OUT.tar.xz [--extra FILE]...
         every train.json and evaluation JSON, scores and tables under results/, the last lines of each log
 
@@ -344,6 +348,20 @@ def eta(results: Path, within_s: float, eval_s: float) -> tuple[bool, list[str]]
     return all(seconds <= within_s for _, seconds in estimates), [line for line, _ in estimates]
 
 
+# ------------------------------------------------------------------------------------------ unevaluated
+def unevaluated(results: Path, targets: list[str]) -> list[str]:
+    """The ``targets`` (as given) that are a finished run's missing paper-variant evaluation JSON."""
+    wanted = {os.path.normpath(target): target for target in targets}
+    found = []
+    for run, path in run_dirs(results):
+        scores = paths.eval_json(run.language, run.model, run.setting, run.seed, VARIANT, results=results)
+        target = wanted.get(os.path.normpath(scores))
+        if target is not None and not scores.exists() and (path / ENCODER_MANIFEST).exists() \
+                and recorded_status(path) == "completed":
+            found.append(target)
+    return found
+
+
 # -------------------------------------------------------------------------------------------- archive
 def archive_files(results: Path) -> list[Path]:
     """What a chunk brings back of results/: records, evaluations, scores and tables (never weights)."""
@@ -395,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     ends = sub.add_parser("eta", help="exit 0 when every run training now ends (evaluated) within --within seconds")
     ends.add_argument("--within", type=float, required=True, help="seconds from now")
     ends.add_argument("--eval-s", type=float, default=30.0, help="seconds the evaluation after training takes")
+    pending = sub.add_parser("unevaluated", help="the targets that are a finished run's missing evaluation")
+    pending.add_argument("targets", nargs="*", help="evaluation JSONs (paper variant)")
     arch = sub.add_parser("archive", help="write the chunk's results as one .tar.xz")
     arch.add_argument("out", type=Path)
     arch.add_argument("--extra", type=Path, action="append", default=[], help="another file to include")
@@ -408,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
         lines = snapshot_all(args.results, args.logs, config_path, args.deadline_s, args.jobs, args.keep_weights)
     elif args.command == "summary":
         lines = summary(args.results, config_path)
+    elif args.command == "unevaluated":
+        for target in unevaluated(args.results, args.targets):
+            print(target, flush=True)
+        return 0
     elif args.command == "eta":
         in_time, lines = eta(args.results, args.within, args.eval_s)
         print("\n".join(lines), flush=True)
