@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -313,7 +314,8 @@ def test_gpu_measure_runs_each_throughput_step_again_with_the_baseline_code(tmp_
                                                  'if __name__ == "__main__":\n    print("baseline-copy", end=" ")'))
     out = tmp_path / "out"
     env = dict(os.environ, DEVICE="cpu", BATCH="2", STEPS="1", WARMUP="1", ONLY="banyan-torch", OUT=str(out),
-               BASELINE=str(baseline), LANG_KEY="none", PYTHON=sys.executable)
+               BASELINE=str(baseline), LANG_KEY="none", PYTHON=sys.executable,
+               GPU_MEASURE_LOGS=str(tmp_path / "logs"))
     result = subprocess.run(["bash", str(ROOT / "tools" / "gpu_measure.sh")], env=env, capture_output=True, text=True,
                             timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -324,6 +326,11 @@ def test_gpu_measure_runs_each_throughput_step_again_with_the_baseline_code(tmp_
     assert len(ours) == 1 and "tokens/s=" in ours[0] and "baseline-copy" not in ours[0], lines
     assert len(theirs) == 1 and "baseline-copy" in theirs[0] and "tokens/s=" in theirs[0], lines
     assert not [line for line in lines if "FAILED" in line], lines
+    # what comes back from a lent box: two files, the step logs packed in one archive (not a folder of dozens)
+    assert sorted(path.name for path in out.iterdir()) == ["gpu_measure-logs.tar.xz", "gpu_measure.txt"]
+    with tarfile.open(out / "gpu_measure-logs.tar.xz") as tar:
+        names = {Path(name).name for name in tar.getnames()}
+    assert {"banyan-torch.out", "banyan-torch.err", "banyan-torch-baseline.out"} <= names, names
 
 
 def test_multiview_throughput_prints_a_line_per_model_with_the_trainers_step(capsys, torch_threads, tmp_path):

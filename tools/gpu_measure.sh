@@ -4,7 +4,9 @@
 #     bash tools/offline_unpack.sh && source bundle/env.sh      # once: venv, wheels, resources/
 #     bash tools/gpu_measure.sh                                 # <= 9.5 minutes (GPU_MEASURE_DEADLINE_S)
 # Each step prints one line; the lines go to $OUT/gpu_measure.txt (prefixed [step]) and to stdout, each step's
-# stdout/stderr to $OUT/logs/STEP.{out,err} (each concurrent copy's to $OUT/logs/STEP/). A step that fails or runs
+# stdout/stderr to logs/gpu-measure/STAMP/STEP.{out,err} (each concurrent copy's to .../STEP/), packed after every step
+# into $OUT/gpu_measure-logs.tar.xz ($OUT holds those two files: a lent box brings back a few files, none from deep
+# folders; and a call cut off still brings the logs of the steps it finished). A step that fails or runs
 # out of time adds a "[step] FAILED" line with its stderr tail and the next step runs. Steps, in order (budget = its
 # own time limit; the whole run also stops starting steps at the deadline, so the sum of the budgets may exceed it):
 #   banyan-triton     train_throughput, Banyan, fused Triton induction, autograd passes   budget 90 s (first compile)
@@ -54,7 +56,8 @@
 # (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
 # just those steps (e.g. a second call).
 # Knobs (environment): BASELINE (a commit or a checkout folder: each train_throughput step runs again with that code
-# right after, as STEP-baseline, so a change is measured against its parent in one call), ONLY (step names to run; default all), OUT (default ./gpu-measure), PYTHON (default python),
+# right after, as STEP-baseline, so a change is measured against its parent in one call), ONLY (step names to run; default all), OUT (default ./gpu-measure),
+# GPU_MEASURE_LOGS (logs/gpu-measure: each call's step logs in a timestamped folder there), PYTHON (default python),
 # GPU_MEASURE_DEADLINE_S (555), DEVICE (cuda), BATCH (512), STEPS (20 timed steps per throughput run), WARMUP (5
 # untimed steps first, where the Triton kernels compile; before the 2026-11-26 alignment fix they also recompiled
 # inside the timed steps), RUNS (1,4,8), SELFSTRAE_RUNS (1,2), THREADS_RUNS (1,2,4), ROBERTA_LOOP_STEPS (600), ROBERTA_CHECK_STEPS (300), CHECK_STEPS (60),
@@ -89,11 +92,14 @@ LANG_KEY=${LANG_KEY:-en}
 DATA=resources/tokenized/$LANG_KEY
 TOKENIZER=resources/tokenizers/$LANG_KEY.model
 RESULTS=$OUT/gpu_measure.txt
-LOGS=$OUT/logs
-mkdir -p "$LOGS"
+LOGS=${GPU_MEASURE_LOGS:-logs/gpu-measure}/$(date -u +%Y%m%dT%H%M%SZ)
+LOG_ARCHIVE=$OUT/gpu_measure-logs.tar.xz
+mkdir -p "$LOGS" "$OUT"
 START=$SECONDS
 
 record() { echo "$1" | tee -a "$RESULTS"; }
+# the logs so far as ONE archive in $OUT, replaced whole (written beside the logs, then moved)
+pack_logs() { tar -cJf "$LOGS.tar.xz" "$LOGS" 2>/dev/null && mv -f "$LOGS.tar.xz" "$LOG_ARCHIVE"; }
 
 # step NAME BUDGET_S COMMAND...: run COMMAND under `timeout` (its process group: a benchmark's children too)
 step() {
@@ -120,6 +126,7 @@ step() {
         if ((rc == 124 || rc == 137)); then why="timed out (limit ${limit} s)"; fi
         record "[$name] FAILED $why; stderr tail: $(tail -c 600 "$LOGS/$name.err" | tr '\n\r' '  ')"
     fi
+    pack_logs
     echo "# [$name] took $((SECONDS - started)) s (rc $rc); $((SECONDS - START)) s so far" >&2
 }
 
@@ -185,20 +192,20 @@ throughput banyan-triton 90 --model banyan --induction-kernel triton --propagati
 # (models/propagation.py, propagate_kernel.py; compiles 4 kernels on first use, then a first-use check)
 throughput banyan-handwritten 70 --model banyan --induction-kernel triton --propagation handwritten
 # budget 60 s: the same steps under cProfile: where the host-bound step's CPU time goes, by Python function
-# ($OUT/logs/banyan-host-profile.txt; its tokens/s is slowed by the profiler and is not a measurement)
+# ($LOGS/banyan-host-profile.txt; its tokens/s is slowed by the profiler and is not a measurement)
 throughput banyan-host-profile 60 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --host-profile "$LOGS/banyan-host-profile.txt"
 # budget 60 s: the same steps under the torch profiler: ops by own host time and by own GPU time, and the GPU's busy
-# time per step (what bounds several runs sharing the card) in $OUT/logs/banyan-torch-profile.txt
+# time per step (what bounds several runs sharing the card) in $LOGS/banyan-torch-profile.txt
 throughput banyan-torch-profile 60 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --profile "$LOGS/banyan-torch-profile.txt"
 # budget 90 s (on a fresh box the first step to run compiles the Triton kernels): the same steps with
 # torch.cuda.set_sync_debug_mode("warn"): each host sync (.item(), .cpu(), a blocking copy, nonzero, ...) counted by
-# the Python line that made it ($OUT/logs/banyan-syncs.txt): the 2026-11-26 profile counted 18
+# the Python line that made it ($LOGS/banyan-syncs.txt): the 2026-11-26 profile counted 18
 # cudaStreamSynchronize per step without saying where
 throughput banyan-syncs 90 --model banyan --induction-kernel triton --propagation handwritten \
     --split-steps 0 --sync-report "$LOGS/banyan-syncs.txt"
-# budget 60 s: the torch profile with Python stacks ($OUT/logs/banyan-op-sites.txt): which lines launch the host-bound
+# budget 60 s: the torch profile with Python stacks ($LOGS/banyan-op-sites.txt): which lines launch the host-bound
 # step's ~470 kernels (2026-11-26: ~200 aten::fill_ and 30 aten::arange per step, from lines the op table cannot name)
 # (CUDA only: under Triton's CPU interpreter every interpreted op is profiled with its stack, 23 GB for one step)
 if [ "$DEVICE" = cuda ]; then
@@ -247,14 +254,14 @@ throughput selfstrae-tf32 60 --model selfstrae --objective ceco --induction-kern
 # gradient error against float64 (benchmarks/objective_precision.py)
 step objective-precision 60 "$PY" benchmarks/objective_precision.py --device "$DEVICE"
 # budget 60 s: selfstrae-handwritten under the torch profiler: how much of its 50 ms step the objective's fp32
-# products take on the GPU, and what else ($OUT/logs/selfstrae-torch-profile.txt)
+# products take on the GPU, and what else ($LOGS/selfstrae-torch-profile.txt)
 throughput selfstrae-torch-profile 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --profile "$LOGS/selfstrae-torch-profile.txt"
-# budget 60 s: the same under cProfile ($OUT/logs/selfstrae-host-profile.txt): the host's share of Self-StrAE's step
+# budget 60 s: the same under cProfile ($LOGS/selfstrae-host-profile.txt): the host's share of Self-StrAE's step
 throughput selfstrae-host-profile 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --host-profile "$LOGS/selfstrae-host-profile.txt"
 # budget 90 s (compiles the linear Triton kernels when first): its host syncs by call site
-# ($OUT/logs/selfstrae-syncs.txt; 19 per step waited 7.9 ms on 2026-11-26)
+# ($LOGS/selfstrae-syncs.txt; 19 per step waited 7.9 ms on 2026-11-26)
 throughput selfstrae-syncs 90 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --split-steps 0 --sync-report "$LOGS/selfstrae-syncs.txt"
 # budget 90 s: as banyan-tail for the linear levels (a program walks its nodes one at a time, so its tail is kept to
