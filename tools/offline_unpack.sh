@@ -79,9 +79,12 @@ export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 echo "torch $TORCH_BEFORE (the box's own); snakemake $("$VENV/bin/snakemake" --version 2>/dev/null || echo 'not installed')"
 cat <<EOF
 
-ready. Next:
+ready. Next, on a box held as long as the work takes:
   source $BUNDLE/env.sh
   snakemake --profile profiles/gpu results/table2.csv
   strae record --name NAME                                    # e.g. h100-\$(date +%F)
   tar -cJf record.tar.xz reproductions/NAME README.md logs    # what comes back: one small file
+or, on a box lent in calls of a few minutes (each call resumes; README "In time-boxed chunks"):
+  source $BUNDLE/env.sh && CHUNK_S=\$((585 - SECONDS)) bash tools/campaign_chunk.sh TARGET...   # the targets expanded
+  # then, where the repository is kept: bash tools/campaign_record.sh NAME CARRY ARCHIVE... # each call's, oldest first
 EOF
