@@ -45,6 +45,9 @@ def results(tmp_path):
         # within thanks to the paper's own spread: |1.5| <= 2.0
         dict(table="banyan_table1", row="Banyan", column="STS-14", status="ok", mean=64.7, std=0.3, n_seeds=4,
              paper_mean=63.2, paper_std=2.0, n_failed=0),
+        # within max(std, 1.0) but not within the paper's std: |0.8| > 0.5; one seed, so no ± of its own
+        dict(table="banyan_table1", row="Banyan", column="STS-15", status="ok", mean=70.0, std=0.0, n_seeds=1,
+             paper_mean=69.2, paper_std=0.5, n_failed=0),
         dict(table="banyan_table1", row="Self-StrAE", column="STS-12", status="not run", n_seeds=0, n_failed=0,
              paper_mean=31.98, paper_std=0.58),
     ]).to_csv(root / "banyan/table1.csv", index=False)
@@ -73,17 +76,21 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     assert not list(record.rglob("checkpoint.pt"))  # no checkpoints in a record
     manifest = json.loads((record / "manifest.json").read_text())
     counts = manifest["tables"][0]["counts"]
-    assert (counts["with_paper_value"], counts["within"], counts["not_run"], counts["failed_seeds"]) == (3, 2, 1, 1)
+    assert (counts["with_paper_value"], counts["within"], counts["not_run"], counts["failed_seeds"]) == (4, 3, 1, 1)
+    assert counts["within_std"] == 2  # STS-12 (the printed 0.001 is 0.00: ±1.0) and STS-14
     counts = manifest["tables"][1]["counts"]  # Table 6: the ≈10M cell within its precision; 1074 vs 1072 is not
     assert manifest["tables"][1]["name"] == "banyan/table6" and (counts["with_paper_value"], counts["within"]) == (3, 2)
     assert counts["mean_abs_delta"] is None and counts["seeds"] is None  # parameter counts are not scores
     assert manifest["devices"] == ["cuda (H100)"] and manifest["n_runs"] == 1
     summary = (record / "summary.md").read_text()
-    assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no |" in summary
+    assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no | no |" in summary
+    assert "| Banyan | STS-15 | 70.00 | 1 | 69.20 ± 0.50 | +0.80 | no | yes |" in summary
+    assert "| Banyan | STS-12 | 51.70 ± 0.20 | 4 | 51.20 ± 0.001 | +0.50 | yes | yes |" in summary
     text = readme.read_text()
     assert "old" not in text and "| [banyan/table1](" in text and text.endswith("## Layout\n")
-    assert "| 3 | 2 | 1.67 | 4 | 1 | 1 |" in text and "1 run, commit" in text  # seeds per cell: the papers use 4
-    assert "| 3 | 2 | — | — | 0 | 0 |" in text  # Table 6: no mean |Δ| across parameter counts
+    # cells with a paper value | within the paper's std | within max(std, 1.0) | mean |Δ| | seeds per cell | ...
+    assert "| 4 | 2 | 3 | 1.45 | 1–4 | 1 | 1 |" in text and "1 run, commit" in text
+    assert "| 3 | 2 | 2 | — | — | 0 | 0 |" in text  # Table 6: no mean |Δ| across parameter counts
     # records are immutable; a second one becomes the newest and the README follows it
     with pytest.raises(SystemExit, match="exists"):
         rec.main(["--name", "h100-test", "--results", str(results), *_hand_made(results),
@@ -93,6 +100,14 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     assert rec.newest_record(out).name == "h100-later"
     rec.main(["--readme-only", "--out", str(out), "--readme", str(readme)])
     assert "[`reproductions/h100-later`](reproductions/h100-later/summary.md)" in readme.read_text()
+    # a record made before the paper's own std was counted: the README counts it from the record's table CSVs
+    later = out / "h100-later" / "manifest.json"
+    manifest = json.loads(later.read_text())
+    for entry in manifest["tables"]:
+        del entry["counts"]["within_std"]
+    later.write_text(json.dumps(manifest))
+    rec.main(["--readme-only", "--out", str(out), "--readme", str(readme)])
+    assert "| 4 | 2 | 3 | 1.45 | 1–4 | 1 | 1 |" in readme.read_text()
 
 
 def test_missing_scores_or_markers_are_clear_errors(tmp_path, results):

@@ -323,7 +323,8 @@ def _metric_suffix(cell: pd.Series) -> str:
     if beside:
         beside_mean = cell.get("beside_mean", math.nan)
         value = _fmt(beside_mean)
-        if value and not math.isnan(cell.get("beside_std", math.nan)) and cell["aggregate"] != "best_seed":
+        if value and not math.isnan(cell.get("beside_std", math.nan)) and cell["aggregate"] != "best_seed" \
+                and cell["n_seeds"] > 1:
             value += f" ± {_fmt(cell['beside_std'])}"
         text += f" · {METRIC_LABELS.get(beside, beside)} {value or 'n/a'}"
     return text
@@ -338,7 +339,9 @@ def format_cell(cell: pd.Series) -> str:
         elif cell["aggregate"] == "best_seed":
             reproduced = f"{_fmt(cell['mean'])} (best of {cell['n_seeds']}: seed {cell['best_seed']})"
         else:
-            reproduced = f"{_fmt(cell['mean'])} ± {_fmt(cell['std'])} (n={cell['n_seeds']})"
+            # one seed has no spread of its own: "± 0.00" would read as a measured one
+            spread = f" ± {_fmt(cell['std'])}" if cell["n_seeds"] > 1 else ""
+            reproduced = f"{_fmt(cell['mean'])}{spread} (n={cell['n_seeds']})"
         if cell["n_failed"]:
             reproduced += f", {cell['n_failed']} failed"
         reproduced += _metric_suffix(cell)
