@@ -470,17 +470,21 @@ done
 """
 
 
-@pytest.mark.parametrize("targets, expected_rc", [(["a"], 0), (["a", "b"], 75)], ids=["only-a", "a-and-b"])
+@pytest.mark.parametrize("targets, expected_rc", [(["a"], 0), (["a", "b"], 75), (["a", "c"], 0)],
+                         ids=["only-a", "a-and-b", "a-and-c-evaluated-before"])
 def test_a_finished_run_whose_evaluation_the_cut_stopped_is_evaluated_in_the_tail(tmp_path, targets, expected_rc):
     """Run A ended its training before the cut and was being evaluated; run B would not end in time, so the chunk
     stopped the workflow at the cut, A's evaluation with it. A is not a snapshot (encoder.json is written): before
-    this step it came back with no scores, and on a lent box its weights went with the box."""
+    this step it came back with no scores, and on a lent box its weights went with the box. C was evaluated by an
+    earlier call: with A evaluated, every target is done (exit 0)."""
     (tmp_path / "tools").mkdir()
     shutil.copy2(REPO / "tools/campaign_chunk.sh", tmp_path / "tools")
     fake = tmp_path / "fake-snakemake"
     fake.write_text(FAKE_SNAKEMAKE_EVALUATING)
     fake.chmod(0o755)
-    evaluations = {name: f"results/eval/xx/banyan/{name}/seed0.paper.json" for name in ("a", "b")}
+    evaluations = {name: f"results/eval/xx/banyan/{name}/seed0.paper.json" for name in ("a", "b", "c")}
+    (tmp_path / evaluations["c"]).parent.mkdir(parents=True)
+    (tmp_path / evaluations["c"]).write_text("{}")
     env = dict(chunk_env(60), SNAPSHOT_S="40", KILL_S="5", WRAPUP_S="15", FINISH_EVAL_S="1", SNAKEMAKE=str(fake))
     result = subprocess.run(["bash", "tools/campaign_chunk.sh", *(evaluations[t] for t in targets), "--configfile",
                              "c.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)

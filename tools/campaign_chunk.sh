@@ -127,19 +127,25 @@ else
     record "[snakemake] FAILED rc $rc: $(tail -n 5 "$SNAKEMAKE_LOG" | tr '\n' ' ')"
 fi
 
-# 2a. a target whose run finished training but whose evaluation the stop cut off (training ended just before the cut,
-#    with other runs still training, or just before the hard stop) is evaluated now, beside the snapshots: it is not
-#    a snapshot (encoder.json is written), and on a lent box its weights do not outlive the call
+# 2a. a target whose run finished training but whose evaluation the stop cut off (its training ended before the cut
+#    while another run trained on, or just before the hard stop) is evaluated now, beside the snapshots: it is no
+#    snapshot (encoder.json is written), and on a lent box its weights would be lost with the box. Only after a stop
+#    (status 75): after a failure a missing evaluation is the failed job itself (the gpu profile keeps going)
+finishing=0 pending=()
+if ((status == 75)); then
+    limit=$(left_until $((CHUNK_S - WRAPUP_S)))
+    timeout "$((limit > 1 ? limit : 1))" "${PROGRESS[@]}" unevaluated "${TARGETS[@]}" >"$CHUNK.finish.txt" \
+        2>"$CHUNK.finish.err" || record "[finish] FAILED to list: $(tail -c 400 "$CHUNK.finish.err" | tr '\n' ' ')"
+    mapfile -t pending <"$CHUNK.finish.txt"
+fi
 deadline=$(left_until $((CHUNK_S - WRAPUP_S)))
-finishing=0
-if ((status != 0)); then
-    mapfile -t pending < <("${PROGRESS[@]}" unevaluated "${TARGETS[@]}" 2>"$CHUNK.finish.err")
-    if ((${#pending[@]})); then
-        record "[finish] evaluating what the stop cut off: ${pending[*]}"
-        timeout --kill-after=5 "$((deadline > 6 ? deadline - 5 : 1))" "$SNAKEMAKE" --profile "$PROFILE" \
-            --rerun-incomplete "${pending[@]}" "${OPTIONS[@]}" >"$CHUNK.finish.log" 2>&1 &
-        finishing=$!
-    fi
+if ((${#pending[@]})) && ((deadline - KILL_S < FINISH_EVAL_S)); then
+    record "[finish] skipped, $((deadline - KILL_S)) s left (< FINISH_EVAL_S): not evaluated, ${pending[*]}"
+elif ((${#pending[@]})); then
+    record "[finish] evaluating what the stop cut off: ${pending[*]}"
+    timeout --kill-after="$KILL_S" "$((deadline - KILL_S))" "$SNAKEMAKE" --profile "$PROFILE" --rerun-incomplete \
+        "${pending[@]}" "${OPTIONS[@]}" >"$CHUNK.finish.log" 2>&1 &
+    finishing=$!
 fi
 
 # 2b. snapshots of unfinished runs, each job ending by the deadline it is given
@@ -152,14 +158,17 @@ if ((finishing)); then
     finish_rc=$?
     if ((finish_rc == 0)); then
         record "[finish] evaluated ($((SECONDS - START)) s): ${pending[*]}"
-        if ((${#pending[@]} == ${#TARGETS[@]})); then
+        missing=0
+        for target in "${TARGETS[@]}"; do [ -e "$target" ] || missing=$((missing + 1)); done
+        if ((missing == 0)); then
             status=0
             record "[snakemake] done: every target is up to date ($((SECONDS - START)) s)"
         fi
     else
         record "[finish] FAILED rc $finish_rc: $(tail -n 5 "$CHUNK.finish.log" | tr '\n' ' ')"
-        if ((finish_rc == 137)); then "$SNAKEMAKE" --profile "$PROFILE" --unlock "${pending[@]}" "${OPTIONS[@]}" \
-            >>"$CHUNK.finish.log" 2>&1; fi
+        # killed hard, it left its lock behind, which would fail the next call's snakemake; no other snakemake runs
+        # here now, and `snakemake --unlock` (a Snakefile parse, in the little time left) only deletes these files
+        if ((finish_rc == 137)); then rm -f .snakemake/locks/*; fi
     fi
 fi
 

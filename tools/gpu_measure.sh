@@ -98,8 +98,13 @@ mkdir -p "$LOGS" "$OUT"
 START=$SECONDS
 
 record() { echo "$1" | tee -a "$RESULTS"; }
-# the logs so far as ONE archive in $OUT, replaced whole (written beside the logs, then moved)
-pack_logs() { tar -cJf "$LOGS.tar.xz" "$LOGS" 2>/dev/null && mv -f "$LOGS.tar.xz" "$LOG_ARCHIVE"; }
+# the logs so far as ONE archive in $OUT (members STAMP/...), replaced whole: written beside it, then renamed
+pack_logs() {
+    if ! tar -C "$(dirname "$LOGS")" -cJf "$LOG_ARCHIVE.part" "$(basename "$LOGS")" 2>"$LOGS.pack.err" \
+            || ! mv -f "$LOG_ARCHIVE.part" "$LOG_ARCHIVE"; then
+        record "[logs] FAILED to pack $LOGS: $(tail -c 300 "$LOGS.pack.err" | tr '\n' ' ')"
+    fi
+}
 
 # step NAME BUDGET_S COMMAND...: run COMMAND under `timeout` (its process group: a benchmark's children too)
 step() {

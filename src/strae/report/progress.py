@@ -351,11 +351,11 @@ def eta(results: Path, within_s: float, eval_s: float) -> tuple[bool, list[str]]
 # ------------------------------------------------------------------------------------------ unevaluated
 def unevaluated(results: Path, targets: list[str]) -> list[str]:
     """The ``targets`` (as given) that are a finished run's missing paper-variant evaluation JSON."""
-    wanted = {os.path.normpath(target): target for target in targets}
+    wanted = {os.path.abspath(target): target for target in targets}
     found = []
     for run, path in run_dirs(results):
         scores = paths.eval_json(run.language, run.model, run.setting, run.seed, VARIANT, results=results)
-        target = wanted.get(os.path.normpath(scores))
+        target = wanted.get(os.path.abspath(scores))
         if target is not None and not scores.exists() and (path / ENCODER_MANIFEST).exists() \
                 and recorded_status(path) == "completed":
             found.append(target)
