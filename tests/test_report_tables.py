@@ -391,3 +391,25 @@ def test_misspelt_report_inputs_are_named_not_rendered_as_n_a(scores, tmp_path):
     with pytest.raises(SystemExit, match="other.csv: not a scores.csv of `strae aggregate` \\(no column language"):
         report.load_scores(other)
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_best_seed_chosen_on_the_select_on_columns_never_on_a_test_column(tmp_path):
+    """SemEval Table 3's submitted systems were chosen before the test labels were public: `select_on` names the
+    columns the seed is chosen on. Seed 1 is far better on the test set, seed 0 on the dev set: seed 0 is reported
+    (both columns from it), and without `select_on` the mean over both would pick seed 1."""
+    table = {"title": "dev-selected", "model": "selfstrae", "setting": "ceco_linear_sentential_k2_u2",
+             "language": "xx", "aggregate": "best_seed", "select_on": ["Dev"],
+             "columns": {"Dev": {"task": "dev_task"}, "Test": {"task": "test_task"}},
+             "rows": [{"label": "X"}]}
+    rows = [_row(0, "dev_task", 40.0), _row(1, "dev_task", 35.0), _row(0, "test_task", 20.0),
+            _row(1, "test_task", 60.0)]
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    scores = report.load_scores(path)
+    cells = report.build_table("t", {"tables": {"t": table}}, scores, tmp_path, {}).set_index("column")
+    assert list(cells["best_seed"]) == [0, 0] and list(cells["mean"]) == [40.0, 20.0]
+    unselected = {**table, "select_on": None}
+    cells = report.build_table("t", {"tables": {"t": unselected}}, scores, tmp_path, {}).set_index("column")
+    assert list(cells["best_seed"]) == [1, 1]
+    with pytest.raises(SystemExit, match=r"tables.t.select_on names no column of the table: \['Devv'\]"):
+        report.build_table("t", {"tables": {"t": {**table, "select_on": ["Devv"]}}}, scores, tmp_path, {})

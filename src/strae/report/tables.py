@@ -209,6 +209,10 @@ def build_table(
     if name not in tables.get("tables", {}):
         raise SystemExit(f"config/tables.yaml: no table {name!r}; declared: {sorted(tables.get('tables', {}))}")
     table = tables["tables"][name]
+    unknown = sorted(set(table.get("select_on") or []) - set(table["columns"]))
+    if unknown:
+        raise SystemExit(f"config/tables.yaml: tables.{name}.select_on names no column of the table: {unknown}; "
+                         f"columns: {list(table['columns'])}")
     paper_file = Path(paper_dir) / table["paper_file"] if table.get("paper_file") else None
     paper = load_paper_table(paper_file)
     param_counts = param_counts or {}
@@ -244,12 +248,17 @@ def build_table(
 
 def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: ScoreGroups) -> int | None:
     """The seed with the highest mean over the row's task columns (one initialisation per row, as the papers'
-    "best performing initialisation"); None when no seed has every task."""
+    "best performing initialisation"), or over the table's ``select_on`` columns only (SemEval Table 3's
+    submitted systems were chosen before the test labels were public: on the development sets); None when no seed
+    has every task."""
+    select_on = table.get("select_on")
     totals: dict[int, list[float]] = {}
-    for column in table["columns"].values():
+    for label, column in table["columns"].items():
         tasks = _column_tasks(column)
         if not tasks or row.get("external") or other_half(row, column):
             continue  # (another language's columns would pick this row's seed by that language's runs)
+        if select_on is not None and label not in select_on:
+            continue
         values, _ = _seed_values(scores, cell_selector(table, row, column), tasks, column.get("metric", SPEARMAN))
         for seed, value in values.items():
             totals.setdefault(seed, []).append(value)
