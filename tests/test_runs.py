@@ -119,6 +119,32 @@ def test_checkpoints_are_read_onto_the_cpu(monkeypatch, tmp_path):
         runs.load_checkpoint(tmp_path / "broken.pt", "pass --restart")
 
 
+def test_a_cuda_run_saves_its_own_gpus_generator_and_restores_it_onto_the_gpu_it_resumes_on(monkeypatch):
+    """With several GPUs a resumed job may be placed on another one (job_device): the dropout generator it continues
+    is the one it drew from, put onto the GPU it now runs on (per-index restore gave it that GPU's unused state)."""
+    from strae.runtime import capture_rng_states, restore_rng_states
+
+    generators = {0: torch.tensor([0], dtype=torch.uint8), 1: torch.tensor([1], dtype=torch.uint8)}
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device: generators[torch.device(device).index].clone())
+
+    def set_state(state, device):
+        generators[torch.device(device).index] = state.clone()
+
+    monkeypatch.setattr(torch.cuda, "set_rng_state", set_state)
+    saved = capture_rng_states(torch.device("cuda", 1))
+    assert "cuda" not in saved and saved["cuda_device"].tolist() == [1]
+    restore_rng_states(saved, torch.device("cuda", 0))
+    assert generators[0].tolist() == [1]
+    # a checkpoint from before: every GPU's state by index, restored by the resuming GPU's index
+    old = {key: value for key, value in saved.items() if key != "cuda_device"}
+    old["cuda"] = [torch.tensor([7], dtype=torch.uint8), torch.tensor([8], dtype=torch.uint8)]
+    restore_rng_states(old, torch.device("cuda", 1))
+    assert generators[1].tolist() == [8]
+    cpu = capture_rng_states(torch.device("cpu"))
+    assert "cuda_device" not in cpu
+    restore_rng_states(cpu, torch.device("cpu"))  # no CUDA call on a CPU run
+
+
 def test_a_second_trainer_on_the_same_run_directory_is_refused(tmp_path):
     held = runs.lock_run_dir(tmp_path, "strae train")
     with pytest.raises(SystemExit, match="another `strae train` process"):

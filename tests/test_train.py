@@ -313,6 +313,36 @@ def test_changed_settings_refuse_to_resume(tiny, tmp_path):
     assert trainer.train(train_args(tiny, out, "--lr", "5e-4", "--restart", "--epochs", "1")) == 0
 
 
+def test_a_checkpoint_past_the_asked_epochs_or_steps_is_refused(tiny, tmp_path):
+    """Epochs and max-steps may grow on resume, never shrink: a run stopped at step 4 asked for 3 steps (or a finished
+    two-epoch run asked for one) would be finished there and labelled with the smaller budget."""
+    out = tmp_path / "run"
+    assert trainer.train(train_args(tiny, out, "--max-steps", "4")) == 0
+    with pytest.raises(SystemExit, match=r"step 4: past this command's --epochs 2 --max-steps 3; ask for at least"):
+        trainer.train(train_args(tiny, out, "--max-steps", "3"))
+    done = tmp_path / "done"
+    assert trainer.train(train_args(tiny, done)) == 0
+    past = r"trained to epoch 2 \(\+0 batches\), step \d+: past this command's --epochs 1;"
+    with pytest.raises(SystemExit, match=past):
+        trainer.train(train_args(tiny, done, "--epochs", "1"))
+    assert json.loads((done / "train.json").read_text())["status"] == "completed"  # left as it was
+    assert trainer.train(train_args(tiny, done)) == 0  # the same request: already completed
+
+
+def test_the_dev_split_read_is_part_of_what_a_resume_must_match(tiny, tmp_path):
+    """The dev loss picks the weights kept: a resume reading another part of the dev split is refused; a checkpoint
+    written before the dev split was fingerprinted resumes as before."""
+    out = tmp_path / "run"
+    with pytest.raises(Interrupt):
+        trainer.train(train_args(tiny, out, "--checkpoint-every-steps", "2"), step_callback=interrupt_at(3))
+    with pytest.raises(SystemExit, match=r"different settings \(dev\)"):
+        trainer.train(train_args(tiny, out, "--dev-max-sentences", "8"))
+    state = torch.load(out / "checkpoint.pt", weights_only=False)
+    del state["fingerprint"]["dev"]
+    torch.save(state, out / "checkpoint.pt")
+    assert trainer.train(train_args(tiny, out)) == 0
+
+
 def _wrapped_model(monkeypatch, *, loss_fn=None, encode_fn=None):
     """The real model with one method replaced (to force a divergence the guard must catch)."""
     config_cls, model_cls = trainer._import_model_classes()

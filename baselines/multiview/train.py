@@ -283,7 +283,7 @@ def resume(job: Job) -> Progress:
                          "or use another --out")
     job.model.load_state_dict(state["model"])
     job.optimizer.load_state_dict(state["optimizer"])
-    restore_rng_states(state["rng"])
+    restore_rng_states(state["rng"], job.device)
     print(f"{job.out}: resuming at step {state['step']}/{job.total_steps}")
     sessions = Sessions.from_checkpoint(state.get("sessions"), state["step"])
     return Progress(state["step"], state["history"], state["train_seconds"], sessions)
@@ -360,7 +360,7 @@ def save_progress(job: Job, progress: Progress, write_record: bool = True) -> No
     """checkpoint.pt (the full per-step history), then (``write_record``) train.json."""
     save_checkpoint(job.out / CHECKPOINT_FILE, {
         "recipe": job.recipe, "model": job.model.state_dict(), "optimizer": job.optimizer.state_dict(),
-        "rng": capture_rng_states(), "step": progress.step, "history": progress.history,
+        "rng": capture_rng_states(job.device), "step": progress.step, "history": progress.history,
         "train_seconds": progress.train_seconds, "sessions": progress.sessions.entries})
     if write_record:
         write_train_json(job, progress)

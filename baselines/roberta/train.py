@@ -226,6 +226,10 @@ class StepLoop:
     def checkpoint_path(self) -> Path:
         return self.run_dir / CHECKPOINT_FILE
 
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
     def resume(self) -> None:
         """Continue from checkpoint.pt when there is one: weights, optimiser, schedule, RNG states, history."""
         if not self.checkpoint_path.exists():
@@ -236,7 +240,7 @@ class StepLoop:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         # the RNG streams (dropout) continue where the interrupted run left them: resumed == uninterrupted
-        restore_rng_states(state["rng"])
+        restore_rng_states(state["rng"], self.device)
         self.step, self.elapsed_before = state["step"], state["elapsed_s"]
         self.record.history = state["history"]
         self.selection = state.get("selection") or {}
@@ -284,7 +288,7 @@ class StepLoop:
         got."""
         save_checkpoint(self.checkpoint_path, dict(
             model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
-            scheduler=self.scheduler.state_dict(), rng=capture_rng_states(), step=self.step,
+            scheduler=self.scheduler.state_dict(), rng=capture_rng_states(self.device), step=self.step,
             total_steps=self.total_steps, elapsed_s=elapsed, history=self.record.history, signature=self.signature,
             selection=self.selection, sessions=self.sessions.entries))
         # train.json after the checkpoint: it never reports steps a resumed run would not find

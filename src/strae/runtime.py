@@ -283,24 +283,34 @@ def bf16_autocast_supported(device: torch.device) -> bool:
     return "AMX" in capability.upper() or "AVX512" in capability.upper()
 
 
-def capture_rng_states() -> dict[str, Any]:
-    """Every RNG a training step may draw from (python, numpy, torch CPU and CUDA), for exact resume."""
+def capture_rng_states(device: torch.device | None = None) -> dict[str, Any]:
+    """Every RNG a training step may draw from (python, numpy, torch CPU, and the CUDA generator of the run's
+    ``device``), for exact resume."""
     states: dict[str, Any] = {
         "torch": torch.get_rng_state(),
         "numpy": np.random.get_state(),
         "python": random.getstate(),
     }
-    if torch.cuda.is_available():
-        states["cuda"] = torch.cuda.get_rng_state_all()
+    if device is not None and torch.device(device).type == "cuda":
+        # the run's own GPU only: with several GPUs a resumed job may be placed on another one (job_device), and
+        # its dropout must continue this generator there, not that GPU's own
+        states["cuda_device"] = torch.cuda.get_rng_state(device)
     return states
 
 
-def restore_rng_states(states: dict[str, Any]) -> None:
+def restore_rng_states(states: dict[str, Any], device: torch.device | None = None) -> None:
+    """:func:`capture_rng_states`' states back; the CUDA one onto ``device``, whichever GPU the resumed run got."""
     torch.set_rng_state(states["torch"])
     np.random.set_state(states["numpy"])
     random.setstate(states["python"])
-    if "cuda" in states and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(states["cuda"])
+    if device is None or torch.device(device).type != "cuda":
+        return
+    if "cuda_device" in states:
+        torch.cuda.set_rng_state(states["cuda_device"], device)
+    elif states.get("cuda"):  # a checkpoint written before 2026-11-29: every GPU's state, by index
+        saved = states["cuda"]
+        index = torch.device(device).index or 0
+        torch.cuda.set_rng_state(saved[min(index, len(saved) - 1)], device)
 
 
 class StoppedBySignal(Exception):

@@ -295,8 +295,11 @@ def _model_config(args: argparse.Namespace, vocab_size: int):
 
 
 def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
-                recipe: recipes.Recipe | None = None) -> dict[str, Any]:
-    """What must not change between a checkpoint and its resumption (epochs / max-steps may grow)."""
+                recipe: recipes.Recipe | None = None, dev_meta: dict | None = None,
+                dev_max_sentences: int | None = None) -> dict[str, Any]:
+    """What must not change between a checkpoint and its resumption (epochs / max-steps may grow). The dev split
+    and how much of it is read pick the weights kept (best dev loss) and drive the collapse check: part of it too
+    (a checkpoint written before they were has none, and is compared without them)."""
     # epochs may grow; final_weights (which epoch's weights are kept) and dev_loss_average (how the dev loss that
     # picks them is averaged) never change the trajectory
     recipe_values = {} if recipe is None else {k: v for k, v in recipe.values().items()
@@ -310,6 +313,8 @@ def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
         "clip_grad_norm": settings.clip_grad_norm,
         "optimizer": settings.optimizer,
         "data": hashlib.sha256(json.dumps(_stable_data_fields(data_meta), sort_keys=True).encode()).hexdigest(),
+        "dev": {"data": hashlib.sha256(json.dumps(_stable_data_fields(dev_meta or {}), sort_keys=True).encode())
+                .hexdigest(), "max_sentences": dev_max_sentences},
     }
 
 
@@ -480,6 +485,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     state = build_state(job)
     resume(job, state)
     refuse_orphaned_record(job, state, previous)
+    refuse_past_the_request(job, state)
     if already_completed(job, state, previous):
         return 0
     record = start_session(job, state)
@@ -556,8 +562,9 @@ def prepare(args: argparse.Namespace) -> Job:
     """Resolve the command: model config, recipe, settings, corpora, device and the checkpoint fingerprint."""
     config, resolved, settings, (train_corpus, dev_corpus), tokenizer_sha = resolve(args)
     data_meta = read_json(Path(settings.data_dir) / "train.json")
+    dev_meta = read_json(Path(settings.data_dir) / "dev.json")
     device = job_device(args.device)  # on a box with several GPUs: the one the fewest strae jobs hold
-    expected = fingerprint(config.to_dict(), settings, data_meta, resolved.recipe)
+    expected = fingerprint(config.to_dict(), settings, data_meta, resolved.recipe, dev_meta, args.dev_max_sentences)
     return Job(args, config, resolved, settings, train_corpus, dev_corpus, tokenizer_sha, data_meta, device,
                expected)
 
@@ -619,7 +626,7 @@ def resume(job: Job, state: State) -> None:
     if saved.get("engine_sha256") not in (None, state.engine_sha):
         log(f"warning: the model engine's source changed since {path} was written; resuming with the current "
             "code (recorded in train.json timings.sessions)")
-    restore_rng_states(saved["rng"])
+    restore_rng_states(saved["rng"], job.device)
     for key in PROGRESS_KEYS:
         setattr(state, key, saved[key])
     state.sessions = Sessions.from_checkpoint(state.timings.get("sessions"), state.global_step)
@@ -635,6 +642,7 @@ def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any
                          "it")
     written["model_config"] = without_empty_fields(written["model_config"])
     written.setdefault("recipe", {})
+    written.setdefault("dev", job.fingerprint["dev"])  # written before the dev split was part of it (2026-11-29)
     if written != job.fingerprint:
         changed = _diff_keys(written, job.fingerprint)
         raise SystemExit(f"{path}: written with different settings ({', '.join(changed)}); {remedy}")
@@ -659,6 +667,19 @@ def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None
         raise SystemExit(f"{job.out}: a completed run whose {CHECKPOINT_FILE} is gone, so this command cannot be "
                          "checked against it or continue it; its outputs stay as they are (pass --restart to train "
                          "it again from scratch)")
+
+
+def refuse_past_the_request(job: Job, state: State) -> None:
+    """A checkpoint already trained past this command's --epochs or --max-steps is refused: finishing there would
+    record the epochs asked for beside weights trained further (epochs and max-steps may only grow)."""
+    epochs, max_steps = job.settings.epochs, job.settings.max_steps
+    past_epochs = state.epoch > epochs or (state.epoch == epochs and state.batch_in_epoch > 0)
+    past_steps = max_steps is not None and state.global_step > max_steps
+    if past_epochs or past_steps:
+        asked = f"--epochs {epochs}" + (f" --max-steps {max_steps}" if max_steps is not None else "")
+        raise SystemExit(f"{job.out}/{CHECKPOINT_FILE}: trained to epoch {state.epoch} (+{state.batch_in_epoch} "
+                         f"batches), step {state.global_step}: past this command's {asked}; ask for at least that "
+                         "much, or pass --restart (or use another --out) to train it again")
 
 
 def steps_exhausted(job: Job, state: State) -> bool:
@@ -826,7 +847,7 @@ def save_progress(job: Job, state: State, record: RunRecord) -> None:
 def write_checkpoint(job: Job, state: State) -> None:
     save_checkpoint(job.out / CHECKPOINT_FILE, {
         "fingerprint": job.fingerprint, "model": state.model.state_dict(), "optimizer": state.optimizer.state_dict(),
-        "rng": capture_rng_states(), **{key: getattr(state, key) for key in PROGRESS_KEYS},
+        "rng": capture_rng_states(job.device), **{key: getattr(state, key) for key in PROGRESS_KEYS},
         "model_config": job.config.to_dict(), "engine_sha256": state.engine_sha,
     })
     state.last_checkpoint = time.monotonic()
