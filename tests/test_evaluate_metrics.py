@@ -77,6 +77,11 @@ def test_nan_rows_counted_as_oov_and_dropped():
     assert result.score == pytest.approx(100.0)
     all_missing = metrics.score_pairs(np.full((2, 2), np.nan), np.ones((2, 2)), gold[:2])
     assert all_missing.score is None and all_missing.reason == metrics.UNDEFINED_TOO_FEW
+    # an infinite value is an overflowed encoder, not a missing vector: an error naming it, not a NaN cosine
+    # (which read as "constant similarities") nor a string-ranked 'nan' sorted above every prediction
+    left[2, 0] = np.inf
+    with pytest.raises(ValueError, match="1 of 5 embeddings hold an infinite value"):
+        metrics.score_pairs(left, right, gold, gold_text=[str(g) for g in gold])
 
 
 # ------------------------------------------------------------------------------------------------- geometry

@@ -169,6 +169,16 @@ def test_completed_run_is_not_retrained_and_resume_continues(toy_run, tmp_path):
     resumed = load_run(tmp_path / "part").encode_words(["cat", "saw"])
     np.testing.assert_allclose(full, resumed, rtol=1e-5, atol=1e-6)
     assert not np.allclose(two_epochs, resumed[:1])
+    # another setting, or fewer epochs than trained, is refused before anything in the directory changes (a
+    # changed --lr used to drop the finished run's manifest and rewrite its train.json, then refuse)
+    part = tmp_path / "part"
+    files = {path.name: path.read_bytes() for path in part.iterdir() if path.is_file()}
+    for extra, why in ((["--epochs", "6", "--lr", "0.01"], "made with different lr"),
+                       (["--epochs", "3"], "trained 4 epochs, past this command's --epochs 3"),
+                       (["--epochs", "4", "--seed", "2"], "made with different seed")):
+        with pytest.raises(SystemExit, match=why):
+            main([*common, "--out", str(part), *extra])
+        assert {path.name: path.read_bytes() for path in part.iterdir() if path.is_file()} == files
 
 
 # -- encoder ------------------------------------------------------------------------------------

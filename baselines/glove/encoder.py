@@ -116,6 +116,11 @@ class GloveEncoder(Encoder):
             "stopword_list": self._stopword_list_name(),
             "n_stopwords": len(self.stopwords) if self.stopwords is not None else 0,
             "device": "cpu (numpy)",
+            # how a vector is formed, as the RoBERTa and strae encoders record theirs
+            "sentence_pooling": "mean of the sentence's words' vectors (stop words first removed where asked); "
+                                "a word without a vector is left out, a sentence with none has no vector (NaN)",
+            "word_vector": "the word's row; else the mean of its known tokens' (pieces') rows; else none (NaN: the "
+                           "pair is out of vocabulary)",
             **{k: v for k, v in self.info.items() if k not in {"encoder_id"}},
         }
 

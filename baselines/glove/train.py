@@ -120,6 +120,7 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
         "min_count": args.min_count if args.tokenization == "words" else None,
         "max_vocab": args.max_vocab if args.tokenization == "words" else None, "max_lines": args.max_lines,
         "word_vector": "w + w~", "batch_loss": "sum over pairs (GloVe eq. 8)",
+        "seed": args.seed,  # the tables' initialisation and every epoch's shuffle
     }
 
 
@@ -334,9 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         return export_checkpoint(args)
     corpus = resolve_inputs(args)
     args.out.mkdir(parents=True, exist_ok=True)
+    record = new_record(args, corpus)
+    refuse_unresumable(args, record)  # before anything in the directory changes
     if already_completed(args):
         return 0
-    record = new_record(args, corpus)
     began = time.time()
     record.to_disk(args.out)
     tokens, counts, triples = load_data(args, record)
@@ -360,6 +362,38 @@ def resolve_inputs(args) -> Path:
         if not args.tokenizer.exists():
             raise SystemExit(f"--tokenizer {args.tokenizer}: file does not exist (run `strae tokenizer`)")
     return corpus
+
+
+def _compared_away(saved: dict) -> tuple[str, ...]:
+    """What a resume does not compare: labels, epochs (they may grow), and the seed where the saved config predates
+    it (2026-11-29)."""
+    return LABEL_FIELDS + ("epochs",) + (() if "seed" in saved else ("seed",))
+
+
+def refuse_unresumable(args, record: RunRecord) -> None:
+    """The run directory's checkpoint, or its completed run, made with other settings (labels and epochs aside), or
+    already past --epochs, is refused before this command writes anything: it would otherwise drop the completed
+    run's manifest and rewrite its train.json first, then refuse, leaving a finished run unusable."""
+    out, saved, done = args.out, None, 0
+    if (out / CHECKPOINT_FILE).exists():
+        try:  # the config and epoch only: the tables stay on disk (mmap)
+            state = torch.load(out / CHECKPOINT_FILE, map_location="cpu", weights_only=False, mmap=True)
+        except Exception as error:
+            raise SystemExit(f"{out / CHECKPOINT_FILE}: unreadable checkpoint ({error}); delete the run directory "
+                             "or use another --out") from error
+        saved, done = state["config"], state["epoch"] + 1
+    elif (out / ENCODER_MANIFEST).exists() and (out / TRAIN_JSON).exists():
+        previous = RunRecord.from_disk(out)
+        saved, done = previous.config, len(previous.history)
+    if saved is None:
+        return
+    changed = _differences(saved, record.config, ignore=_compared_away(saved))
+    if changed:
+        raise SystemExit(f"{out}: made with different {', '.join(changed)}; delete the run directory or use another "
+                         "--out (nothing in it was changed)")
+    if done > args.epochs:
+        raise SystemExit(f"{out}: trained {done} epochs, past this command's --epochs {args.epochs}; ask for at least "
+                         "that many, or delete the run directory to train it again")
 
 
 def already_completed(args) -> bool:
@@ -417,7 +451,7 @@ def resume(out: Path, record: RunRecord, model: GloveModel, optimizer: RowOptimi
     if not checkpoint_path.exists():
         return 0
     state = load_checkpoint(checkpoint_path)
-    changed = _differences(state["config"], record.config, ignore=LABEL_FIELDS + ("epochs",))
+    changed = _differences(state["config"], record.config, ignore=_compared_away(state["config"]))
     if changed:
         raise SystemExit(f"{checkpoint_path}: made with different {', '.join(changed)}; delete the run "
                          f"directory or use another --out")

@@ -90,10 +90,15 @@ class Score:
 
 
 def nan_rows(embeddings: np.ndarray) -> np.ndarray:
-    """Boolean mask of rows that contain any NaN (the Encoder's "no vector" marker)."""
+    """Boolean mask of rows that contain any NaN (the Encoder's "no vector" marker). An infinite value is no such
+    marker but a broken encoder (overflow): an error, not a silently dropped pair or a NaN cosine."""
     embeddings = np.asarray(embeddings)
     if embeddings.ndim != 2:
         raise ValueError(f"embeddings must be 2-D (n, d), got shape {embeddings.shape}")
+    infinite = np.isinf(embeddings).any(axis=1)
+    if infinite.any():
+        raise ValueError(f"{int(infinite.sum())} of {len(embeddings)} embeddings hold an infinite value (the "
+                         "encoder overflowed); NaN is the only 'no vector' marker")
     return np.isnan(embeddings).any(axis=1)
 
 
@@ -109,8 +114,8 @@ def rowwise_cosine(left: np.ndarray, right: np.ndarray) -> np.ndarray:
     """cos(left[i], right[i]) for every row, float64, with exact ties (module docstring).
 
     Each distinct vector is normalised once, and each distinct unordered pair of distinct vectors gets one
-    cosine, reused for every row holding that pair; a pair of one vector with itself is exactly 1.0 (0.0 for a
-    vector shorter than 1e-8). NaN rows give NaN (callers drop them first).
+    cosine, reused for every row holding that pair; a pair of one vector with itself is exactly 1.0 (for a vector
+    shorter than 1e-8, its squared norm over 1e-16: ~0). NaN rows give NaN (callers drop them first).
     """
     left = np.asarray(left, dtype=np.float64)
     right = np.asarray(right, dtype=np.float64)
