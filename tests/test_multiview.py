@@ -354,6 +354,45 @@ def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatc
     assert train.recorded_recipe(train.RunRecord.from_disk(out))["parse"] == parse
 
 
+def test_a_vocabulary_left_by_a_run_killed_before_its_first_checkpoint_is_built_again(tmp_path):
+    """vocab.json is read back only beside a checkpoint; a leftover one (another parse, --vocab-size or
+    --lowercase) would silently become the new run's vocabulary while train.json recorded the new recipe."""
+    from baselines.multiview import train
+    from strae.io import read_json, write_json
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
+    out = tmp_path / "run"
+    out.mkdir()
+    write_json(out / "vocab.json", {"tokens": ["<pad>", "<unk>", "stale"], "lowercase": True})
+    assert train.main(common + ["--out", str(out)]) == 0
+    assert "stale" not in read_json(out / "vocab.json")["tokens"]
+    assert json.loads((out / "train.json").read_text())["status"] == "completed"
+
+
+def test_only_a_refused_batch_is_a_recorded_failure(tmp_path, monkeypatch):
+    """A batch the model refuses (ValueError from the batch or the loss) is the run's failure, recorded; a
+    ValueError elsewhere (a bug in the loop, the checkpoint writer) is an error, never status failed."""
+    from baselines.multiview import train
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1) + ["--record-failure"]
+
+    def refuse(*args, **kwargs):
+        raise ValueError("no context pairs")
+
+    monkeypatch.setattr(train.MultiviewModel, "loss", refuse)
+    assert train.main(common + ["--out", str(tmp_path / "refused")]) == 0
+    record = json.loads((tmp_path / "refused" / "train.json").read_text())
+    assert record["status"] == "failed" and "step 0: no context pairs" in record["failure_reason"]
+    monkeypatch.undo()
+
+    def broken(*args, **kwargs):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(train, "save_progress", broken)
+    with pytest.raises(ValueError, match="a bug"):
+        train.main(common + ["--out", str(tmp_path / "bug")])
+
+
 def test_a_run_from_before_the_recipe_named_its_parse_is_extended_on_the_same_parse(tmp_path):
     """A completed time-boxed run whose checkpoint and train.json recipes lack the parse (written before it was
     part of the recipe): extending it on the same parse reads the parse from train.json's data block, and resumes."""

@@ -423,6 +423,11 @@ def test_resume_refuses_a_checkpoint_from_other_settings(tmp_path):
     assert run({"shape": {"hidden_size": 32}, "lr": 1e-3}) == "stopped"
     with pytest.raises(SystemExit, match=r"other settings \(shape differ\)"):
         run({"shape": {"hidden_size": 64}, "lr": 1e-3})
+    # the seed and the data joined the signature later: a checkpoint without them resumes (compared without them),
+    # one with them is held to them
+    assert run({"shape": {"hidden_size": 32}, "lr": 1e-3, "seed": 1, "tokenizer_sha256": "a"}) == "stopped"
+    with pytest.raises(SystemExit, match=r"other settings \(seed differ\)"):
+        run({"shape": {"hidden_size": 32}, "lr": 1e-3, "seed": 2, "tokenizer_sha256": "a"})
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")

@@ -239,9 +239,12 @@ def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: to
 
 
 def run_vocabulary(args: argparse.Namespace, parsed) -> Vocabulary:
-    """The run's vocabulary: kept in the run directory, so a resumed run maps tokens to the same ids."""
+    """The run's vocabulary: kept in the run directory, so a resumed run maps tokens to the same ids. Read back only
+    beside a checkpoint (whose recipe check holds the parse, --vocab-size and --lowercase to the run's); without
+    one it is built again: a run killed before its first checkpoint and started with another parse or vocabulary
+    setting must not train on the old one."""
     vocab_path = args.out / "vocab.json"
-    if vocab_path.exists():
+    if vocab_path.exists() and (args.out / CHECKPOINT_FILE).exists():
         return Vocabulary.from_dict(read_json(vocab_path))
     # the most frequent tokens of the whole parse (the paper: of the corpus), not just the trained subset
     vocab = Vocabulary.build(parsed.tokens, args.vocab_size, args.lowercase)
@@ -321,7 +324,7 @@ def train(job: Job, progress: Progress) -> int:
                     progress.close_session()  # before the last checkpoint, which a later --max-steps extends
                 if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:
                     save_progress(job, progress)
-    except (TrainingFailed, ValueError) as error:  # ValueError: a batch the model refuses (make_batch, loss)
+    except TrainingFailed as error:  # (a programming error elsewhere, a ValueError included, is no run failure)
         bar.close()
         progress.close_session(stopped_by="failure")
         write_train_json(job, progress)
@@ -339,9 +342,12 @@ def train_step(job: Job, progress: Progress) -> dict[str, Any]:
     """One optimiser step on the next batch of consecutive sentences (its neighbours are the positives)."""
     args, device = job.args, job.device
     t0 = time.perf_counter()
-    batch, books, positions = batch_at(job.corpus, job.vocab, progress.step * args.batch_size, args.batch_size)
-    loss, metrics = job.model.loss(batch.to(device), torch.from_numpy(books).to(device),
-                                   torch.from_numpy(positions).to(device))
+    try:
+        batch, books, positions = batch_at(job.corpus, job.vocab, progress.step * args.batch_size, args.batch_size)
+        loss, metrics = job.model.loss(batch.to(device), torch.from_numpy(books).to(device),
+                                       torch.from_numpy(positions).to(device))
+    except ValueError as error:  # a batch the model refuses: the run's data, recorded as its failure
+        raise TrainingFailed(f"step {progress.step}: {error}") from error
     if not torch.isfinite(loss):
         raise TrainingFailed(f"non-finite loss {float(loss)} at step {progress.step}")
     job.optimizer.zero_grad(set_to_none=True)

@@ -259,6 +259,9 @@ class StepLoop:
         if signature is not None and saved is None:
             raise SystemExit(f"{path}: written by an older strae that did not record its settings; "
                              "it cannot be resumed safely, use a new --out")
+        if signature is not None:
+            # keys added to the signature later are compared only where the checkpoint has them
+            signature = {k: v for k, v in signature.items() if k in saved or k not in ADDED_SIGNATURE_KEYS}
         if signature is not None and saved != signature:
             differ = sorted(k for k in set(signature) | set(saved) if saved.get(k) != signature.get(k))
             raise SystemExit(f"{path}: written with other settings ({', '.join(differ)} differ); "
@@ -642,11 +645,24 @@ def run_config(args: argparse.Namespace, data: TrainingData, shape, model, devic
     }
 
 
+# signature keys added on 2026-11-29: a checkpoint written before is compared without them
+ADDED_SIGNATURE_KEYS = ("seed", "corpus", "tokenizer_sha256")
+
+
+def corpus_identity(corpus: dict[str, Any]) -> dict[str, Any]:
+    """The content of a run's training sentences (:func:`corpus_provenance`), not where they were read from."""
+    meta = corpus.get("meta") or {}
+    return {"kind": corpus.get("kind"), "sha256": corpus.get("sha256"), "n_sentences": corpus.get("n_sentences"),
+            **{key: meta.get(key) for key in ("text_sha256", "n_tokens", "tokenizer_sha256", "pretokenize")}}
+
+
 def resume_signature(args: argparse.Namespace, config: dict[str, Any]) -> dict[str, Any]:
-    """What a checkpoint must have been written with to be resumed. Not the packing, attention kernel, precision,
-    accumulation or CUDA graphs: they change how a step is computed (speed, rounding), not what is optimised, so a
-    run may switch them between sessions."""
-    return {"weight_decay": args.weight_decay,
+    """What a checkpoint must have been written with to be resumed: the optimisation's settings, the seed (batch
+    order and masking draw from it) and the data (a re-prepared corpus or another tokenizer is another run). Not the
+    packing, attention kernel, precision, accumulation or CUDA graphs: they change how a step is computed (speed,
+    rounding), not what is optimised, so a run may switch them between sessions."""
+    return {"weight_decay": args.weight_decay, "seed": args.seed, "corpus": corpus_identity(config["corpus"]),
+            "tokenizer_sha256": config["tokenizer"]["sha256"],
             **{key: config[key] for key in ("shape", "batch_size", "max_length", "lr", "warmup_steps",
                                             "mask_probability")}}
 
