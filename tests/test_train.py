@@ -249,6 +249,30 @@ def test_signal_stops_at_a_step_boundary_with_a_checkpoint_and_resumes_identical
     assert [s.get("stopped_by") for s in resumed["timings"]["sessions"]] == [signame, None]
 
 
+def test_a_run_stopped_at_its_last_step_ends_that_epoch_when_resumed(tiny, tmp_path):
+    """A signal during the --max-steps step stops the run before that partial epoch's dev evaluation; the resumed
+    command (nothing left to train) makes it, so its history and final weights are an uninterrupted run's."""
+    import os
+    import signal
+
+    out = tmp_path / "stopped"
+    args = train_args(tiny, out, "--max-steps", "4")
+
+    def send(global_step: int) -> None:
+        if global_step == 3:  # the loop finishes the next step (4, the last) and stops there
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    assert trainer.train(args, step_callback=send) == 128 + signal.SIGTERM
+    assert torch.load(out / "checkpoint.pt", weights_only=False)["global_step"] == 4
+    assert trainer.train(args) == 0
+    reference = tmp_path / "reference"
+    assert trainer.train(train_args(tiny, reference, "--max-steps", "4")) == 0
+    resumed, expected = (json.loads((d / "train.json").read_text()) for d in (out, reference))
+    assert [(e["global_step"], e["partial"], e["dev"]["loss"]) for e in resumed["history"]] == [
+        (e["global_step"], e["partial"], e["dev"]["loss"]) for e in expected["history"]]
+    assert resumed["final_weights"]["global_step"] == expected["final_weights"]["global_step"] == 4
+
+
 def test_checkpoints_by_time_unless_steps_are_given(tiny, tmp_path, monkeypatch):
     """Default cadence: a mid-epoch checkpoint once --checkpoint-every-s seconds have passed since the last one;
     --checkpoint-every-steps N replaces it with every N steps."""

@@ -497,6 +497,12 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
                     return stopped(job, state)
                 if outcome == "max_steps":
                     break  # --max-steps ended the epoch early
+            if steps_exhausted(job, state) and state.epoch_sums:
+                # stopped by a signal at its --max-steps step, before that epoch's dev evaluation and history
+                # entry: they are made now, as an uninterrupted run made them
+                n_batches = len(batch_indices(epoch_order(len(job.train_corpus), job.settings.seed, state.epoch),
+                                              job.settings.batch_size))
+                end_epoch(job, state, record, state.batch_in_epoch < n_batches, time.perf_counter())
         except TrainingFailed as failure:
             state.sessions.close(state.global_step, "failure")
             return record.fail(job.out, str(failure), job.args.record_failure)
