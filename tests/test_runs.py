@@ -145,6 +145,19 @@ def test_a_cuda_run_saves_its_own_gpus_generator_and_restores_it_onto_the_gpu_it
     restore_rng_states(cpu, torch.device("cpu"))  # no CUDA call on a CPU run
 
 
+def test_a_checkpoint_write_removes_a_killed_writers_temp_file(tmp_path):
+    """A process killed mid-write leaves its hidden temp file (~150 MB for a checkpoint with Adam's state): the
+    next write of the same file removes it; other files' temp files are not touched."""
+    stale = tmp_path / ".checkpoint.pt.abc123.pt.tmp"
+    stale.write_bytes(b"half")
+    other = tmp_path / ".model.pt.xyz.pt.tmp"
+    other.write_bytes(b"other")
+    runs.save_checkpoint(tmp_path / "checkpoint.pt", {"step": 3})
+    assert not stale.exists() and other.exists()
+    assert runs.load_checkpoint(tmp_path / "checkpoint.pt") == {"step": 3}
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.pt.xyz.pt.tmp", "checkpoint.pt"]
+
+
 def test_a_second_trainer_on_the_same_run_directory_is_refused(tmp_path):
     held = runs.lock_run_dir(tmp_path, "strae train")
     with pytest.raises(SystemExit, match="another `strae train` process"):

@@ -11,6 +11,7 @@ when the recipe keeps those), ``model.pt`` (final weights), ``tokenizer.model`` 
 """
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -196,10 +197,17 @@ class ProgressFile:
 
 
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
+    """``state`` to ``path`` atomically and on disk before the rename (a host crash right after must not leave a
+    truncated checkpoint under the real name); a temp file left by a process killed mid-write is removed first."""
     import torch
 
+    for stale in Path(path).parent.glob(f".{Path(path).name}.*.pt.tmp"):
+        stale.unlink(missing_ok=True)  # only one trainer holds a run directory (lock_run_dir)
     with atomic_path(path, suffix=".pt") as tmp:
-        torch.save(state, tmp)
+        with open(tmp, "wb") as handle:
+            torch.save(state, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def load_checkpoint(path: Path, remedy: str = "delete it to start over") -> dict[str, Any]:
