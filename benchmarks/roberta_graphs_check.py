@@ -101,13 +101,13 @@ def main(argv: list[str] | None = None) -> None:
     model = fresh(True)
     *_, optimizer = train(model, data[:half], device, True, shape.special, args.max_length)
     saved = copy.deepcopy({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                           "rng": capture_rng_states()})
+                           "rng": capture_rng_states(device)})
     del model, optimizer
     resumed = fresh(True)
     resumed.load_state_dict(saved["model"])
     optimizer = torch.optim.AdamW(resumed.parameters(), lr=1e-3)
     optimizer.load_state_dict(saved["optimizer"])
-    restore_rng_states(saved["rng"])
+    restore_rng_states(saved["rng"], device)
     final = train(resumed, data[half:], device, True, shape.special, args.max_length, optimizer)[2]
     resume = max(float((runs[0][k] - final[k]).abs().max()) for k in final)
     print(f"roberta cuda-graphs check {describe_device(device)} torch {torch.__version__} table6 layers {args.layers} "

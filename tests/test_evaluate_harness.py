@@ -188,6 +188,16 @@ def test_constant_encoder_reports_undefined(synthetic, monkeypatch):
         assert task.score is None and task.reason == metrics.UNDEFINED_CONSTANT
 
 
+def test_an_overflowed_encoder_is_a_clear_error_naming_the_task(synthetic, monkeypatch):
+    class Overflowing(TableEncoder):
+        def _lookup(self, texts):
+            return np.full((len(texts), 3), np.inf, dtype=np.float32)
+
+    monkeypatch.setattr(harness, "load_encoder", lambda spec, **options: Overflowing({}))
+    with pytest.raises(SystemExit, match=r"task \S+ \(\S+\): \d+ of \d+ embeddings hold an infinite value.*no scores"):
+        run_synthetic(synthetic)
+
+
 def test_pooled_file_must_equal_subset_concatenation(synthetic):
     data = synthetic["dir"] / "data"
     rows = list(csv.reader(open(data / "sts_all.csv", encoding="utf-8")))

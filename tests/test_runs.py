@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import time
 
 import pytest
 import torch
@@ -148,14 +149,20 @@ def test_a_cuda_run_saves_its_own_gpus_generator_and_restores_it_onto_the_gpu_it
 def test_a_checkpoint_write_removes_a_killed_writers_temp_file(tmp_path):
     """A process killed mid-write leaves its hidden temp file (~150 MB for a checkpoint with Adam's state): the
     next write of the same file removes it; other files' temp files are not touched."""
+    import os
+
     stale = tmp_path / ".checkpoint.pt.abc123.pt.tmp"
     stale.write_bytes(b"half")
+    old = time.time() - runs.STALE_TEMP_S - 60
+    os.utime(stale, (old, old))
+    recent = tmp_path / ".checkpoint.pt.def456.pt.tmp"  # a concurrent writer's, still being written
+    recent.write_bytes(b"being written")
     other = tmp_path / ".model.pt.xyz.pt.tmp"
     other.write_bytes(b"other")
+    os.utime(other, (old, old))
     runs.save_checkpoint(tmp_path / "checkpoint.pt", {"step": 3})
-    assert not stale.exists() and other.exists()
+    assert not stale.exists() and recent.exists() and other.exists()
     assert runs.load_checkpoint(tmp_path / "checkpoint.pt") == {"step": 3}
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.pt.xyz.pt.tmp", "checkpoint.pt"]
 
 
 def test_a_second_trainer_on_the_same_run_directory_is_refused(tmp_path):

@@ -99,8 +99,9 @@ START=$SECONDS
 
 record() { echo "$1" | tee -a "$RESULTS"; }
 # the logs so far as ONE archive in $OUT (members STAMP/...), replaced whole: written beside it, then renamed
-pack_logs() {
-    if ! tar -C "$(dirname "$LOGS")" -cJf "$LOG_ARCHIVE.part" "$(basename "$LOGS")" 2>"$LOGS.pack.err" \
+rm -f "$LOG_ARCHIVE.part"  # a call cut off mid-pack left it: not a file to bring back
+pack_logs() {  # xz -1: a second or two for the profiles, outside every step's budget
+    if ! XZ_OPT=-1 tar -C "$(dirname "$LOGS")" -cJf "$LOG_ARCHIVE.part" "$(basename "$LOGS")" 2>"$LOGS.pack.err" \
             || ! mv -f "$LOG_ARCHIVE.part" "$LOG_ARCHIVE"; then
         record "[logs] FAILED to pack $LOGS: $(tail -c 300 "$LOGS.pack.err" | tr '\n' ' ')"
     fi

@@ -41,6 +41,7 @@ from baselines.roberta.train import (
     adamw_record,
     add_common_arguments,
     configure_device,
+    corpus_identity,
     corpus_provenance,
     linear_warmup_decay,
     start_record,
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         args, record, model=modules, optimizer=optimizer, scheduler=scheduler, total_steps=steps,
         forward_backward=forward_backward, description=f"simcse {init.language} seed{args.seed}",
         signature={"shape": shape.to_dict(), "init_model_sha256": config["init_model_sha256"], "seed": args.seed,
-                   **{key: recipe[key] for key in sorted(recipe)}},
+                   "corpus": corpus_identity(config["corpus"]), **{key: recipe[key] for key in sorted(recipe)}},
         weights=lambda: final_weights(shape, model, mlp), dev=dev,
         encoder_fields={"model": "roberta_simcse", "objective": "simcse_unsup"})
 

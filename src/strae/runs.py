@@ -11,6 +11,7 @@ when the recipe keeps those), ``model.pt`` (final weights), ``tokenizer.model`` 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -196,13 +197,20 @@ class ProgressFile:
                                    "updated_unix": time.time()})
 
 
+STALE_TEMP_S = 600.0  # a checkpoint temp file older than this was left by a killed writer
+
+
 def save_checkpoint(path: Path, state: dict[str, Any]) -> None:
     """``state`` to ``path`` atomically and on disk before the rename (a host crash right after must not leave a
-    truncated checkpoint under the real name); a temp file left by a process killed mid-write is removed first."""
+    truncated checkpoint under the real name); a temp file an earlier writer of the same file left when it was
+    killed mid-write (~150 MB for a checkpoint with Adam's state) is removed first."""
     import torch
 
     for stale in Path(path).parent.glob(f".{Path(path).name}.*.pt.tmp"):
-        stale.unlink(missing_ok=True)  # only one trainer holds a run directory (lock_run_dir)
+        # older than any write takes (a checkpoint is ~0.4 s): a concurrent writer's own temp file is left alone
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - stale.stat().st_mtime > STALE_TEMP_S:
+                stale.unlink()
     with atomic_path(path, suffix=".pt") as tmp:
         with open(tmp, "wb") as handle:
             torch.save(state, handle)

@@ -233,7 +233,10 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
     bar = tqdm(tasks, desc=f"evaluate {language}/{variant}", unit="task", disable=not progress)
     for task in bar:
         bar.set_postfix_str(task.name)
-        results[task.name] = evaluate_task(encoder, task, resolve=resolve, batch_size=batch_size)
+        try:
+            results[task.name] = evaluate_task(encoder, task, resolve=resolve, batch_size=batch_size)
+        except metrics.NonFiniteEmbeddingError as error:  # the model's fault, named with the task it broke
+            raise SystemExit(f"{spec}: task {task.name} ({task.data_id}): {error}; no scores written") from error
     # every file a score was computed from, with its checksum: a result names exactly the data it measured
     data_files = {r.details["data_id"]: r.details["sha256"] for r in results.values()}
     for r in results.values():

@@ -61,6 +61,10 @@ class UndefinedScoreError(ValueError):
     """Raised by ``spearman_x100(..., strict=True)`` when the correlation is undefined."""
 
 
+class NonFiniteEmbeddingError(ValueError):
+    """An encoder returned an infinite value (an overflow): no score can be computed from it."""
+
+
 @dataclasses.dataclass
 class Score:
     """The result of scoring one set of pairs."""
@@ -97,8 +101,8 @@ def nan_rows(embeddings: np.ndarray) -> np.ndarray:
         raise ValueError(f"embeddings must be 2-D (n, d), got shape {embeddings.shape}")
     infinite = np.isinf(embeddings).any(axis=1)
     if infinite.any():
-        raise ValueError(f"{int(infinite.sum())} of {len(embeddings)} embeddings hold an infinite value (the "
-                         "encoder overflowed); NaN is the only 'no vector' marker")
+        raise NonFiniteEmbeddingError(f"{int(infinite.sum())} of {len(embeddings)} embeddings hold an infinite value "
+                                      "(the encoder overflowed); NaN is the only 'no vector' marker")
     return np.isnan(embeddings).any(axis=1)
 
 

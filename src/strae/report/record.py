@@ -9,10 +9,11 @@ every cell's Δ; ``manifest.json`` says when, where (devices) and from which com
 
 Two counts of "within", both in the summary and the README. *Within the paper's std*: |Δ| ≤ the paper's seed std as
 printed, or ±1.0 point where the paper prints no std or one that is 0.00 at two decimals (the campaign issue's rule).
-*Within max(std, 1.0)*: also ±1.0 point where the printed std is smaller (Banyan prints stds such as 0.002 or 0.04
-beside means on the ×100 scale, most likely fractions (paper_tables/README.md); no reproduction on other hardware can
-be held to those as printed). A value the paper prints only approximately (Banyan Table 6: "≈10M" parameters) is
-matched within its printed precision (paper_tables' ``tolerance`` column) under both.
+*Within max(std, 1.0)*: also ±1.0 point where the printed std is below a point (Banyan prints stds such as 0.02 or
+0.04 beside means on the ×100 scale, most likely fractions (paper_tables/README.md); no reproduction on other hardware
+can be held to those as printed; its 0.001-0.004 print as 0.00 at two decimals and get ±1.0 under both counts). A
+value the paper prints only approximately (Banyan Table 6: "≈10M" parameters) is matched within its printed precision
+(paper_tables' ``tolerance`` column) under both.
 
     strae record --name h100-2026-11-24                 # results/ -> reproductions/h100-2026-11-24/, README updated
     strae record --readme-only                           # regenerate the README blocks from the newest records
@@ -169,8 +170,9 @@ def headline(record: Path, relative_to: Path) -> str:
              f"commit {manifest['git_sha'][:10] if manifest.get('git_sha') else 'unknown'}{carried_text}). "
              "A cell is *within the paper's std* when |Δ| ≤ the paper's seed std as printed, or "
              f"±{TOLERANCE_FLOOR:.1f} where it prints none or 0.00; *within max(std, {TOLERANCE_FLOOR:.1f})* also "
-             f"allows ±{TOLERANCE_FLOOR:.1f} where the printed std is smaller (Banyan prints stds such as 0.002 beside "
-             "means ×100, most likely fractions: paper_tables/README.md). An approximate paper value (\"≈10M\") is "
+             f"allows ±{TOLERANCE_FLOOR:.1f} where the printed std is below a point (Banyan prints stds such as 0.02 "
+             "beside means ×100, most likely fractions: paper_tables/README.md; its 0.001–0.004 are 0.00 at two "
+             "decimals). An approximate paper value (\"≈10M\") is "
              "matched within its printed precision. Counted: the reproduced cells with a paper value (parameter "
              "counts included; cells not run, failed or without a paper value are not); mean |Δ| is in score "
              "points, over the cells with trained seeds (— for a table of parameter counts); a cell of one seed "
@@ -191,7 +193,7 @@ def write_summary(record: Path, tables: list[tuple[str, dict[str, Any], pd.DataF
     out = ["# Reproduction record: every cell's Δ to the paper", "",
            f"Within std = |Δ| ≤ the paper's seed std as printed, or ±{TOLERANCE_FLOOR:.1f} where it prints none or "
            f"0.00; within max(std, {TOLERANCE_FLOOR:.1f}) = also ±{TOLERANCE_FLOOR:.1f} where the printed std is "
-           "smaller (Banyan's stds such as 0.002 are most likely fractions: paper_tables/README.md). A value the "
+           "below a point (Banyan's stds such as 0.02 are most likely fractions: paper_tables/README.md). A value the "
            "paper gives approximately (paper_tables' `tolerance`) is matched within its printed precision. Δ = "
            "reproduced − paper, on the metric the table compares (lexical cells: the reference code's "
            "string-ranked Spearman; see each table's legend). A cell of one seed has no ± of its own.", ""]
