@@ -30,12 +30,21 @@ TEST_WORKERS ?= 2
 test: setup
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
+# The demo works in its own folder (DEMO_DIR): the quick profile's corpus, tokenizer and runs have the paper-scale
+# ones' paths (resources/, results/runs/...), so in the checkout's root they would replace them, and the next paper
+# run would find params changed and checkpoints it must refuse. The folder sees the config and the papers' numbers
+# through links. DEMO_FLAGS: more snakemake options (e.g. -n).
+DEMO_DIR ?= demo
 demo: setup
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores 2 results/table2.csv --configfile config/quick.yaml
+	mkdir -p $(DEMO_DIR)
+	ln -sfn $(abspath config) $(DEMO_DIR)/config
+	ln -sfn $(abspath paper_tables) $(DEMO_DIR)/paper_tables
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --cores 2 --snakefile $(abspath Snakefile) \
+		--directory $(DEMO_DIR) results/table2.csv --configfile config/quick.yaml $(DEMO_FLAGS)
 
 lint: setup
 	$(BIN)/ruff check src baselines benchmarks tests
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
 
 clean:
-	rm -rf results logs .snakemake
+	rm -rf results logs .snakemake $(DEMO_DIR)

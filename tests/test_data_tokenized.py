@@ -60,3 +60,31 @@ def test_a_truncated_ids_file_is_named(tokenized, tmp_path):
     ids.write_bytes(ids.read_bytes()[: ids.stat().st_size // 2])
     with pytest.raises(SystemExit, match=r"dev.ids.npy: unreadable .*re-run `strae tokenize-corpus`"):
         TokenizedCorpus(broken, "dev")
+
+
+def test_a_rerun_interrupted_between_splits_leaves_no_new_train_beside_an_old_dev(tokenized, tmp_path, monkeypatch):
+    """Each split's .json marks it complete: a rerun removes both before writing either, so one that stops after
+    train leaves no dev to be paired with it; the splits name the prepared corpus they come from."""
+    import shutil
+
+    from strae.data import tokenized as module
+    from strae.io import write_json
+
+    root, _, metas = tokenized
+    corpus_dir, out = tmp_path / "corpora", tmp_path / "out"
+    shutil.copytree(root / "corpora", corpus_dir)
+    write_json(corpus_dir / "meta.json", {"corpus_source": "fallback"})
+    first = tokenize_corpus(corpus_dir, root / "tok.model", out, min_len=4, max_len=200)
+    assert first["train"]["corpus_meta_sha256"] == first["dev"]["corpus_meta_sha256"]
+    write_json(corpus_dir / "meta.json", {"corpus_source": "fallback", "re-prepared": True})
+    real = module.tokenize_split
+
+    def stop_at_dev(text_file, tokenizer, out_dir, split, *args, **kwargs):
+        if split == "dev":
+            raise KeyboardInterrupt
+        return real(text_file, tokenizer, out_dir, split, *args, **kwargs)
+
+    monkeypatch.setattr(module, "tokenize_split", stop_at_dev)
+    with pytest.raises(KeyboardInterrupt):
+        tokenize_corpus(corpus_dir, root / "tok.model", out, min_len=4, max_len=200)
+    assert (out / "train.json").exists() and not (out / "dev.json").exists()

@@ -132,7 +132,12 @@ def test_a_config_a_command_reads_alone_is_checked_for_typos_and_types(tmp_path)
     partial.write_text(yaml.safe_dump({"data": {"min_subword_tokens": 4}, "languages": {"xx": {"segmenter": "en"}}}))
     assert load_config(partial)["data"]["min_subword_tokens"] == 4
     for bad, message in (({"data": {"min_subword_tokens": "four"}}, "data.min_subword_tokens: 'four' is not of type"),
-                         ({"languages": {"xx": {"pretokenise": "treebank"}}}, "'pretokenise' was unexpected")):
+                         ({"languages": {"xx": {"pretokenise": "treebank"}}}, "'pretokenise' was unexpected"),
+                         # a misspelt pin would leave the authors' corpus unpinned, silently
+                         ({"languages": {"xx": {"paper_source": {"corpus": [
+                             {"hf_dataset": "o/c", "revison": "abc"}]}}}}, "'revison' was unexpected"),
+                         ({"languages": {"xx": {"tokenizer": {"kind": "bpemb", "vocab_sise": 25000}}}},
+                          "'vocab_sise' was unexpected")):
         path = tmp_path / "bad.yaml"
         path.write_text(yaml.safe_dump(bad))
         with pytest.raises(SystemExit, match=message):

@@ -82,6 +82,22 @@ def test_fallback_trains_on_small_corpus(tmp_path):
     assert tok.unk_id not in ids and tok.decode(ids) == "the walkers 0000 times."
 
 
+def test_a_trained_tokenizer_is_the_same_file_wherever_it_is_trained(tmp_path):
+    """The model used to record its training file's path and a random temp folder: the same pieces had another
+    sha256 on every training, and every run's data fingerprint with it."""
+    from strae.io import sha256_file
+
+    corpus = tmp_path / "train.txt"
+    _synthetic_corpus(corpus, n_lines=1500)
+    elsewhere = tmp_path / "elsewhere" / "corpus.txt"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(corpus.read_bytes())
+    train_sentencepiece(corpus, tmp_path / "a.model", requested_vocab=500)
+    train_sentencepiece(elsewhere, tmp_path / "b.model", requested_vocab=500)
+    assert sha256_file(tmp_path / "a.model") == sha256_file(tmp_path / "b.model")
+    assert str(tmp_path).encode() not in (tmp_path / "a.model").read_bytes()
+
+
 def test_sentencepiece_kind_writes_model_and_record(tmp_path):
     corpus = tmp_path / "corpora/xx/train.txt"
     corpus.parent.mkdir(parents=True)

@@ -593,6 +593,12 @@ def test_train_and_dev_splits_from_different_tokenisations_are_refused(tiny, tmp
     args[args.index("--data-dir") + 1] = str(mixed)
     with pytest.raises(SystemExit, match="differ in pretokenize .*re-run `strae tokenize-corpus`"):
         trainer.train(args)
+    # splits of two preparations of the corpus (a dev from before a re-prepare with another seed or budget)
+    (mixed / "dev.json").write_text(json.dumps({**meta, "corpus_meta_sha256": "b" * 64}))
+    train_meta = json.loads((mixed / "train.json").read_text())
+    (mixed / "train.json").write_text(json.dumps({**train_meta, "corpus_meta_sha256": "a" * 64}))
+    with pytest.raises(SystemExit, match="differ in corpus_meta_sha256"):
+        trainer.train(args)
 
 
 def test_a_finished_run_extended_later_keeps_its_session_finished(tiny, tmp_path):

@@ -209,7 +209,7 @@ def _load_corpora(data_dir: Path):
     # the two splits must come from one tokenize-corpus run: a dev split left from another tokenizer or
     # pretokenisation (an interrupted rerun) would drive the dev loss, the weights kept and the collapse check
     unset = {"pretokenize": "none"}  # what a corpus tokenised before the key existed had
-    for key in ("vocab_size", "tokenizer_sha256", "pretokenize", "length_filter"):
+    for key in ("vocab_size", "tokenizer_sha256", "pretokenize", "length_filter", "corpus_meta_sha256"):
         ours, theirs = (split.meta.get(key, unset.get(key)) for split in (train, dev))
         if ours is not None and theirs is not None and ours != theirs:
             raise SystemExit(f"{data_dir}: train.json and dev.json differ in {key} ({ours!r} vs {theirs!r}): the "

@@ -167,6 +167,11 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
         if expected and hashes[split] != expected:
             raise SystemExit(f"{text_file}: its sha256 is not the one {corpus_meta} records; the splits are not "
                              f"from one `strae prepare-corpus` run (an interrupted rerun?). Run it again.")
+    # each split's .json is its completion mark: every one goes before any is rewritten, so a run interrupted between
+    # splits leaves no new train beside an old dev (which the trainer would take as one set)
+    for split in splits:
+        (out_dir / f"{split}.json").unlink(missing_ok=True)
+    prepared_sha = sha256_file(corpus_meta) if corpus_meta.exists() else None
     metas = {}
     for split in splits:
         text_file = corpus_dir / f"{split}.txt"
@@ -174,6 +179,8 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
         meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len, text_sha256=hashes[split])
         if corpus_source is not None:
             meta["corpus_source"] = corpus_source
+        if prepared_sha is not None:  # the prepared corpus both splits come from (the trainer compares them)
+            meta["corpus_meta_sha256"] = prepared_sha
         meta["seconds"] = round(time.time() - started, 1)
         meta["provenance"] = provenance()
         write_json(out_dir / f"{split}.json", meta)

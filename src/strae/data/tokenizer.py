@@ -68,6 +68,8 @@ TRAINER_SETTINGS: dict[str, Any] = {
 }
 
 
+SPM_SEED = 0  # SentencePiece's sampling of a corpus over input_sentence_size lines (unseeded it need not repeat)
+
 # BPEmb's own download location: bpemb 0.3.6's BPEmb.base_url + model_tpl ("{lang}/{lang}.wiki.bpe.vs{vs}.model")
 BPEMB_URL = "https://nlp.h-its.org/bpemb/{language}/{language}.wiki.bpe.vs{vocab_size}.model"
 BPEMB_FILE = "tokenizers/{language}.wiki.bpe.vs{vocab_size}.model"  # under the mirror and resources/data/
@@ -164,13 +166,17 @@ def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: in
                     chars.update(line.replace(" ", ""))
         vocab, reason = choose_vocab_size(requested_vocab, len(types), len(chars))
         log.info("tokenizer vocab for %s: %s", corpus, reason)
-        with atomic_path(out, suffix=".model") as tmp_model:
-            prefix = Path(tmpdir) / "spm"
+        # The same bytes on every machine: a model trained from a file records that file's path and its model
+        # prefix (here a random temp folder) in its trainer spec, so identical pieces got a different sha256 each
+        # time, and a run's data fingerprint with it. Lines from an iterator and the model to a writer record
+        # neither; the sampling of a corpus over input_sentence_size lines is seeded.
+        spm.set_random_generator_seed(SPM_SEED)
+        with atomic_path(out, suffix=".model") as tmp_model, open(normalized, encoding="utf-8") as lines, \
+                open(tmp_model, "wb") as writer:
             spm.SentencePieceTrainer.train(
-                input=str(normalized), model_prefix=str(prefix), vocab_size=vocab, num_threads=threads,
+                sentence_iterator=lines, model_writer=writer, vocab_size=vocab, num_threads=threads,
                 minloglevel=2, **TRAINER_SETTINGS,
             )
-            shutil.copyfile(f"{prefix}.model", tmp_model)
     actual = spm.SentencePieceProcessor(model_file=str(out)).get_piece_size()
     if actual != vocab:
         log.warning("tokenizer %s: the corpus supports only %d pieces (rule asked for %d)", out, actual, vocab)
