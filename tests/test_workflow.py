@@ -297,3 +297,28 @@ def test_profiles_name_real_rules_and_dry_run(workdir):
     assert gpu["resources"]["gpu"] > 1  # several training runs share one card
     result = snakemake(workdir, "-n", "--profile", "profiles/gpu", "results/table2.csv")
     assert result.returncode == 0, result.stderr + result.stdout
+
+
+def test_make_demo_works_in_its_own_folder(tmp_path):
+    """The quick profile's corpus, tokenizer and runs have the paper-scale ones' paths: `make demo` plans them in
+    DEMO_DIR (here a dry run), with the config and the papers' numbers linked in, and writes nothing in the
+    checkout's own resources/ or results/."""
+    make = shutil.which("make")
+    if make is None:
+        pytest.skip("no make")
+    demo = tmp_path / "demo"
+    env = dict(os.environ, PATH=f"{SNAKEMAKE.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    before = {name: (REPO / name).exists() and sorted(p.name for p in (REPO / name).iterdir())
+              for name in ("resources", "results")}
+    # -o: the venv this test runs in counts as set up (never reinstalled from here)
+    result = subprocess.run([make, "demo", "-o", str(SNAKEMAKE.parent / "strae"), f"DEMO_DIR={demo}",
+                             "DEMO_FLAGS=-n --quiet rules", f"BIN={SNAKEMAKE.parent}",
+                             f"VENV={SNAKEMAKE.parent.parent}"],
+                            cwd=REPO, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert (demo / "config").resolve() == REPO / "config" and (demo / "paper_tables").resolve() == REPO / "paper_tables"
+    # nothing exists in the demo folder yet: its own corpus and tokenizer are planned, not the checkout's reused
+    assert re.search(r"prepare_corpus\s+1", result.stdout) and re.search(r"tokenizer\s+1", result.stdout)
+    assert {name: (REPO / name).exists() and sorted(p.name for p in (REPO / name).iterdir())
+            for name in ("resources", "results")} == before
