@@ -167,3 +167,17 @@ def provenance(**extra: Any) -> dict[str, Any]:
     }
     record.update(extra)
     return record
+
+
+def package_versions(*names: str) -> dict[str, str | None]:
+    """{distribution: installed version or None}: the libraries that decide a data file beside torch and numpy
+    (the sentence segmenter, the pretokeniser, SentencePiece), for its provenance."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions

@@ -31,7 +31,7 @@ from strae import paths
 from strae.data.fetch import ChecksumError, FetchError, fetch_source
 from strae.data.registry import DEFAULT_CONFIG, data_setting, language_block, load_config, load_registry
 from strae.data.segment import iter_sentences
-from strae.io import atomic_open, provenance, sha256_file, write_json
+from strae.io import atomic_open, package_versions, provenance, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ def prepare_corpus(
         "sources": [_source_record(s, p) for s, p in zip(corpus_specs, train_paths)],
         "dev_sources": [_source_record(s, p) for s, p in zip(dev_specs, dev_paths)],
         "seconds": round(time.time() - started, 1),
-        "provenance": provenance(),
+        "provenance": provenance(packages=package_versions("sentencex", "nltk")),
     }
     write_json(out_dir / "meta.json", meta)
     log.info("%s: train %d sentences / %d tokens, dev %d sentences -> %s", lang, n_train, tok_train, n_dev, out_dir)

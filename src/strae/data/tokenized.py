@@ -23,7 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from strae import paths
-from strae.io import atomic_open, provenance, read_json, sha256_file, write_json
+from strae.io import atomic_open, package_versions, provenance, read_json, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +182,7 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
         if prepared_sha is not None:  # the prepared corpus both splits come from (the trainer compares them)
             meta["corpus_meta_sha256"] = prepared_sha
         meta["seconds"] = round(time.time() - started, 1)
-        meta["provenance"] = provenance()
+        meta["provenance"] = provenance(packages=package_versions("sentencepiece", "nltk"))
         write_json(out_dir / f"{split}.json", meta)
         log.info("%s: %d sentences, %d pieces (%.1f / sentence), dropped %s", split, meta["n_sentences"],
                  meta["n_tokens"], meta["mean_pieces_per_sentence"], meta["dropped"])

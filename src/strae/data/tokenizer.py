@@ -37,7 +37,7 @@ from strae import paths
 from strae.data.fetch import ChecksumError, FetchError
 from strae.data.pretokenize import check_kind, get_pretokenizer
 from strae.data.registry import DEFAULT_CONFIG, language_block, load_config, load_registry
-from strae.io import atomic_path, provenance, sha256_file, write_json
+from strae.io import atomic_path, package_versions, provenance, sha256_file, write_json
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,8 @@ def build_tokenizer(lang: str, config_path: str | Path = DEFAULT_CONFIG, out: st
     tokenizer = load_tokenizer(out)
     record.update({"language": lang, "model_file": str(out), "sha256": tokenizer.sha256(),
                    "vocab_size": tokenizer.vocab_size, "pad_id": tokenizer.pad_id,
-                   "preprocessing": "lowercase; every digit -> 0 (BPEmb)", "provenance": provenance()})
+                   "preprocessing": "lowercase; every digit -> 0 (BPEmb)",
+                   "provenance": provenance(packages=package_versions("sentencepiece", "nltk"))})
     write_json(out.with_suffix(".json"), record)
     return record
 
