@@ -93,6 +93,11 @@ def test_param_counts_come_from_the_models(repo_root, tmp_path):
     assert counts[("selfstrae", "ceco_linear_sentential_k256_u1")] == 7
     assert counts[("banyan", "ce_diagonal_entangled_k128_u2")] == 14
     assert counts[("selfstrae", "contrastive_linear_sentential_k16_u16")] == 1072
+    # the workflow's rerun trigger names exactly what the measurement counts
+    from strae.data.registry import load_config
+
+    config = load_config(repo_root / "config/config.yaml")
+    assert measure.counted_settings(config) == sorted(f"{model}/{setting}" for model, setting in counts)
     with pytest.raises(SystemExit, match="not a parameter-count measurement"):
         measure.load_param_counts(_measure(repo_root, tmp_path, "banyan_fig2_node_counts"))
 

@@ -273,6 +273,11 @@ def get_measure_tokenized(wildcards):
     return [str(paths.tokenized_file(lang, split, "ids.npy", RES)) for split in paths.SPLITS] if lang else []
 
 
+def get_counted_settings(wildcards):
+    """param_counts: the settings it counts (a params rerun trigger); nothing for a figure's measurement."""
+    return " ".join(measure.counted_settings(config)) if wildcards.measurement == measure.PARAM_COUNTS else ""
+
+
 def get_measure_corpus_flag(wildcards):
     lang = (FIGURES.get(wildcards.measurement) or {}).get("corpus_language")
     return f"--corpus-dir {paths.tokenized_dir(lang, RES)}" if lang else ""

@@ -17,6 +17,7 @@ rule measure:
         config=EFFECTIVE_CONFIG,
         corpus=get_measure_corpus_flag,
         device=DEVICE,
+        counted=get_counted_settings,  # not in the command: a setting added to the config counts again
     log:
         "logs/measure/{measurement}.log",
     benchmark:

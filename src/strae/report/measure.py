@@ -50,21 +50,34 @@ def _document(name: str, kind: str, **fields: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------- parameter counts
+def _model_settings(config: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every configured Self-StrAE/Banyan (model, setting), enabled or not, once each, in the config's order."""
+    from strae import plan
+
+    return list(dict.fromkeys((run.model, run.setting) for run in plan.model_runs(config, include_disabled=True)))
+
+
+def counted_settings(config: dict[str, Any]) -> list[str]:
+    """``model/setting`` of every count :func:`param_counts` writes (the workflow's rerun trigger: a setting added
+    to the config is counted again, not left a missing "# Params" cell)."""
+    baselines = config.get("baselines") or {}
+    keys = _model_settings(config) + [(name, baselines[name]["setting"]) for name in ("roberta", "roberta_simcse")
+                                      if name in baselines and "roberta" in baselines]
+    return sorted(f"{model}/{setting}" for model, setting in keys)
+
+
 def param_counts(config: dict[str, Any]) -> list[dict[str, Any]]:
     """Non-embedding parameter count of every configured Self-StrAE/Banyan setting (enabled or not)."""
     from strae import plan
     from strae.models.config import ModelConfig
     from strae.models.model import StraeModel
 
-    records, seen = [], set()
-    for run in plan.model_runs(config, include_disabled=True):
-        if (run.model, run.setting) in seen:
-            continue
-        seen.add((run.model, run.setting))
+    records = []
+    for model, setting in _model_settings(config):
         # vocab size does not change the non-embedding count; a small one keeps this fast
-        model_config = ModelConfig.preset(run.model, vocab_size=16, **plan.parse_setting(run.setting))
+        model_config = ModelConfig.preset(model, vocab_size=16, **plan.parse_setting(setting))
         count = StraeModel(model_config).non_embedding_parameter_count()
-        records.append({"model": run.model, "setting": run.setting, "non_embedding_parameters": int(count)})
+        records.append({"model": model, "setting": setting, "non_embedding_parameters": int(count)})
     return records + _baseline_param_counts(config)
 
 
