@@ -6,7 +6,9 @@ BIN    := $(VENV)/bin
 # interpreter tests; on a CUDA machine torch brings its own triton: EXTRAS=dev,export)
 EXTRAS ?= dev,export,kernels
 # The offline data mirror (layout of ../shared/data); override with STRAE_DATA_MIRROR=... make ...
-STRAE_DATA_MIRROR ?= $(abspath ../shared/data)
+STRAE_DATA_MIRROR ?= ../shared/data
+# absolute: the demo's jobs run in DEMO_DIR
+override STRAE_DATA_MIRROR := $(abspath $(STRAE_DATA_MIRROR))
 export STRAE_DATA_MIRROR
 # Compute steps never reach the HF hub; downloads happen only in fetch steps.
 export HF_HUB_OFFLINE ?= 1
@@ -36,6 +38,12 @@ test: setup
 # through links. DEMO_FLAGS: more snakemake options (e.g. -n).
 DEMO_DIR ?= demo
 demo: setup
+	@case "$(abspath $(DEMO_DIR))" in "$(abspath .)"|"$(abspath .)/config"|"$(abspath .)/paper_tables") \
+		echo "DEMO_DIR=$(DEMO_DIR): the checkout itself; give the demo a folder of its own" >&2; exit 2;; esac
+	@for name in config paper_tables; do \
+		if [ -e "$(DEMO_DIR)/$$name" ] && [ ! -L "$(DEMO_DIR)/$$name" ]; then \
+			echo "$(DEMO_DIR)/$$name: a real folder, not the link make demo puts there; move it away" >&2; exit 2; fi; \
+	done
 	mkdir -p $(DEMO_DIR)
 	ln -sfn $(abspath config) $(DEMO_DIR)/config
 	ln -sfn $(abspath paper_tables) $(DEMO_DIR)/paper_tables
@@ -46,5 +54,5 @@ lint: setup
 	$(BIN)/ruff check src baselines benchmarks tests
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
 
-clean:
-	rm -rf results logs .snakemake $(DEMO_DIR)
+clean:  # the default demo folder only (a DEMO_DIR given elsewhere is the user's to remove)
+	rm -rf results logs .snakemake demo

@@ -98,6 +98,32 @@ def test_a_trained_tokenizer_is_the_same_file_wherever_it_is_trained(tmp_path):
     assert str(tmp_path).encode() not in (tmp_path / "a.model").read_bytes()
 
 
+
+def test_a_corpus_over_the_sample_size_trains_on_a_seeded_sample(tmp_path, monkeypatch):
+    """SentencePiece's own sample of a corpus over input_sentence_size lines differs between processes whatever its
+    seed; the tokenizer samples such a corpus itself (seeded) and gives SentencePiece at most that many lines."""
+    from strae.data import tokenizer as module
+    from strae.io import sha256_file
+
+    keep = module.sampled_lines(10, 4)
+    assert keep.sum() == 4 and (module.sampled_lines(10, 4) == keep).all() and module.sampled_lines(4, 4) is None
+    corpus = tmp_path / "train.txt"
+    _synthetic_corpus(corpus, n_lines=1500)
+    monkeypatch.setitem(module.TRAINER_SETTINGS, "input_sentence_size", 400)
+    seen = []
+    real = module.spm.SentencePieceTrainer.train
+
+    def counting(**kwargs):
+        lines = list(kwargs.pop("sentence_iterator"))
+        seen.append(len(lines))
+        return real(sentence_iterator=iter(lines), **kwargs)
+
+    monkeypatch.setattr(module.spm.SentencePieceTrainer, "train", counting)
+    module.train_sentencepiece(corpus, tmp_path / "a.model", requested_vocab=300)
+    module.train_sentencepiece(corpus, tmp_path / "b.model", requested_vocab=300)
+    assert seen == [400, 400] and sha256_file(tmp_path / "a.model") == sha256_file(tmp_path / "b.model")
+
+
 def test_sentencepiece_kind_writes_model_and_record(tmp_path):
     corpus = tmp_path / "corpora/xx/train.txt"
     corpus.parent.mkdir(parents=True)

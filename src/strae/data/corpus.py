@@ -218,7 +218,7 @@ def prepare_corpus(
         "sources": [_source_record(s, p) for s, p in zip(corpus_specs, train_paths)],
         "dev_sources": [_source_record(s, p) for s, p in zip(dev_specs, dev_paths)],
         "seconds": round(time.time() - started, 1),
-        "provenance": provenance(packages=package_versions("sentencex", "nltk")),
+        "provenance": provenance(packages=package_versions("sentencex")),
     }
     write_json(out_dir / "meta.json", meta)
     log.info("%s: train %d sentences / %d tokens, dev %d sentences -> %s", lang, n_train, tok_train, n_dev, out_dir)

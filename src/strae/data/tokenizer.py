@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sentencepiece as spm
 
 from strae import paths
@@ -68,7 +69,17 @@ TRAINER_SETTINGS: dict[str, Any] = {
 }
 
 
-SPM_SEED = 0  # SentencePiece's sampling of a corpus over input_sentence_size lines (unseeded it need not repeat)
+SPM_SEED = 0  # the sample of a corpus over input_sentence_size lines (sampled_lines)
+
+
+def sampled_lines(n_lines: int, size: int) -> np.ndarray | None:
+    """Which of ``n_lines`` lines a tokenizer trains on: all (None) up to ``size``, else a seeded sample of ``size``
+    as a mask (SentencePiece's own reservoir sample differs from process to process, whatever its seed)."""
+    if n_lines <= size:
+        return None
+    keep = np.zeros(n_lines, dtype=bool)
+    keep[np.random.default_rng(SPM_SEED).choice(n_lines, size=size, replace=False)] = True
+    return keep
 
 # BPEmb's own download location: bpemb 0.3.6's BPEmb.base_url + model_tpl ("{lang}/{lang}.wiki.bpe.vs{vs}.model")
 BPEMB_URL = "https://nlp.h-its.org/bpemb/{language}/{language}.wiki.bpe.vs{vocab_size}.model"
@@ -169,12 +180,14 @@ def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: in
         # The same bytes on every machine: a model trained from a file records that file's path and its model
         # prefix (here a random temp folder) in its trainer spec, so identical pieces got a different sha256 each
         # time, and a run's data fingerprint with it. Lines from an iterator and the model to a writer record
-        # neither; the sampling of a corpus over input_sentence_size lines is seeded.
-        spm.set_random_generator_seed(SPM_SEED)
+        # neither. SentencePiece's own sampling of a corpus over input_sentence_size lines does not repeat, even
+        # seeded: such a corpus is sampled here instead, seeded, and SentencePiece gets at most that many lines.
+        keep = sampled_lines(n_lines, TRAINER_SETTINGS["input_sentence_size"])
         with atomic_path(out, suffix=".model") as tmp_model, open(normalized, encoding="utf-8") as lines, \
                 open(tmp_model, "wb") as writer:
+            chosen = lines if keep is None else (line for i, line in enumerate(lines) if keep[i])
             spm.SentencePieceTrainer.train(
-                sentence_iterator=lines, model_writer=writer, vocab_size=vocab, num_threads=threads,
+                sentence_iterator=chosen, model_writer=writer, vocab_size=vocab, num_threads=threads,
                 minloglevel=2, **TRAINER_SETTINGS,
             )
     actual = spm.SentencePieceProcessor(model_file=str(out)).get_piece_size()
