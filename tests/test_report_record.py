@@ -252,6 +252,13 @@ def test_record_refuses_tables_older_than_the_scores(tmp_path):
     assert not (tmp_path / "out/stale").exists()
     assert report.main(render) == 0
     assert rec.main(["--name", "rendered-again", *common]) == 0
+    # a failed seed added later (e.g. carried) leaves every mean and n as they were; the table must still be fresh
+    failed = scores[(scores["model"] == "glove") & (scores["seed"] == "0")].copy()
+    failed["seed"], failed["status"], failed["score"] = "9", "failed", ""
+    failed["source_json"] = failed["source_json"].str.replace("seed0", "seed9")
+    pd.concat([scores, failed]).to_csv(results / "scores.csv", index=False)
+    with pytest.raises(SystemExit, match=r"table3.csv: not what .* renders now — row 'GloVe'.*n_failed 0 vs 1"):
+        rec.main(["--name", "stale-failed", *common])
 
 
 def test_record_accepts_tables_with_another_languages_half(tmp_path):
@@ -287,12 +294,14 @@ def test_record_accepts_tables_with_another_languages_half(tmp_path):
 
 
 # ------------------------------------------------------------------------------- what is left (strae record --todo)
-def _todo_record(tmp_path, runs):
-    """A record whose scores.csv holds one evaluation row per (language, model, setting, seed) of ``runs``."""
-    record = tmp_path / "reproductions" / "gpu-test"
+def _todo_record(tmp_path, runs, name="gpu-test"):
+    """A record whose scores.csv holds one evaluation row per (language, model, setting, seed[, eval_label]) of
+    ``runs`` (the paper variant)."""
+    record = tmp_path / "reproductions" / name
     record.mkdir(parents=True)
-    pd.DataFrame([dict(language=lang, model=model, setting=setting, seed=seed, task="sts12", score=50.0)
-                  for lang, model, setting, seed in runs]).to_csv(record / "scores.csv", index=False)
+    pd.DataFrame([dict(language=run[0], model=run[1], setting=run[2], seed=run[3], variant="paper",
+                       eval_label=run[4] if len(run) > 4 else "", task="sts12", score=50.0)
+                  for run in runs]).to_csv(record / "scores.csv", index=False)
     (record / "manifest.json").write_text(json.dumps({"name": "gpu-test", "created": "2026-11-27T00:00:00+00:00"}))
     return record
 
@@ -309,7 +318,8 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     config = rec.load_config(config_path)
     tables = rec.report.load_tables(tables_path)
     done = [("en", "selfstrae", "ceco_linear_sentential_k128_u2", seed) for seed in (0, 1)]
-    record = _todo_record(tmp_path, done + [("en", "glove", "words_w10_d256", 0)])
+    record = _todo_record(tmp_path, done + [("en", "glove", "words_w10_d256", 0),
+                                            ("en", "glove", "words_w10_d256", 0, "stopword_rm")])
     rows = {row["key"]: row for row in rec.remaining(record, config, tables)}
     # SemEval Table 2: the 5-point k x u grid, 4 seeds; two of its runs are in the record
     table2 = rows["selfstrae_table2"]
@@ -328,6 +338,12 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     assert len(glove) == 4 and [run.seed for run in table3["left"] if run.model == "glove"] == [1, 2, 3]
     assert "glove" in rec.disabled_baselines(config) and "selfstrae" not in rec.disabled_baselines(config)
     assert "multiview_table1" not in rows and "banyan_table6" not in rows  # no runs of the config's experiments
+    # per evaluation: a run whose plain evaluation is recorded but not its stop-word one is left, with that target
+    plain_only = _todo_record(tmp_path / "other", [("en", "glove", "words_w10_d256", 0)], name="plain-only")
+    table3 = {row["key"]: row for row in rec.remaining(plain_only, config, tables)}["banyan_table3"]
+    assert [run.seed for run in table3["left"] if run.model == "glove"] == [0, 1, 2, 3]
+    glove_seed0 = [t for t in table3["targets"] if "/glove/" in t and "/seed0." in t]
+    assert glove_seed0 == ["results/eval/en/glove/words_w10_d256@stopword_rm/seed0.paper.json"]
     # without a record every run is left
     assert all(len(row["left"]) == len(row["runs"]) for row in rec.remaining(None, config, tables))
     # the CLI: one table's evaluation targets, one per line

@@ -413,3 +413,15 @@ def test_best_seed_chosen_on_the_select_on_columns_never_on_a_test_column(tmp_pa
     assert list(cells["best_seed"]) == [1, 1]
     with pytest.raises(SystemExit, match=r"tables.t.select_on names no column of the table: \['Devv'\]"):
         report.build_table("t", {"tables": {"t": {**table, "select_on": ["Devv"]}}}, scores, tmp_path, {})
+
+
+def test_best_seed_is_never_a_seed_without_a_column_other_seeds_have(tmp_path):
+    """A seed with no row for a column has no entry there: ranked on its other columns alone it could win and leave
+    that column without a seed. Seed 3 has only column A (the best A); seeds 0 and 1 have both: seed 1 is chosen."""
+    table = {"title": "t", "model": "selfstrae", "setting": "ceco_linear_sentential_k2_u2", "language": "xx",
+             "aggregate": "best_seed", "columns": {"A": {"task": "a"}, "B": {"task": "b"}}, "rows": [{"label": "X"}]}
+    rows = [_row(0, "a", 10.0), _row(0, "b", 10.0), _row(1, "a", 20.0), _row(1, "b", 20.0), _row(3, "a", 90.0)]
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    cells = report.build_table("t", {"tables": {"t": table}}, report.load_scores(path), tmp_path, {}).set_index("column")
+    assert list(cells["best_seed"]) == [1, 1] and list(cells["mean"]) == [20.0, 20.0]

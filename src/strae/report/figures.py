@@ -37,7 +37,8 @@ def _save(fig, png: str, pdf: str) -> None:
     fig.tight_layout()
     for path, fmt in ((png, "png"), (pdf, "pdf")):
         with atomic_path(path, suffix=f".{fmt}") as tmp:
-            fig.savefig(tmp, format=fmt, dpi=150)
+            # no creation date in the PDF: the same figure rebuilt from the same scores is the same file
+            fig.savefig(tmp, format=fmt, dpi=150, metadata={"CreationDate": None} if fmt == "pdf" else None)
     plt.close(fig)
 
 

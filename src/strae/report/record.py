@@ -242,11 +242,13 @@ def _check_carried(results: Path, carried: Path) -> None:
 
 # a rendered cell's identity and what it must agree on with a fresh rendering from results/scores.csv
 _CELL_KEY = ["table", "half", "row", "column", "language"]
-_CELL_CHECKED = ["status", "mean", "n_seeds"]
+_CELL_CHECKED = ["status", "mean", "n_seeds", "n_failed", "std", "beside_mean"]
+_CELL_NUMBERS = ["mean", "n_seeds", "n_failed", "std", "beside_mean"]
 
 
 def _first_difference(recorded: pd.DataFrame, fresh: pd.DataFrame) -> str | None:
-    """The first cell where a rendered table and a fresh rendering disagree (status, mean, n seeds), in words."""
+    """The first cell where a rendered table and a fresh rendering disagree (status, mean, n seeds, failed seeds,
+    std, the metric beside), in words. A column a table rendered before it existed is not compared."""
     def text(value: Any) -> str:  # a key value as text, the same whether read from CSV or rendered in memory
         if value is None or (isinstance(value, float) and math.isnan(value)):
             return ""
@@ -256,10 +258,11 @@ def _first_difference(recorded: pd.DataFrame, fresh: pd.DataFrame) -> str | None
         frame = frame.copy()
         for column in _CELL_KEY:
             frame[column] = [text(v) for v in frame[column]] if column in frame else ""
-        for column in ("mean", "n_seeds"):
-            frame[column] = pd.to_numeric(frame[column], errors="coerce")
+        for column in _CELL_NUMBERS:
+            frame[column] = pd.to_numeric(frame[column], errors="coerce") if column in frame else math.nan
         return frame[_CELL_KEY + _CELL_CHECKED].set_index(_CELL_KEY)
     old, new = keyed(recorded), keyed(fresh)
+    compared = [c for c in _CELL_NUMBERS if c in recorded and c in fresh]
     for key in new.index.union(old.index):
         where = f"row {key[2]!r} column {key[3]!r}" + (f" ({key[4]})" if key[4] else "")
         if key not in old.index or key not in new.index:
@@ -267,11 +270,11 @@ def _first_difference(recorded: pd.DataFrame, fresh: pd.DataFrame) -> str | None
         a, b = old.loc[key], new.loc[key]
         if isinstance(a, pd.DataFrame) or isinstance(b, pd.DataFrame):  # duplicate keys: compare as whole
             a, b = a.iloc[0], b.iloc[0]
-        same_mean = (math.isnan(a["mean"]) and math.isnan(b["mean"])) or abs(a["mean"] - b["mean"]) <= 1e-6
-        same_seeds = (math.isnan(a["n_seeds"]) and math.isnan(b["n_seeds"])) or a["n_seeds"] == b["n_seeds"]
-        if a["status"] != b["status"] or not same_mean or not same_seeds:
+        differs = [c for c in compared if not ((math.isnan(a[c]) and math.isnan(b[c])) or abs(a[c] - b[c]) <= 1e-6)]
+        if a["status"] != b["status"] or differs:
+            what = ", ".join(f"{c} {a[c]:.4g} vs {b[c]:.4g}" for c in differs) or "status"
             return (f"{where} reads {a['status']} {a['mean']:.4g} ({a['n_seeds']:g} seeds), scores.csv gives "
-                    f"{b['status']} {b['mean']:.4g} ({b['n_seeds']:g} seeds)")
+                    f"{b['status']} {b['mean']:.4g} ({b['n_seeds']:g} seeds): {what}")
     return None
 
 
@@ -490,20 +493,23 @@ def multiview_block(record: Path, relative_to: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------ what is left to train
-def recorded_runs(record: Path) -> set[tuple[str, str, str, int]]:
-    """(language, model, setting, seed) of every run with an evaluation in ``record``'s scores.csv: trained, failed
-    seeds included (a diverged seed is a result, not a run to repeat)."""
+def recorded_evaluations(record: Path) -> set[tuple[str, ...]]:
+    """The evaluations in ``record``'s scores.csv, keyed as :func:`strae.evaluate.aggregate.evaluation_key`
+    (language, model, setting, seed, variant, evaluation label): trained and scored, failed seeds included (a
+    diverged seed is a result, not a run to repeat)."""
     path = record / "scores.csv"
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         missing = {"language", "model", "setting", "seed"} - set(reader.fieldnames or ())
         if missing:
             raise SystemExit(f"{path}: not a scores.csv (no column {', '.join(sorted(missing))})")
-        return {(row["language"], row["model"], row["setting"], int(row["seed"])) for row in reader}
+        return {evaluation_key(row) for row in reader}
 
 
-def _run_key(run: plan.Run) -> tuple[str, str, str, int]:
-    return run.language, run.model, run.setting, run.seed
+def _evaluation_key(run: plan.Run, option: str | None, variant: str) -> tuple[str, ...]:
+    """An evaluation a table reads, keyed as the record's rows (:func:`recorded_evaluations`)."""
+    return evaluation_key({"language": run.language, "model": run.model, "setting": run.setting,
+                           "seed": str(run.seed), "variant": variant, "eval_label": option or ""})
 
 
 def remaining(record: Path | None, config: dict[str, Any], tables: dict[str, Any]) -> list[dict[str, Any]]:
@@ -512,7 +518,9 @@ def remaining(record: Path | None, config: dict[str, Any], tables: dict[str, Any
     `snakemake` or tools/campaign_chunk.sh is given). Runs are in the workflow's order; targets seed by seed (every
     setting's seed 0 before any seed 1, ...), so a campaign cut short by its compute has each cell's first seed (the
     table's shape) before the spread of any one cell."""
-    done = recorded_runs(record) if record is not None else set()
+    # per evaluation, not per run: a run whose plain evaluation is recorded but not its labelled one (GloVe's stop-word
+    # removal) or another variant still has a target left
+    done = recorded_evaluations(record) if record is not None else set()
     # A baseline the config leaves disabled (the paper config's GloVe and RoBERTa: CPU / long jobs a user turns on)
     # still has rows in the papers' tables, so its runs count; runs_text() says which are off
     config = copy.deepcopy(config)
@@ -528,13 +536,15 @@ def remaining(record: Path | None, config: dict[str, Any], tables: dict[str, Any
         runs = list(dict.fromkeys(run for run, _, _ in evaluations))
         if not runs:
             continue
-        left = [run for run in runs if _run_key(run) not in done]
+        missing = [(run, option, variant) for run, option, variant in evaluations
+                   if _evaluation_key(run, option, variant) not in done]
+        incomplete = {run for run, _, _ in missing}
+        left = [run for run in runs if run in incomplete]
         out.append({"key": key, "target": paths.table_file(key, "csv").as_posix(),
                     "title": str(tables["tables"][key].get("title", key)).split(":", 1)[0],
                     "runs": runs, "left": left,
                     "targets": [run.eval_json(variant, option) for run, option, variant
-                                in sorted(evaluations, key=lambda evaluation: evaluation[0].seed)  # stable
-                                if _run_key(run) not in done]})
+                                in sorted(missing, key=lambda evaluation: evaluation[0].seed)]})  # stable
     return out
 
 

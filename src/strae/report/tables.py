@@ -253,6 +253,7 @@ def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: ScoreGroups) 
     has every task."""
     select_on = table.get("select_on")
     totals: dict[int, list[float]] = {}
+    considered = 0  # columns with a value for some seed
     for label, column in table["columns"].items():
         tasks = _column_tasks(column)
         if not tasks or row.get("external") or other_half(row, column):
@@ -260,9 +261,13 @@ def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: ScoreGroups) 
         if select_on is not None and label not in select_on:
             continue
         values, _ = _seed_values(scores, cell_selector(table, row, column), tasks, column.get("metric", SPEARMAN))
+        considered += bool(values)
         for seed, value in values.items():
             totals.setdefault(seed, []).append(value)
-    complete = {seed: float(np.mean(v)) for seed, v in totals.items() if not any(math.isnan(x) for x in v)}
+    # a seed is ranked only with a value in every column some seed has (one without a row for a column has no
+    # entry there: ranked on fewer columns it could win, and leave that column without a seed)
+    complete = {seed: float(np.mean(v)) for seed, v in totals.items()
+                if len(v) == considered and not any(math.isnan(x) for x in v)}
     return max(complete, key=complete.get) if complete else None
 
 
