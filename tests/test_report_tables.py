@@ -423,5 +423,6 @@ def test_best_seed_is_never_a_seed_without_a_column_other_seeds_have(tmp_path):
     rows = [_row(0, "a", 10.0), _row(0, "b", 10.0), _row(1, "a", 20.0), _row(1, "b", 20.0), _row(3, "a", 90.0)]
     path = tmp_path / "scores.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    cells = report.build_table("t", {"tables": {"t": table}}, report.load_scores(path), tmp_path, {}).set_index("column")
+    scores = report.load_scores(path)
+    cells = report.build_table("t", {"tables": {"t": table}}, scores, tmp_path, {}).set_index("column")
     assert list(cells["best_seed"]) == [1, 1] and list(cells["mean"]) == [20.0, 20.0]
