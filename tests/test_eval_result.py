@@ -119,6 +119,21 @@ def test_future_schema_is_refused_naming_the_file(tmp_path):
         EvalResult.from_disk(tmp_path / "future.json")
 
 
+def test_aggregate_refuses_a_snapshots_evaluation_and_two_files_of_one_evaluation(tmp_path):
+    """A mid-training snapshot's evaluation (its run still `running`) would be averaged like a finished run's; two
+    JSONs of one evaluation would leave a table to keep one of them silently."""
+    source = FIXTURE / OLD_JSONS[0]
+    (tmp_path / "copy.json").write_bytes(source.read_bytes())
+    with pytest.raises(SystemExit, match=r"copy\.json and .*: two evaluations of "):
+        aggregate.aggregate([source, tmp_path / "copy.json"])
+    document = json.loads(source.read_text())
+    document["run"]["status"] = "running"
+    (tmp_path / "snapshot.json").write_text(json.dumps(document))
+    with pytest.raises(SystemExit, match=r"snapshot\.json: the evaluation of a run still training"):
+        aggregate.aggregate([tmp_path / "snapshot.json"])
+    assert aggregate.aggregate([source])  # one file of one evaluation: rows
+
+
 # ------------------------------------------------------------------------------------------------- labels
 def test_table_setting_adds_the_label_once():
     assert table_setting("words_w10_d256", None) == "words_w10_d256"

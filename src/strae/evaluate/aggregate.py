@@ -133,9 +133,21 @@ def rows_from_document(document: dict[str, Any], source: str) -> list[dict[str, 
 
 
 def aggregate(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """The rows of every JSON. Refused: an evaluation of a run still training (a mid-training snapshot's: its scores
+    would be averaged like a finished run's), and two JSONs of one evaluation (a table would keep one silently)."""
     rows: list[dict[str, Any]] = []
+    sources: dict[tuple[str, ...], str] = {}
     for path in paths:
-        rows.extend(rows_from_result(EvalResult.from_disk(path), str(path)))
+        found = rows_from_result(EvalResult.from_disk(path), str(path))
+        if found and found[0]["status"] == "running":
+            raise SystemExit(f"{path}: the evaluation of a run still training (train.json status running: a "
+                             "mid-training snapshot?), not a finished run's; leave it out")
+        key = evaluation_key(found[0]) if found else None
+        if key in sources:
+            raise SystemExit(f"{path} and {sources[key]}: two evaluations of {'/'.join(key)}; give one")
+        if key is not None:
+            sources[key] = str(path)
+        rows.extend(found)
     return rows
 
 
