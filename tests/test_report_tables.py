@@ -426,3 +426,19 @@ def test_best_seed_is_never_a_seed_without_a_column_other_seeds_have(tmp_path):
     scores = report.load_scores(path)
     cells = report.build_table("t", {"tables": {"t": table}}, scores, tmp_path, {}).set_index("column")
     assert list(cells["best_seed"]) == [1, 1] and list(cells["mean"]) == [20.0, 20.0]
+
+
+def test_a_seed_without_every_task_of_a_cell_is_named_not_silently_dropped(tmp_path):
+    """Seeds 0-1 have both tasks of the Score cell, seed 2 only one: the per-task cell counts 3 seeds, the Score
+    cell 2, and says which seed it left out (the Markdown too), so its n is not read as every seed there is."""
+    table = {"title": "t", "model": "selfstrae", "setting": "ceco_linear_sentential_k2_u2", "language": "xx",
+             "columns": {"A": {"task": "a"}, "Score": {"mean_of": ["a", "b"]}}, "rows": [{"label": "X"}]}
+    rows = [_row(0, "a", 10.0), _row(0, "b", 10.0), _row(1, "a", 20.0), _row(1, "b", 20.0), _row(2, "a", 30.0)]
+    path = tmp_path / "scores.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    cells = report.build_table("t", {"tables": {"t": table}}, report.load_scores(path), tmp_path, {})
+    by_column = cells.set_index("column")
+    assert by_column.loc["A", "n_seeds"] == 3 and by_column.loc["Score", "n_seeds"] == 2
+    assert "seed 2 lacks a task of this cell" in by_column.loc["Score", "note"]
+    assert "seed 2" not in str(by_column.loc["A", "note"])
+    assert "(n=2) (seed 2 lacks a task of this cell: left out of it)" in report.to_markdown(cells, "t")

@@ -165,6 +165,9 @@ def _seed_values(scores: ScoreGroups, selector: dict[str, Any], tasks: list[str]
     return values, failed - set(values)
 
 
+# a cell's note for the seeds it leaves out (Markdown: after the reproduced value)
+INCOMPLETE_NOTE = "lacks a task of this cell: left out of it"
+
 # paper_note of a cell in a column/row added for a language the paper never had (Markdown: "paper —")
 NOT_IN_PAPER = "the paper has no result for this language"
 
@@ -301,6 +304,13 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
     base.update(tasks=";".join(tasks), n_failed=len(failed), metric=metric)
     measured = {seed: value for seed, value in values.items() if not math.isnan(value)}
     base["seeds"] = ";".join(str(s) for s in sorted(measured))
+    # a seed evaluated (under this cell's selector) but without every task of the cell is left out of its mean:
+    # said, so n is not read as every seed there is (and a Score cell's n can differ from its columns')
+    listed = {int(seed) for seed in scores.rows(selector)["seed"].dropna()}
+    incomplete = sorted((listed - set(values) - failed) | (set(values) - set(measured)))
+    if incomplete and measured:
+        lacking = f"seed{'s' if len(incomplete) > 1 else ''} {', '.join(map(str, incomplete))}"
+        base["note"] = "; ".join(filter(None, [base["note"], f"{lacking} {INCOMPLETE_NOTE}"]))
     if not values and not failed:
         return dict(base, status="not run", note=f"needs {column['needs']}" if column.get("needs") else "")
     if not measured:
@@ -358,6 +368,8 @@ def format_cell(cell: pd.Series) -> str:
             reproduced = f"{_fmt(cell['mean'])}{spread} (n={cell['n_seeds']})"
         if cell["n_failed"]:
             reproduced += f", {cell['n_failed']} failed"
+        if INCOMPLETE_NOTE in str(cell.get("note") or ""):
+            reproduced += f" ({next(n for n in str(cell['note']).split('; ') if INCOMPLETE_NOTE in n)})"
         reproduced += _metric_suffix(cell)
     elif status == "external":
         reproduced = "external"
