@@ -446,15 +446,11 @@ def build_model(args, n_tokens: int) -> tuple[GloveModel, RowOptimizer]:
 
 def resume(out: Path, record: RunRecord, model: GloveModel, optimizer: RowOptimizer) -> int:
     """The first epoch to train: 0, or the one after checkpoint.pt's (tables, optimiser, history restored).
-    Labels and --epochs may change between sessions; anything that changes the optimisation may not."""
+    Labels and --epochs may change between sessions; anything else was held to the checkpoint by refuse_unresumable."""
     checkpoint_path = out / CHECKPOINT_FILE
     if not checkpoint_path.exists():
         return 0
-    state = load_checkpoint(checkpoint_path)
-    changed = _differences(state["config"], record.config, ignore=_compared_away(state["config"]))
-    if changed:
-        raise SystemExit(f"{checkpoint_path}: made with different {', '.join(changed)}; delete the run "
-                         f"directory or use another --out")
+    state = load_checkpoint(checkpoint_path)  # its settings were checked before anything was written
     model.load_state_dict(state["model"])
     optimizer.load_state_dict(state["optimizer"])
     record.history[:] = state["history"]

@@ -500,9 +500,8 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
             if steps_exhausted(job, state) and state.epoch_sums:
                 # stopped by a signal at its --max-steps step, before that epoch's dev evaluation and history
                 # entry: they are made now, as an uninterrupted run made them
-                n_batches = len(batch_indices(epoch_order(len(job.train_corpus), job.settings.seed, state.epoch),
-                                              job.settings.batch_size))
-                end_epoch(job, state, record, state.batch_in_epoch < n_batches, time.perf_counter())
+                end_epoch(job, state, record, state.batch_in_epoch < len(epoch_batches(job, state.epoch)),
+                          time.perf_counter())
         except TrainingFailed as failure:
             state.sessions.close(state.global_step, "failure")
             return record.fail(job.out, str(failure), job.args.record_failure)
@@ -721,12 +720,16 @@ def start_session(job: Job, state: State) -> RunRecord:
     return record
 
 
+def epoch_batches(job: Job, epoch: int) -> list[np.ndarray]:
+    """Epoch ``epoch``'s batches of sentence indices (its seeded order, cut into --batch-size slices)."""
+    return batch_indices(epoch_order(len(job.train_corpus), job.settings.seed, epoch), job.settings.batch_size)
+
+
 def run_epoch(job: Job, state: State, record: RunRecord, step_callback: Callable[[int], None] | None) -> str:
     """Train the rest of epoch ``state.epoch``, evaluate dev, checkpoint. Returns "completed", "max_steps" (cut
     short by --max-steps; evaluated) or "stopped" (a signal asked to stop: checkpointed where it stands, no dev
     evaluation)."""
-    order = epoch_order(len(job.train_corpus), job.settings.seed, state.epoch)
-    batches = batch_indices(order, job.settings.batch_size)
+    batches = epoch_batches(job, state.epoch)
     if state.batch_in_epoch == 0:
         state.epoch_sums = {}
     state.model.train()

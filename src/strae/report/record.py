@@ -144,10 +144,6 @@ def _fmt(value: float) -> str:
     return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.2f}"
 
 
-def _std_text(std: float) -> str:
-    return f" ± {std:.3f}" if std < 0.01 else f" ± {std:.2f}"
-
-
 def record_counts(record: Path, entry: dict[str, Any]) -> dict[str, Any]:
     """A record table's counts, from its rendered CSV (under the rules of this code: a record made before the paper's
     own std was counted has it too), or as its manifest wrote them when the CSV is gone."""
@@ -211,7 +207,7 @@ def write_summary(record: Path, tables: list[tuple[str, dict[str, Any], pd.DataF
                 n_seeds = cell["n_seeds"]
                 std = cell.get("std", math.nan)
                 std = "" if math.isnan(std) or math.isnan(n_seeds) or n_seeds < 2 else f" ± {std:.2f}"
-                paper_std = "" if math.isnan(cell["paper_std"]) else _std_text(cell["paper_std"])
+                paper_std = "" if math.isnan(cell["paper_std"]) else f" ± {report.paper_std_text(cell['paper_std'])}"
                 half = f"{cell['half']} | " if halves else ""
                 out.append(f"| {half}{cell.get('row', '')} | {cell.get('column', '')} | {cell['mean']:.2f}{std} | "
                            f"{int(n_seeds) if not math.isnan(n_seeds) else ''} | "

@@ -333,6 +333,11 @@ def _cell(table, row, column, scores, param_counts, aggregate, best_seed) -> dic
                 n_seeds=len(measured))
 
 
+def paper_std_text(std: float) -> str:
+    """A paper's std as the tables print it: three decimals below 0.01 (Banyan's 0.002 is not 0.00)."""
+    return _fmt(std, 3 if std < 0.01 else 2)
+
+
 def _fmt(value: float, digits: int = 2) -> str:
     return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
@@ -383,7 +388,7 @@ def format_cell(cell: pd.Series) -> str:
     if paper and not math.isnan(cell.get("paper_tolerance", math.nan)):
         paper = f"≈{paper}"  # printed as an approximation: matched within its printed precision (strae record)
     if paper and not math.isnan(cell["paper_std"]):
-        paper += f" ± {_fmt(cell['paper_std'], 3 if cell['paper_std'] < 0.01 else 2)}"
+        paper += f" ± {paper_std_text(cell['paper_std'])}"
     missing = "paper —" if cell.get("paper_note") == NOT_IN_PAPER else "paper n/a"
     parts = [reproduced, f"paper {paper}" if paper else missing]
     if not math.isnan(cell["delta"]):
