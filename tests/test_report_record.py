@@ -189,6 +189,38 @@ def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
     assert sorted(scores.groupby("language")["git_sha"].first().items()) == [("af", "old"), ("en", "new")]
 
 
+def test_a_restarted_run_whose_scores_are_carried_keeps_the_carried_train_json(results, tmp_path):
+    """results/ holds a newer train.json of a run (restarted, not evaluated again) while scores.csv holds the carried
+    record's evaluation of it: the record pairs those scores with the carried train.json, not the newer one; a run
+    evaluated again in results/ takes its own train.json."""
+    from strae.evaluate import aggregate as agg
+    out = tmp_path / "reproductions"
+    old_results = tmp_path / "old_results"
+    for lang in ("af", "en"):
+        run = old_results / f"runs/{lang}/banyan/ce_diagonal_entangled_k128_u2/seed0"
+        run.mkdir(parents=True)
+        (run / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "old box"}}))
+    agg.write_scores_csv(_score_rows("af", 0, 60.0, "old") + _score_rows("en", 0, 10.0, "old"),
+                         old_results / "scores.csv")
+    rec.main(["--name", "cpu-old", "--results", str(old_results), "--out", str(out), "--no-readme"])
+    old = out / "cpu-old"
+    # results/: af restarted (its new train.json, its evaluation not made again); en trained and evaluated again
+    af = results / "runs/af/banyan/ce_diagonal_entangled_k128_u2/seed0"
+    af.mkdir(parents=True)
+    (af / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "new box"}}))
+    agg.write_scores_csv(agg.with_carried(_score_rows("en", 0, 50.0, "new"), [old / "scores.csv"]),
+                         results / "scores.csv")
+    shutil.rmtree(results / "runs/en")
+    en = results / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0"
+    en.mkdir(parents=True)
+    (en / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "new box"}}))
+    rec.main(["--name", "new", "--results", str(results), *_hand_made(results), "--out", str(out), "--no-readme",
+              "--carry", str(old)])
+    device = {lang: json.loads((out / f"new/runs/{lang}/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json")
+                               .read_text())["provenance"]["device"] for lang in ("af", "en")}
+    assert device == {"af": "old box", "en": "new box"}
+
+
 def test_carrying_a_file_that_is_not_a_scores_csv_names_it(tmp_path):
     from strae.evaluate import aggregate as agg
     bad = tmp_path / "table1.csv"

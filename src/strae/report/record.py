@@ -27,7 +27,9 @@ hand `snakemake` or tools/campaign_chunk.sh.
 A campaign spread over machines or sessions (results/ does not survive a machine) grows record by record:
 ``strae aggregate --carry OLD/scores.csv ...`` puts an earlier record's evaluations beside the new ones, the tables
 are rendered from both (``strae report tables``), and ``strae record --carry OLD`` takes OLD's ``train.json`` files
-for the runs results/ does not have, so the new record is complete on its own; its manifest names what it carries.
+for the runs results/ does not have (and for a run whose scores in results/scores.csv are OLD's, even where
+results/ holds a newer train.json of it), so the new record is complete on its own; its manifest names what it
+carries.
 """
 from __future__ import annotations
 
@@ -319,10 +321,49 @@ def _train_jsons(root: Path) -> list[Path]:
                   if not any(part.startswith(MULTIVIEW_MODEL_PREFIX) for part in p.relative_to(root).parts))
 
 
+def _evaluations_by_run(scores_csv: Path) -> dict[tuple[str, ...], set[tuple[str, ...]]]:
+    """Each run's evaluation rows in a scores.csv, (language, model, run setting, seed) -> the rows as compared
+    (evaluation, task, subset, level, split, score to 9 digits, the evaluating commit)."""
+    runs: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    with open(scores_csv, encoding="utf-8", newline="") as handle:
+        for row in csv.DictReader(handle):
+            key = evaluation_key(row)
+            try:
+                score = f"{float(row.get('score') or 'nan'):.9g}"
+            except ValueError:
+                score = str(row.get("score"))
+            runs.setdefault(key[:4], set()).add(
+                (*key, *(str(row.get(c) or "") for c in ("task", "subset", "level", "split")), score,
+                 str(row.get("git_sha") or "")))
+    return runs
+
+
+def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
+    """Where each run's train.json comes from (its path under runs/ -> the folder holding it): the carried record
+    whose scores.csv holds exactly the run's evaluations in results/scores.csv — those scores were made from that
+    train.json's run, even when results/ holds a newer one of the run (restarted, not yet evaluated) — else
+    results/, else the first carried record that has one."""
+    sources: dict[Path, list[Path]] = {}
+    for root in (results, *carry):
+        for train_json in _train_jsons(root):
+            sources.setdefault(train_json.relative_to(root), []).append(root)
+    recorded = _evaluations_by_run(results / "scores.csv")
+    carried = {root: _evaluations_by_run(root / "scores.csv") for root in carry}
+    chosen = {}
+    for relative, roots in sorted(sources.items()):
+        parts = relative.parts  # runs/<lang>/<model>/<setting>/seed<N>/train.json
+        run = (*parts[1:4], parts[4].removeprefix("seed")) if len(parts) == 6 else None
+        scored_by = [root for root in roots
+                     if root != results and recorded.get(run) and carried[root].get(run) == recorded[run]]
+        chosen[relative] = (scored_by or roots)[0]
+    return chosen
+
+
 def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | None = None,
                  tables_file: Path | None = None, paper_dir: Path | None = None) -> Path:
     """Copy results/ into out_root/name (tables, figures, scores.csv, every run's train.json) + summary + manifest;
-    ``carry``: earlier records whose runs' train.json join where results/ has none for the run; ``tables_file`` and
+    ``carry``: earlier records whose runs' train.json join where results/ has none for the run or where the run's
+    scores are the carried record's (:func:`_train_json_sources`); ``tables_file`` and
     ``paper_dir`` (default: the effective config's ``report`` block) re-render the tables to check them against
     scores.csv."""
     if not (results / "scores.csv").exists():
@@ -350,18 +391,13 @@ def _fill_record(staging: Path, name: str, results: Path, carry: list[Path]) -> 
     """The record's files, into ``staging``: scores, every run's train.json, tables, figures, summary, manifest."""
     shutil.copy2(results / "scores.csv", staging / "scores.csv")
     runs, devices = 0, set()
-    # results/ first, then each carried record in order: a run present in an earlier source keeps that train.json
-    for root in (results, *carry):
-        for train_json in _train_jsons(root):
-            relative = train_json.relative_to(root)
-            if (staging / relative).exists():
-                continue
-            (staging / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(train_json, staging / relative)
-            runs += 1
-            device = RunRecord.from_disk(train_json.parent).provenance.get("device")
-            if device:
-                devices.add(str(device))
+    for relative, root in _train_json_sources(results, carry).items():
+        (staging / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / relative, staging / relative)
+        runs += 1
+        device = RunRecord.from_disk((root / relative).parent).provenance.get("device")
+        if device:
+            devices.add(str(device))
     tables = []
     for csv_path in _table_files(results):
         relative = csv_path.relative_to(results)
@@ -604,7 +640,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-readme", action="store_true", help="do not touch the README")
     parser.add_argument("--carry", action="append", type=Path, default=[], metavar="RECORD",
                         help="an earlier record (reproductions/<name>/) whose runs' train.json join the new record "
-                             "where results/ has none; its evaluations must be in results/scores.csv (strae "
+                             "where results/ has none or where the run's scores are the carried ones; its evaluations "
+                             "must be in results/scores.csv (strae "
                              "aggregate --carry). Repeatable")
     parser.add_argument("--todo", action="store_true",
                         help="print, per paper table, the runs the newest record lacks (nothing is written)")
