@@ -18,6 +18,7 @@ pytest.importorskip("strae.data.tokenized", reason="strae.data.tokenized is not 
 
 from strae import runs  # noqa: E402
 from strae import train as trainer  # noqa: E402
+from strae.io import sha256_file  # noqa: E402
 
 WORDS = (
     "the a cat dog sat on mat ran over hill big small red green house tree bird sang under river bank "
@@ -437,7 +438,28 @@ def test_export_checkpoint_is_labelled_mid_training(tiny, tmp_path):
     assert trainer.train([*args, "--export-checkpoint", str(export)]) == 0
     record = json.loads((export / "train.json").read_text())
     assert record["status"] == "running" and record["snapshot"]["global_step"] == 4
+    assert record["snapshot"]["source_sha256"] == sha256_file(out / "checkpoint.pt")
     assert (export / "encoder.json").exists() and not (out / "encoder.json").exists()
+
+
+def test_an_export_names_the_checkpoint_bytes_it_loaded(tmp_path, monkeypatch):
+    """The trainer replaces checkpoint.pt (a rename) while an export may be reading it: the export's sha256 is that
+    of the bytes it loaded, not of whatever file is there after."""
+    run = tmp_path / "run"
+    run.mkdir()
+    runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 4})
+    read = Path.read_bytes
+
+    def read_then_replaced(path):
+        data = read(path)
+        runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 6})  # the trainer's next checkpoint lands
+        return data
+    monkeypatch.setattr(Path, "read_bytes", read_then_replaced)
+    state, sha256, path = runs.checkpoint_to_export(run)
+    monkeypatch.undo()
+    assert state["global_step"] == 4 and path == run / "checkpoint.pt"
+    runs.save_checkpoint(tmp_path / "four.pt", {"global_step": 4})
+    assert sha256 == sha256_file(tmp_path / "four.pt") != sha256_file(run / "checkpoint.pt")
 
 
 def test_missing_data_is_a_clear_error(tiny, tmp_path):

@@ -293,10 +293,9 @@ def export_checkpoint(args) -> int:
     """Snapshot of a run in progress (or stopped): vectors of the last finished epoch, loadable by
     ``strae evaluate``; train.json keeps status 'running' and says which epoch it is."""
     out, dest = args.out, args.export_checkpoint
-    checkpoint_path = checkpoint_to_export(out, "has the first epoch finished?")
+    state, sha256, checkpoint_path = checkpoint_to_export(out, "has the first epoch finished?")
     if not (out / VOCAB_FILE).exists():
         raise SystemExit(f"{out / VOCAB_FILE}: missing; {checkpoint_path} cannot be exported without it")
-    state = load_checkpoint(checkpoint_path)
     config = state["config"]
     vocab = read_json(out / VOCAB_FILE)
     model = GloveModel(len(vocab["tokens"]), int(config["dim"]))
@@ -306,18 +305,19 @@ def export_checkpoint(args) -> int:
                            np.asarray(vocab["counts"], dtype=np.int64))
     if config["tokenization"] == "subword":
         copy_tokenizer(out / TOKENIZER_FILE if (out / TOKENIZER_FILE).exists() else config["tokenizer"], dest)
-    write_snapshot_record(args, dest, state, vocab, n_saved, checkpoint_path)
+    write_snapshot_record(args, dest, state, vocab, n_saved, checkpoint_path, sha256)
     print(f"exported {checkpoint_path} (after epoch {state['epoch'] + 1} of {config['epochs']}) -> {dest}")
     return 0
 
 
-def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: int, checkpoint_path: Path) -> None:
+def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: int, checkpoint_path: Path,
+                          sha256: str) -> None:
     """The snapshot's train.json (status running, a ``snapshot`` block) and encoder.json. Its labels are the
     checkpoint's own settings, not this command's defaults: the export command need not repeat the run's flags."""
     config = state["config"]
     args.tokenization = config["tokenization"]
     setting = setting_name(args) if args.setting else f"{config['tokenization']}_w{config['window']}_d{config['dim']}"
-    snapshot = snapshot_block(checkpoint_path, "strae train-glove", epochs_done=state["epoch"] + 1,
+    snapshot = snapshot_block(checkpoint_path, sha256, "strae train-glove", epochs_done=state["epoch"] + 1,
                               epochs_planned=config["epochs"])
     RunRecord(language=args.lang, model="glove", setting=setting, seed=args.seed, config=config,
               history=state["history"], timings=state.get("timings", {}), provenance=provenance(seed=args.seed),

@@ -12,6 +12,7 @@ when the recipe keeps those), ``model.pt`` (final weights), ``tokenizer.model`` 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import sys
@@ -222,26 +223,37 @@ def load_checkpoint(path: Path, remedy: str = "delete it to start over") -> dict
     """A checkpoint, loaded to the CPU whatever device wrote it: the RNG states inside must stay CPU ByteTensors
     (torch.set_rng_state refuses CUDA tensors), and load_state_dict moves weights and optimizer state to the
     model's device anyway. ``remedy``: what the error for an unreadable file tells the user to do."""
+    return _torch_load(path, path, remedy)
+
+
+def _torch_load(source: Any, path: Path, remedy: str) -> dict[str, Any]:
     import torch
 
     # Our own file with numpy/python RNG states inside: a full (trusted) unpickle is needed.
     try:
-        return torch.load(path, map_location="cpu", weights_only=False)
+        return torch.load(source, map_location="cpu", weights_only=False)
     except Exception as error:  # any unreadable file is the same user-facing problem
         raise SystemExit(f"{path}: unreadable checkpoint ({error}); {remedy}") from error
 
 
-def checkpoint_to_export(run_dir: Path, remedy: str = "has this run started?") -> Path:
-    """The checkpoint ``--export-checkpoint`` turns into a loadable run directory (an error when there is none)."""
+def checkpoint_to_export(run_dir: Path, remedy: str = "has this run started?") -> tuple[dict[str, Any], str, Path]:
+    """The checkpoint ``--export-checkpoint`` turns into a loadable run directory (an error when there is none):
+    its state, the sha256 of the very bytes that state was loaded from (the trainer may replace the file while an
+    export reads it: hashing the file apart from loading it could name another checkpoint), and its path."""
+    import io
+
     path = Path(run_dir) / CHECKPOINT_FILE
     if not path.exists():
         raise SystemExit(f"{path}: no checkpoint to export ({remedy})")
-    return path
+    data = path.read_bytes()  # one read; save_checkpoint replaces the file by a rename, never in place
+    return _torch_load(io.BytesIO(data), path, "is the run's disk full, or was it killed mid-write?"), \
+        hashlib.sha256(data).hexdigest(), path
 
 
-def snapshot_block(checkpoint: Path, command: str, **position: Any) -> dict[str, Any]:
-    """train.json's ``snapshot`` block of an exported mid-training state (its status stays 'running')."""
-    return {"source": str(checkpoint.resolve()), "source_sha256": sha256_file(checkpoint), **position,
+def snapshot_block(checkpoint: Path, sha256: str, command: str, **position: Any) -> dict[str, Any]:
+    """train.json's ``snapshot`` block of an exported mid-training state (its status stays 'running');
+    ``sha256``: the checkpoint's bytes the export loaded (:func:`checkpoint_to_export`)."""
+    return {"source": str(checkpoint.resolve()), "source_sha256": sha256, **position,
             "note": f"mid-training export ({command} --export-checkpoint); not a finished run"}
 
 

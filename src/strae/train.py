@@ -641,6 +641,12 @@ def resume(job: Job, state: State) -> None:
 def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any]:
     """checkpoint.pt, refused when it was written with other settings than this command's."""
     saved = load_checkpoint(path, "delete it or pass --restart")
+    check_fingerprint(job, saved, path, remedy)
+    return saved
+
+
+def check_fingerprint(job: Job, saved: Any, path: Path, remedy: str) -> None:
+    """A loaded checkpoint (``path``) must have been written with this command's settings."""
     written = saved.get("fingerprint") if isinstance(saved, dict) else None
     if written is None:
         raise SystemExit(f"{path}: not a `strae train` checkpoint (another trainer's?); use another --out, or delete "
@@ -651,7 +657,6 @@ def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any
     if written != job.fingerprint:
         changed = _diff_keys(written, job.fingerprint)
         raise SystemExit(f"{path}: written with different settings ({', '.join(changed)}); {remedy}")
-    return saved
 
 
 def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None:
@@ -981,12 +986,12 @@ def stopped(job: Job, state: State) -> int:
 
 def export_checkpoint(job: Job) -> int:
     """Write a loadable run directory from a mid-training checkpoint, labelled as such (status 'running')."""
-    path = checkpoint_to_export(job.out)
-    saved = load_matching_checkpoint(job, path, "pass the run's own options")
+    saved, sha256, path = checkpoint_to_export(job.out)
+    check_fingerprint(job, saved, path, "pass the run's own options")
     _, StraeModel = _import_model_classes()
     model = StraeModel(job.config, job.resolved.recipe)
     _load_weights(model, saved["model"], path, "model state")
-    snapshot = snapshot_block(path, "strae train", epoch=saved["epoch"], batch_in_epoch=saved["batch_in_epoch"],
+    snapshot = snapshot_block(path, sha256, "strae train", epoch=saved["epoch"], batch_in_epoch=saved["batch_in_epoch"],
                               global_step=saved["global_step"], epochs_planned=job.settings.epochs)
     record = new_record(job, saved["history"], saved["timings"], snapshot=snapshot)
     record.provenance = provenance()
