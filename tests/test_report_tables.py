@@ -220,6 +220,11 @@ def test_tables_say_how_their_runs_were_trained():
     assert "`epochs=1;loss_precision=bf16`" in notes and "`corpus`" in notes and "`banyan`" in notes
     assert "x=1" not in notes and "strae_0_1" not in notes  # only runs that fill a cell
     assert training_notes(cells, scores.drop(columns=["recipe"])) == []  # older scores.csv: nothing claimed
+    # a row of a labelled evaluation (`SETTING@LABEL`, e.g. GloVe's stop-word removal) reads its run's record too
+    labelled = cells.assign(setting=["s1@stopword_rm", "s2"])
+    scores["eval_setting"] = ["s1@stopword_rm", "s2"]
+    assert training_notes(labelled, scores) == training_notes(cells, scores.assign(eval_setting=["s1", "s2"]))
+    assert "`epochs=1;loss_precision=bf16`" in "\n".join(training_notes(labelled, scores))
 
 
 def _synthetic_scores(config, tasks_of) -> pd.DataFrame:

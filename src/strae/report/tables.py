@@ -438,8 +438,11 @@ def training_notes(cells: pd.DataFrame, scores: pd.DataFrame) -> list[str]:
     or the offline mirror's substitute). Read from scores.csv, i.e. from each run's own train.json."""
     if not {"recipe", "recipe_overrides", "corpus_source"} <= set(scores.columns):
         return []
+    # a cell's setting is what rows select on: the evaluation's (`SETTING@LABEL` for a labelled one, load_scores)
+    selected = "eval_setting" if "eval_setting" in scores else "setting"
     used = cells[cells["status"] == "ok"][["language", "model", "setting"]].drop_duplicates()
-    rows = scores.merge(used, on=["language", "model", "setting"]) if len(used) else scores.iloc[0:0]
+    used = used.rename(columns={"setting": selected})
+    rows = scores.merge(used, on=["language", "model", selected]) if len(used) else scores.iloc[0:0]
     lines = []
     for column, label in (("recipe_overrides", "recipe overrides"), ("corpus_source", "training corpus source")):
         values = sorted({str(v) for v in rows[column].dropna() if str(v) not in ("", "nan")})
