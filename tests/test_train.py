@@ -442,6 +442,26 @@ def test_export_checkpoint_is_labelled_mid_training(tiny, tmp_path):
     assert (export / "encoder.json").exists() and not (out / "encoder.json").exists()
 
 
+def test_a_resumed_epochs_wall_time_counts_every_session(tiny, tmp_path):
+    """An epoch trained in two sessions: its history's wall_elapsed includes the first session's part (0.4 s of
+    sleep before the checkpoint it resumed from), not only the session that ended it."""
+    import time
+
+    out = tmp_path / "run"
+    args = train_args(tiny, out, "--checkpoint-every-steps", "2", "--epochs", "1")
+
+    def slow_then_killed(step: int) -> None:
+        if step == 1:
+            time.sleep(0.4)
+        if step == 3:
+            raise Interrupt("simulated kill after step 3")
+    with pytest.raises(Interrupt):
+        trainer.train(args, step_callback=slow_then_killed)
+    assert trainer.train(args) == 0
+    entry = json.loads((out / "train.json").read_text())["history"][0]
+    assert entry["wall_elapsed"] >= 0.4 and "wall" not in entry["train"]
+
+
 def test_an_export_names_the_checkpoint_bytes_it_loaded(tmp_path, monkeypatch):
     """The trainer replaces checkpoint.pt (a rename) while an export may be reading it: the export's sha256 is that
     of the bytes it loaded, not of whatever file is there after."""

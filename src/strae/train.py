@@ -745,6 +745,11 @@ def run_epoch(job: Job, state: State, record: RunRecord, step_callback: Callable
                 break
             train_step(job, state, batches[position], bar)
             report_progress(job, state, len(batches))
+            # the epoch's wall time so far, in its sums: a checkpoint keeps it, so a resumed epoch's wall_elapsed
+            # covers every session's part of it, not only the last one's
+            now = time.perf_counter()
+            state.epoch_sums["wall"] = state.epoch_sums.get("wall", 0.0) + now - tick
+            tick = now
             if state.stop.requested:
                 return "stopped"  # stopped() checkpoints here
             if checkpoint_due(job, state, len(batches)):
@@ -870,7 +875,7 @@ def write_checkpoint(job: Job, state: State) -> None:
 def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: float) -> None:
     """Dev loss and the collapse check, the epoch's history entry, then a checkpoint at the next position."""
     dev, collapse = evaluate_dev(job, state)
-    entry = epoch_entry(state, dev, collapse, partial, time.perf_counter() - tick)
+    entry = epoch_entry(state, dev, collapse, partial, state.epoch_sums.get("wall", 0.0) + time.perf_counter() - tick)
     state.history.append(entry)
     log(f"epoch {state.epoch + 1}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
         f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
@@ -909,7 +914,7 @@ def epoch_entry(state: State, dev: dict, collapse: dict, partial: bool, wall_ela
     return {
         "epoch": state.epoch + 1, "global_step": state.global_step, "batches": state.batch_in_epoch,
         "partial": partial,
-        "train": {k: v / sentences for k, v in sums.items() if k not in ("sentences", "tokens", "seconds")},
+        "train": {k: v / sentences for k, v in sums.items() if k not in ("sentences", "tokens", "seconds", "wall")},
         "dev": dev, "collapse": collapse,
         # spectral norms of the composition / decomposition maps: unbounded for linear functions, <= sqrt(2) for
         # diagonal ones; how CE with linear functions goes wrong (Banyan Appendix B) shows here first
