@@ -88,3 +88,24 @@ def test_a_rerun_interrupted_between_splits_leaves_no_new_train_beside_an_old_de
     with pytest.raises(KeyboardInterrupt):
         tokenize_corpus(corpus_dir, root / "tok.model", out, min_len=4, max_len=200)
     assert (out / "train.json").exists() and not (out / "dev.json").exists()
+
+
+def test_the_tokenizers_record_must_describe_the_model_it_sits_beside(tokenized, tmp_path):
+    """A model replaced by hand beside its record, or a corpus encoded with another pretokenizer than the one the
+    model was trained on, is refused before anything is written; the model's own record passes."""
+    import shutil
+
+    from strae.io import sha256_file, write_json
+
+    root, _, _ = tokenized
+    model = tmp_path / "tok.model"
+    shutil.copy(root / "tok.model", model)
+    write_json(model.with_suffix(".json"), {"kind": "sentencepiece", "sha256": sha256_file(model),
+                                            "pretokenize": "none"})
+    assert tokenize_corpus(root / "corpora", model, tmp_path / "ok", min_len=4, max_len=200)["train"]["n_sentences"]
+    with pytest.raises(SystemExit, match="trained on text pretokenised with 'none'"):
+        tokenize_corpus(root / "corpora", model, tmp_path / "pre", min_len=4, max_len=200, pretokenize="treebank")
+    write_json(model.with_suffix(".json"), {"kind": "sentencepiece", "sha256": "0" * 64, "pretokenize": "none"})
+    with pytest.raises(SystemExit, match="not the model .* records"):
+        tokenize_corpus(root / "corpora", model, tmp_path / "swapped", min_len=4, max_len=200)
+    assert not (tmp_path / "pre").exists() and not (tmp_path / "swapped").exists()

@@ -144,6 +144,23 @@ def tokenizer_origin(model_file: Path) -> dict[str, str]:
     return {key: value for key, value in zip(TOKENIZER_ORIGIN_KEYS, values) if value}
 
 
+def check_tokenizer_record(tokenizer) -> None:
+    """The record `strae tokenizer` wrote beside the model must describe it: the same file (sha256) and, for a
+    model it trained, the pretokenizer this encoding applies (its pieces were learnt on text pretokenised so). A
+    model passed by path, without a record, is taken as it is."""
+    record_file = Path(tokenizer.model_file).with_suffix(".json")
+    if not record_file.exists():
+        return
+    record = read_json(record_file)
+    if record.get("sha256") and record["sha256"] != tokenizer.sha256():
+        raise SystemExit(f"{tokenizer.model_file}: not the model {record_file} records (sha256 {record['sha256'][:12]}…"
+                         f", the file {tokenizer.sha256()[:12]}…: replaced by hand?); run `strae tokenizer` again")
+    if "pretokenize" in record and record["pretokenize"] != tokenizer.pretokenize:
+        raise SystemExit(f"{record_file}: the tokenizer was trained on text pretokenised with "
+                         f"{record['pretokenize']!r}, and this encoding applies {tokenizer.pretokenize!r} (the "
+                         "language's `pretokenize` changed since?); train the tokenizer again (`strae tokenizer`)")
+
+
 def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir: str | Path,
                     min_len: int = 4, max_len: int = 200, splits=SPLITS,
                     pretokenize: str | None = None) -> dict[str, dict]:
@@ -151,6 +168,7 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
 
     corpus_dir, out_dir = Path(corpus_dir), Path(out_dir)
     tokenizer = load_tokenizer(tokenizer_file, pretokenize=pretokenize)
+    check_tokenizer_record(tokenizer)
     corpus_meta = corpus_dir / "meta.json"
     prepared = read_json(corpus_meta) if corpus_meta.exists() else {}
     if not corpus_meta.exists():
