@@ -369,6 +369,36 @@ def test_a_vocabulary_left_by_a_run_killed_before_its_first_checkpoint_is_built_
     assert json.loads((out / "train.json").read_text())["status"] == "completed"
 
 
+def test_a_batch_without_context_pairs_is_skipped_not_a_failure(tmp_path):
+    """61 sentences in batches of 10: the last batch is one sentence, with no neighbour to be its context. The run
+    completes, that step skipped (no update) and said so in the history and summary."""
+    from baselines.multiview import train
+
+    parses = tmp_path / "parses"
+    _write_fake_parses(parses, n_books=1, per_book=61)
+    out = tmp_path / "run"
+    assert train.main(["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim",
+                       "4", "--batch-size", "10", "--checkpoint-every-steps", "3", "--quiet", "--out", str(out),
+                       "--record-failure"]) == 0
+    record = json.loads((out / "train.json").read_text())
+    assert record["status"] == "completed" and record["timings"]["steps"] == 7
+    assert record["history"][-1] == {"step": 7, "skipped": "no context pairs in a batch of 1 sentence(s)"}
+    assert record["summary"]["skipped_steps"] == 1 and record["summary"]["first_loss"] > 0
+
+
+def test_a_stopped_run_is_not_resumed_past_fewer_steps_than_it_has(tmp_path):
+    """A run stopped at step 4 (checkpointed) and started again with --max-steps 2 would be recorded as 2 steps
+    with 4 steps' weights: refused."""
+    from baselines.multiview import train
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=2)
+    out = tmp_path / "run"
+    assert train.main(common + ["--out", str(out), "--max-steps", "4"]) == 0
+    (out / "train.json").unlink()  # as a stopped run's (its train.json not completed)
+    with pytest.raises(SystemExit, match="already at step 4, past the 2 steps asked"):
+        train.main(common + ["--out", str(out), "--max-steps", "2"])
+
+
 def test_only_a_refused_batch_is_a_recorded_failure(tmp_path, monkeypatch):
     """A batch the model refuses (ValueError from the batch or the loss) is the run's failure, recorded; a
     ValueError elsewhere (a bug in the loop, the checkpoint writer) is an error, never status failed."""

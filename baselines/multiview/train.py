@@ -284,6 +284,9 @@ def resume(job: Job) -> Progress:
     if changed:
         raise SystemExit(f"{checkpoint}: made with another recipe (differs in: {', '.join(changed)}); delete it "
                          "or use another --out")
+    if state["step"] > job.total_steps:  # it would be recorded as a shorter run than its weights are
+        raise SystemExit(f"{checkpoint}: already at step {state['step']}, past the {job.total_steps} steps asked "
+                         "(--max-steps); ask for at least that many, or delete it to start over")
     job.model.load_state_dict(state["model"])
     job.optimizer.load_state_dict(state["optimizer"])
     restore_rng_states(state["rng"], job.device)
@@ -344,6 +347,14 @@ def train_step(job: Job, progress: Progress) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         batch, books, positions = batch_at(job.corpus, job.vocab, progress.step * args.batch_size, args.batch_size)
+        if count_context_pairs(books, positions, len(books)) == 0:
+            # no sentence of the batch has its neighbour in it: the corpus' last batch when it holds one sentence
+            # (the corpus one more than a multiple of the batch size), or sentences of different books. The loss
+            # has nothing to learn from it: skipped (no update), said in the history and summary, not a failure
+            progress.step += 1
+            progress.history.append({"step": progress.step,
+                                     "skipped": f"no context pairs in a batch of {len(books)} sentence(s)"})
+            return {"loss": math.nan, "context_top1": math.nan}
         loss, metrics = job.model.loss(batch.to(device), torch.from_numpy(books).to(device),
                                        torch.from_numpy(positions).to(device))
     except ValueError as error:  # a batch the model refuses: the run's data, recorded as its failure
@@ -400,8 +411,9 @@ def finish(job: Job, progress: Progress) -> int:
 CURVE_WINDOW = 50
 
 
-def _mean(steps: list[dict], key: str) -> float:
-    return round(sum(h[key] for h in steps) / len(steps), 4)
+def _mean(steps: list[dict], key: str) -> float | None:
+    values = [h[key] for h in steps if key in h]  # (a skipped step has no loss)
+    return round(sum(values) / len(values), 4) if values else None
 
 
 def _summary(history: list[dict]) -> dict:
@@ -412,7 +424,8 @@ def _summary(history: list[dict]) -> dict:
         return {}
     tail = history[-50:]
     windows = [history[i:i + CURVE_WINDOW] for i in range(0, len(history), CURVE_WINDOW)]
-    return {"steps": len(history), "first_loss": history[0]["loss"],
+    return {"steps": len(history), "skipped_steps": sum("skipped" in h for h in history),
+            "first_loss": next((h["loss"] for h in history if "loss" in h), None),
             "last50_mean_loss": _mean(tail, "loss"), "last50_mean_context_top1": _mean(tail, "context_top1"),
             "curve": [{"first_step": w[0]["step"], "last_step": w[-1]["step"], "mean_loss": _mean(w, "loss"),
                        "mean_context_top1": _mean(w, "context_top1")} for w in windows]}
