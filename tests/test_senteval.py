@@ -219,7 +219,9 @@ def test_trec_mrpc_sick_readers_and_scores(tmp_path):
     mrpc = SentevalTask(name="MRPC", reader="mrpc", protocol="kfold_test", folds=4,
                         files={"train": "mrpc_train", "test": "mrpc_test"})
     splits, _ = read_task(mrpc, resolve)
-    assert splits["train"].left[1] == "anchor good" and splits["train"].y[:2].tolist() == [0, 1]
+    # SentEval's order: by both sentences' lengths (all equal here), then label: the 20 zeros first
+    assert splits["train"].left[19:21] == ["anchor bad", "anchor good"]
+    assert splits["train"].y.tolist() == [0] * 20 + [1] * 20
     out = evaluate_task(KeywordEncoder(), mrpc, resolve)
     assert out["MRPC"].score == 100.0 and out["MRPC_f1"].score == 100.0
     assert out["MRPC_f1"].details["metric"] == "f1_x100"
@@ -289,7 +291,7 @@ def test_probing_reader_takes_senteval_layout_and_scores_on_test(tmp_path):
                         c_grid=(0.5, 4.0))
     splits, info = read_task(task, lambda name: files[name])
     assert [len(splits[k]) for k in ("train", "dev", "test")] == [40, 10, 3]
-    assert splits["train"].texts[1] == "alpha word 1 ." and splits["test"].y.tolist() == ["PAST", "PRES", "PRES"]
+    assert splits["train"].texts[0] == "alpha word 1 ." and splits["test"].y.tolist() == ["PAST", "PRES", "PRES"]
     assert info["tense"]["sha256"] == sha256_file(files["tense"])
     assert info["tense"]["git_blob_sha1"] == git_blob_sha1_file(files["tense"])  # the id the registry pins
     record = evaluate_task(KeywordEncoder(), task, lambda name: files[name])["Tense"]
@@ -398,3 +400,39 @@ def test_probing_tasks_are_their_own_variant_and_their_files_are_checked_first(t
     with pytest.raises(SystemExit, match="x/absent"):
         harness.main(common + ["--variant", "probing", "--out", str(tmp_path / "gone.json")])
     assert not loaded and not (tmp_path / "gone.json").exists()
+
+
+def test_rows_are_in_sentevals_order(tmp_path):
+    """Every SentEval task's run() sorts its rows (stably) by token count, then label id, before its classifiers
+    see them: the folds depend on it. SUBJ's ids are SentEval's (objective 1: binary.py's first file), not the
+    roles' sorted order; SICK-E's are sick.py's label2id."""
+    obj = ["a b c", "a", "x y", "p q"]
+    subj = ["m n", "k", "u v w x"]
+    files = {"obj": _write(tmp_path / "subj.objective", obj, "latin-1"),
+             "subj": _write(tmp_path / "subj.subjective", subj, "latin-1")}
+    task = SentevalTask(name="SUBJ", reader="binary", protocol="inner_kfold", encoding="latin-1",
+                        files={"objective": "obj", "subjective": "subj"},
+                        label_ids={"objective": 1, "subjective": 0})
+    split = read_task(task, files.__getitem__)[0]["all"]
+    # SentEval: samples = obj + subj, labels [1]*len(obj) + [0]*len(subj), sorted by (len(tokens), label)
+    expected = sorted(zip([t.split() for t in obj + subj], [1] * len(obj) + [0] * len(subj)),
+                      key=lambda z: (len(z[0]), z[1]))
+    assert [(t.split(), int(y)) for t, y in zip(split.texts, split.y)] == [(x, y) for x, y in expected]
+    header = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment"
+    sick = [header, "1\ta b\tc\t4.5\tNEUTRAL", "2\ta b\tc\t1.0\tENTAILMENT", "3\ta\tc d\t3.0\tCONTRADICTION",
+            "4\ta b\tc\t2.0\tCONTRADICTION"]
+    files = {"sick": _write(tmp_path / "SICK_train.txt", sick)}
+    entailment = SentevalTask(name="SICK-E", reader="sick", label="entailment", protocol="split",
+                              files={"train": "sick"},
+                              label_ids={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})
+    assert read_task(entailment, files.__getitem__)[0]["train"].y.tolist() == [
+        "CONTRADICTION", "CONTRADICTION", "NEUTRAL", "ENTAILMENT"]  # (1, 2) first, then ids 0, 1, 2
+    relatedness = SentevalTask(name="SICK-R", reader="sick", label="relatedness", protocol="relatedness",
+                               files={"train": "sick"})
+    assert read_task(relatedness, files.__getitem__)[0]["train"].y.tolist() == [3.0, 1.0, 2.0, 4.5]
+    with pytest.raises(SystemExit, match="label_ids must name each of its files' roles"):
+        bad = tmp_path / "bad.yaml"
+        bad.write_text("tasks: []\nsenteval_tasks:\n"
+                       "  - {language: en, name: X, reader: binary, protocol: inner_kfold,\n"
+                       "     files: {neg: a, pos: b}, label_ids: {negative: 0, pos: 1}}\n")
+        senteval.load_senteval_tasks(bad)

@@ -75,6 +75,9 @@ class SentevalTask:
     metric: str = "accuracy_x100"
     language: str | None = None  # a config language code (required in tasks.yaml)
     group: str = "transfer"  # transfer | probing
+    # SentEval's integer id of each label (binary: of each file role) where it is not the labels' sorted order:
+    # the rows are put in SentEval's order, sorted by length then label id, and a binary task's labels are the ids
+    label_ids: dict[str, int] | None = None
 
 
 def load_senteval_tasks(path: str | Path) -> dict[str, SentevalTask]:
@@ -103,6 +106,9 @@ def load_senteval_tasks(path: str | Path) -> dict[str, SentevalTask]:
         bad = [f for f in task.features if f not in FEATURES]
         if bad:
             raise SentevalError(f"{where} ({task.name}): features {bad}; use {FEATURES}")
+        if task.reader == "binary" and task.label_ids is not None and set(task.label_ids) != set(task.files):
+            raise SentevalError(f"{where} ({task.name}): label_ids must name each of its files' roles "
+                                f"{sorted(task.files)}, not {sorted(task.label_ids)}")
         if task.name in tasks:
             raise SentevalError(f"{where}: duplicate task name {task.name!r}")
         tasks[task.name] = task
@@ -151,13 +157,14 @@ def read_task(task: SentevalTask, resolve: Callable[[str], Path]) -> tuple[dict[
         info = {task.files[role]: {"file": str(p), "sha256": sha256_file(p)} for role, p in files.items()}
     if task.reader == "binary":
         texts, labels = [], []
-        for label, (role, path) in enumerate(sorted(files.items(), key=lambda kv: kv[0])):
+        ids = task.label_ids or {role: i for i, role in enumerate(sorted(files))}
+        for role, path in sorted(files.items(), key=lambda kv: kv[0]):
             # every line, blank ones too: SentEval's loader keeps them (CR has 2 empty lines -> empty sentences)
             lines = [_tokens(line) for line in _lines(path, task.encoding)]
             _check_rows(task, role, len(lines), path)
             texts += lines
-            labels += [label] * len(lines)
-        return {"all": Split(np.asarray(labels), texts=texts)}, info
+            labels += [ids[role]] * len(lines)
+        return {"all": _in_sentevals_order(Split(np.asarray(labels), texts=texts), None)}, info
     splits: dict[str, Split] = {}
     for role, path in files.items():
         if task.reader == "trec":
@@ -205,7 +212,25 @@ def read_task(task: SentevalTask, resolve: Callable[[str], Path]) -> tuple[dict[
                 splits[role_name] = Split(np.asarray(by_split[key][1]), texts=by_split[key][0])
         if task.reader != "probing":
             _check_rows(task, role, len(splits[role]), path)
-    return splits, info
+    return {name: _in_sentevals_order(split, task.label_ids) for name, split in splits.items()}, info
+
+
+def _in_sentevals_order(split: Split, label_ids: dict[str, int] | None) -> Split:
+    """The split's rows in the order SentEval hands them to its classifiers: every task's ``run`` sorts its rows
+    (stably) by token count — both sentences' for a pair — then label (``label_ids``' id where given, else the label
+    or score itself), "to reduce padding". The order decides which rows fall in which shuffled K-fold (MR, CR, SUBJ,
+    MPQA; TREC's and MRPC's choice of C) and the relatedness regression's batches (SICK-R), so the scores are
+    SentEval's only in its order."""
+    def label(value):
+        return label_ids[str(value)] if label_ids and str(value) in label_ids else value.item()
+    if split.texts is not None:
+        keys = [(len(text.split()), label(y)) for text, y in zip(split.texts, split.y)]
+    else:
+        keys = [(len(a.split()), len(b.split()), label(y)) for a, b, y in zip(split.left, split.right, split.y)]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    return Split(split.y[order], texts=None if split.texts is None else [split.texts[i] for i in order],
+                 left=None if split.left is None else [split.left[i] for i in order],
+                 right=None if split.right is None else [split.right[i] for i in order])
 
 
 # ----------------------------------------------------------------------------------------------- classifiers
