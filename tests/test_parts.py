@@ -65,7 +65,9 @@ def test_split_refuses_a_file_outside_the_checkout_and_a_bad_range(checkout, tmp
     with pytest.raises(SystemExit, match="not inside the checkout"):
         parts.split(outside, tmp_path / "o", 1.0, None, root)
     with pytest.raises(SystemExit, match="the files have parts 0..5"):
-        parts.split(path, tmp_path / "o", 1024 / 2 ** 20, "3:9", root)
+        parts.split(path, tmp_path / "o", 1024 / 2 ** 20, "6:9", root)
+    # a range running past the last part is cut there, as a slice is: calls of a fixed stride end on a short one
+    assert parts.split(path, tmp_path / "last", 1024 / 2 ** 20, "4:8", root)["written"] == [4, 5]
 
 
 def test_the_command_line_splits_and_joins(checkout, tmp_path, monkeypatch, capsys):

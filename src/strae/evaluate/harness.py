@@ -261,7 +261,10 @@ def _parse_option(text: str) -> tuple[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="strae evaluate", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="strae evaluate", description=__doc__.split("\n\n")[0],
+        epilog="SentEval-style linear probes (MR, CR, ..., SICK-R; the probing tasks): `strae evaluate --suite "
+               "senteval ...`, whose own options `strae evaluate --suite senteval --help` lists.")
     parser.add_argument("--model", required=True, help="builtin encoder (random-token) or a run directory")
     parser.add_argument("--lang", required=True, help="key of a language block under `languages:` in the config")
     parser.add_argument("--variant", required=True, choices=["paper", "official"])
