@@ -604,3 +604,25 @@ def test_cuda_determinism_record_says_when_sdpa_backward_is_not_guaranteed(monke
         torch.use_deterministic_algorithms(flags[0], warn_only=flags[1])
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = flags[2], flags[3]
         torch.utils.deterministic.fill_uninitialized_memory = flags[4]
+
+
+def test_the_encoder_splits_text_as_its_training_corpus_was(tiny_run, tmp_path):
+    """A RoBERTa run trained on a treebank-pretokenised corpus splits the text it embeds the same way (as a strae run
+    does), recorded in describe(); the paper-variant files go in unchanged; an explicit option wins."""
+    import shutil
+
+    from baselines.roberta.encoder import RobertaEncoder, corpus_pretokenize
+    from strae.evaluate.harness import variant_encoder_options
+
+    run = tmp_path / "treebank_run"
+    shutil.copytree(tiny_run / "straight", run)
+    record = json.loads((run / "train.json").read_text())
+    assert corpus_pretokenize(record["config"]) == "none"  # a text corpus: tokenised as it is
+    record["config"]["corpus"] = {"kind": "tokenized", "meta": {"pretokenize": "treebank"}}
+    (run / "train.json").write_text(json.dumps(record))
+    encoder = RobertaEncoder(run, device="cpu")
+    assert encoder.pretokenize == "treebank" and encoder.describe()["pretokenize"] == "treebank"
+    raw = RobertaEncoder(run, device="cpu", pretokenize="none")
+    assert encoder._encode_text(["it isn't."])[0].tolist() != raw._encode_text(["it isn't."])[0].tolist()
+    assert variant_encoder_options(str(run), "paper", None) == {"pretokenize": "none"}
+    assert variant_encoder_options(str(run), "official", None) == {}

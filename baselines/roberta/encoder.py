@@ -109,10 +109,17 @@ def find_occurrences(pieces: Sequence[int], ids: np.ndarray, offsets: np.ndarray
     return list(zip(sentences.tolist(), (starts - offsets[sentences]).tolist()))
 
 
+def corpus_pretokenize(config: dict[str, Any]) -> str:
+    """How a RoBERTa / SimCSE run's training sentences were split before they were tokenised (train.json
+    ``config.corpus.meta.pretokenize`` of a tokenised corpus; a text corpus was tokenised as it is: none)."""
+    return ((config.get("corpus") or {}).get("meta") or {}).get("pretokenize") or "none"
+
+
 class RobertaEncoder(Encoder):
     def __init__(self, run_dir: str | Path, word_occurrences: int | str = "all", word_context: str = "corpus",
                  corpus: str | None = None, device: str = "auto", precision: str = "fp32",
-                 max_length: int | str = 512, occurrence_seed: int | str = 0, pooler: str | None = None):
+                 max_length: int | str = 512, occurrence_seed: int | str = 0, pooler: str | None = None,
+                 pretokenize: str | None = None):
         from strae.data.tokenizer import load_tokenizer
         from strae.runtime import describe_device, resolve_device
 
@@ -132,7 +139,10 @@ class RobertaEncoder(Encoder):
             raise SystemExit(f"--encoder-option word_context={word_context}: expected corpus or none")
         self.word_context = word_context
         self.tokenizer_path = self.run_dir / "tokenizer.model"
-        self.tokenizer = load_tokenizer(self.tokenizer_path)
+        # text is split the way the training corpus was before its pieces were made (a strae run's encoder does the
+        # same); the paper-variant files go in unchanged (strae.evaluate.harness.variant_encoder_options)
+        self.pretokenize = pretokenize or corpus_pretokenize(self.record.config)
+        self.tokenizer = load_tokenizer(self.tokenizer_path, pretokenize=self.pretokenize)
         from baselines.roberta.model import POOLERS
 
         self.shape, model, mlp = load_weights(self.run_dir / "model.pt", with_mlp=True)
@@ -278,6 +288,7 @@ class RobertaEncoder(Encoder):
             "steps": self.record.timings.get("steps_done"),
             "shape": self.shape.to_dict(),
             "sentence_pooling": self.pooler,
+            "pretokenize": self.pretokenize,
             "sentence_pooling_means": {
                 "mean": "mean over non-pad tokens of the last layer (<s> and </s> included)",
                 "cls_before_pooler": "last-layer <s> state", "cls": "last-layer <s> state through the SimCSE MLP",

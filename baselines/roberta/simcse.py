@@ -34,6 +34,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from baselines.roberta.encoder import corpus_pretokenize
 from baselines.roberta.train import (
     DevSelection,
     TrainingData,
@@ -92,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
     shape, model, mlp, modules = build_model(args, recipe, device)
     optimizer, scheduler = build_optimizer(modules, recipe, steps, device)
     config = run_config(args, recipe, overridden, init, data, shape, steps, sentences_per_epoch, device, precision)
-    dev = stsb_dev_selection(args, recipe, data.tokenizer, shape.special, device, autocast, steps)
+    dev = stsb_dev_selection(args, recipe, data.tokenizer_path, corpus_pretokenize(config), shape.special, device,
+                             autocast, steps)
     config["best_checkpoint_selection"] = None if dev is None else {
         key: value for key, value in dev.describe().items() if key not in ("evaluations", "step", "score")}
     record = start_record(args, argv, data.tokenizer_path, language=init.language, model="roberta_simcse",
@@ -243,13 +245,15 @@ def run_config(args: argparse.Namespace, recipe: dict[str, object], overridden: 
     }
 
 
-def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], tokenizer, special,
-                       device: torch.device, autocast: Callable[[], Any], steps: int,
+def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], tokenizer_path: Path, pretokenize: str,
+                       special, device: torch.device, autocast: Callable[[], Any], steps: int,
                        batch_size: int = 128) -> DevSelection | None:
     """SimCSE's checkpoint selection: Spearman (x100) between the cosines of the pairs' sentence vectors and the
-    gold scores. None when switched off or when the run is shorter than one scoring interval."""
+    gold scores. None when switched off or when the run is shorter than one scoring interval. The dev sentences
+    (raw text) are split as the training corpus was (``pretokenize``), as the run's encoder will split text."""
     from baselines.roberta.data import collate
     from baselines.roberta.model import encode, pool, segments_from_attention
+    from strae.data.tokenizer import load_tokenizer
     from strae.evaluate.metrics import rowwise_cosine, spearman_x100
     from strae.evaluate.tasks import read_pairs
 
@@ -264,6 +268,7 @@ def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], toke
     pairs = read_pairs(path, "sentence")  # the evaluation's own reader: errors name the file, line and format
     first, second, gold = pairs.left, pairs.right, pairs.gold
     # the evaluation's own text -> ids (BPEmb normalisation in encode_batch); SentEval's batcher does not truncate
+    tokenizer = load_tokenizer(tokenizer_path, pretokenize=pretokenize)
     rows = [np.asarray(ids, dtype=np.int64) for ids in tokenizer.encode_batch(first + second)]
     order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
     pooler = str(recipe["dev_pooler"])
@@ -283,7 +288,8 @@ def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], toke
         return spearman_x100(rowwise_cosine(vectors[:len(first)], vectors[len(first):]), gold)[0]
 
     return DevSelection(every=every, metric="stsb_dev_spearman", score=score,
-                        settings={"pooler": pooler, "file": str(path), "sha256": sha256_file(path),
+                        settings={"pooler": pooler, "pretokenize": pretokenize, "file": str(path),
+                                  "sha256": sha256_file(path),
                                   "pairs": len(first)})
 
 

@@ -105,7 +105,7 @@ ENCODERS: dict[str, EncoderKind] = {
                          options=("device", "stopwords", "stopword_list", "stopwords_language")),
     # strae train-roberta / train-simcse
     "roberta": EncoderKind(_roberta, options=("device", "word_occurrences", "word_context", "corpus", "precision",
-                                              "max_length", "occurrence_seed", "pooler")),
+                                              "max_length", "occurrence_seed", "pooler", "pretokenize")),
     # strae train-multiview
     "multiview": EncoderKind(_multiview, options=("device", "view")),
     # the sanity floor, no training

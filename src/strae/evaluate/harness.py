@@ -182,15 +182,16 @@ def evaluation_setting(options: dict[str, Any] | None, config: dict[str, Any], m
 def variant_encoder_options(spec: str, variant: str, options: dict[str, Any] | None) -> dict[str, Any]:
     """Encoder options implied by the evaluation variant (recorded in the JSON's provenance like any other).
 
-    A strae run pretokenises the text it embeds the way its training corpus was (``languages.<lang>.pretokenize``),
-    which suits the official files (raw text). The paper-variant files are the reference code's own, and it
-    embedded them exactly as they are - PTB-tokenised STS12-16/SICK/SimLex, but raw STS-B - so for that variant a
-    strae run embeds them unchanged too (``pretokenize=none``), unless the user passes the option explicitly.
+    A strae run (and a RoBERTa / SimCSE run) pretokenises the text it embeds the way its training corpus was
+    (``languages.<lang>.pretokenize``), which suits the official files (raw text). The paper-variant files are the
+    reference code's own, and it embedded them exactly as they are - PTB-tokenised STS12-16/SICK/SimLex, but raw
+    STS-B - so for that variant such a run embeds them unchanged too (``pretokenize=none``), unless the user passes
+    the option explicitly.
     """
     options = dict(options or {})
     if variant == "paper" and "pretokenize" not in options:
         manifest = Path(spec) / "encoder.json"
-        if manifest.exists() and read_json(manifest).get("kind") == "strae":
+        if manifest.exists() and read_json(manifest).get("kind") in ("strae", "roberta"):
             options["pretokenize"] = "none"
     return options
 
