@@ -386,6 +386,45 @@ def test_a_batch_without_context_pairs_is_skipped_not_a_failure(tmp_path):
     assert record["summary"]["skipped_steps"] == 1 and record["summary"]["first_loss"] > 0
 
 
+def test_a_parse_with_a_bad_head_is_refused_naming_its_shard_and_line(tmp_path):
+    """A head outside the sentence would make a token another sentence's child once the batch is packed; a cycle
+    or a second root has no tree: refused before training, naming the shard line."""
+    from baselines.multiview import train
+    from baselines.multiview.parse import record_error
+
+    assert record_error([0, 0, ["a", "b", "c"], [-1, 0, 1]]) is None
+    assert "outside -1..1" in record_error([0, 0, ["a", "b"], [-1, 3]])
+    assert "2 roots" in record_error([0, 0, ["a", "b"], [-1, -1]])
+    assert "cycle" in record_error([0, 0, ["a", "b", "c"], [-1, 2, 1]])
+    parses = tmp_path / "parses"
+    _write_fake_parses(parses)
+    shard = parses / "shard_0001_00000.jsonl.gz"
+    with gzip.open(shard, "at", encoding="utf-8") as handle:
+        handle.write(json.dumps([1, 30, ["x", "y"], [-1, 3]]) + "\n")
+    with pytest.raises(SystemExit, match=r"shard_0001_00000.jsonl.gz:31: a head outside -1..1"):
+        train.main(["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4",
+                    "--batch-size", "10", "--quiet", "--out", str(tmp_path / "run")])
+
+
+def test_a_refused_command_changes_nothing_and_a_second_trainer_is_locked_out(tmp_path):
+    """A checkpoint made with another recipe is refused before the parse loads (parser.json is not rewritten); a
+    second trainer on a run directory another one holds is refused."""
+    from baselines.multiview import train
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
+    out = tmp_path / "run"
+    assert train.main(common + ["--out", str(out), "--max-steps", "2"]) == 0
+    (out / "train.json").unlink()  # as a stopped run's
+    (out / "parser.json").write_text('{"marker": true}')
+    with pytest.raises(SystemExit, match="another recipe"):
+        train.main(common + ["--out", str(out), "--hidden", "6"])
+    assert json.loads((out / "parser.json").read_text()) == {"marker": True}
+    held = runs.lock_run_dir(out, "strae train-multiview")
+    with pytest.raises(SystemExit, match="another `strae train-multiview` process"):
+        train.main(common + ["--out", str(out)])
+    held.close()
+
+
 def test_a_stopped_run_is_not_resumed_past_fewer_steps_than_it_has(tmp_path):
     """A run stopped at step 4 (checkpointed) and started again with --max-steps 2 would be recorded as 2 steps
     with 4 steps' weights: refused."""

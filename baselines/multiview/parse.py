@@ -219,10 +219,43 @@ def iter_parsed(directory: Path) -> Iterator[tuple[int, int, list[str], list[int
     meta = read_json(meta_path)
     position: dict[int, int] = {}
     for name in meta["shards"]:
-        for book, _paragraph, tokens, heads in read_shard(directory / name):
+        for line, record in enumerate(read_shard(directory / name), 1):
+            problem = record_error(record)
+            if problem:  # a bad head would make a token another sentence's child in a batch, or loop
+                raise SystemExit(f"{directory / name}:{line}: {problem}; parse the corpus again (strae parse-corpus)")
+            book, _paragraph, tokens, heads = record
             pos = position.get(book, 0)
             position[book] = pos + 1
             yield book, pos, tokens, heads
+
+
+def record_error(record: Any) -> str | None:
+    """What is wrong with one shard line [book, paragraph, tokens, heads], or None: each head is -1 (the root, exactly
+    one) or the index of another token of the sentence, and following heads from any token reaches the root."""
+    if not isinstance(record, list) or len(record) != 4:
+        return "expected [book, paragraph, tokens, heads]"
+    _, _, tokens, heads = record
+    if not isinstance(tokens, list) or not isinstance(heads, list) or len(tokens) != len(heads):
+        return "tokens and heads must be lists of one length"
+    n = len(heads)
+    if n == 0:
+        return None  # an empty sentence (dropped by the length filter)
+    if any(not isinstance(h, int) or not -1 <= h < n for h in heads):
+        return f"a head outside -1..{n - 1} (heads {heads})"
+    if heads.count(-1) != 1:
+        return f"{heads.count(-1)} roots (head -1), expected one (heads {heads})"
+    reaches_root = [False] * n
+    for start in range(n):  # every token visited once: the path from it stops at a token already known to be fine
+        path, on_path, node = [], set(), start
+        while node != -1 and not reaches_root[node]:
+            if node in on_path:
+                return f"a cycle through token {node} (heads {heads})"
+            on_path.add(node)
+            path.append(node)
+            node = heads[node]
+        for visited in path:
+            reaches_root[visited] = True
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ CLI

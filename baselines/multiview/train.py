@@ -42,6 +42,7 @@ from strae.runs import (
     TrainingFailed,
     invalidate_outputs,
     load_checkpoint,
+    lock_run_dir,
     save_checkpoint,
     save_weights,
 )
@@ -114,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     parse_meta = read_parse_meta(args.parses)
     args.out.mkdir(parents=True, exist_ok=True)
+    lock = lock_run_dir(args.out, "strae train-multiview")  # noqa: F841 - held until this function returns
     recipe = _recipe(args, parse_meta)
     if already_trained(args.out, recipe):
         return 0
+    saved = checked_checkpoint(args.out, recipe)  # refused before the parse loads and parser.json is rewritten
     if args.threads:
         torch.set_num_threads(args.threads)
     device = job_device(args.device)  # several GPUs: the one the fewest strae jobs hold
@@ -126,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     # seeded before anything draws: the Xavier initialisation depends on --seed alone (batches are not shuffled)
     seed_everything(args.seed)
     job = prepare(args, recipe, parse_meta, device)
-    progress = resume(job)
+    progress = resume(job, saved)
     progress.open_session(device)
     job.record = new_record(job, parse_meta, determinism)
     return train(job, progress)
@@ -269,21 +272,30 @@ def data_stats(args: argparse.Namespace, parse_meta: dict, parsed, corpus, vocab
     }
 
 
-def resume(job: Job) -> Progress:
-    """Continue from checkpoint.pt when there is one: weights, optimiser, RNG states, step and history."""
-    checkpoint = job.out / CHECKPOINT_FILE
+def checked_checkpoint(out: Path, recipe: dict[str, Any]) -> dict[str, Any] | None:
+    """checkpoint.pt's state when there is one, refused when it was made with another recipe (max_steps may grow
+    between runs, to extend a time-boxed run; everything else must match)."""
+    checkpoint = out / CHECKPOINT_FILE
     if not checkpoint.exists():
-        return Progress()
+        return None
     state = load_checkpoint(checkpoint)
-    # max_steps may grow between runs (extend a time-boxed run); everything else must match
     saved = dict(state["recipe"])
-    if "parse" not in saved and (previous := RunRecord.from_disk(job.out)) is not None:
+    if "parse" not in saved and (previous := RunRecord.from_disk(out)) is not None:
         # a checkpoint written before the recipe named its parse: the run's train.json (written by that session) does
         saved["parse"] = recorded_recipe(previous)["parse"]
-    changed = differing_keys(saved, job.recipe, ignore=("max_steps",))
+    changed = differing_keys(saved, recipe, ignore=("max_steps",))
     if changed:
         raise SystemExit(f"{checkpoint}: made with another recipe (differs in: {', '.join(changed)}); delete it "
                          "or use another --out")
+    return state
+
+
+def resume(job: Job, state: dict[str, Any] | None) -> Progress:
+    """Continue from the checkpoint's ``state`` (:func:`checked_checkpoint`) when there is one: weights, optimiser,
+    RNG states, step and history."""
+    if state is None:
+        return Progress()
+    checkpoint = job.out / CHECKPOINT_FILE
     if state["step"] > job.total_steps:  # it would be recorded as a shorter run than its weights are
         raise SystemExit(f"{checkpoint}: already at step {state['step']}, past the {job.total_steps} steps asked "
                          "(--max-steps); ask for at least that many, or delete it to start over")
