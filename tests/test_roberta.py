@@ -626,3 +626,26 @@ def test_the_encoder_splits_text_as_its_training_corpus_was(tiny_run, tmp_path):
     assert encoder._encode_text(["it isn't."])[0].tolist() != raw._encode_text(["it isn't."])[0].tolist()
     assert variant_encoder_options(str(run), "paper", None) == {"pretokenize": "none"}
     assert variant_encoder_options(str(run), "official", None) == {}
+
+
+def test_a_corpus_tokenised_with_another_tokenizer_is_refused_and_foreign_weights_are_named(tmp_path):
+    """The corpus' own record names its tokenizer by sha256: a different model of the same size would otherwise
+    pass the vocabulary check. A model.pt that is not a RoBERTa run's is named in the error."""
+    import json as _json
+
+    from baselines.roberta.data import load_corpus
+    from baselines.roberta.encoder import load_weights
+    from strae.data.tokenizer import load_tokenizer
+    from tests.test_train import make_tiny_corpus
+
+    data_dir, model = make_tiny_corpus(tmp_path / "data")
+    tokenizer = load_tokenizer(model)
+    assert len(load_corpus(str(data_dir), None, tokenizer)) > 0
+    meta = _json.loads((data_dir / "train.json").read_text())
+    (data_dir / "train.json").write_text(_json.dumps({**meta, "tokenizer_sha256": "0" * 64}))
+    with pytest.raises(SystemExit, match="tokenised with the tokenizer of sha256 000000000000"):
+        load_corpus(str(data_dir), None, tokenizer)
+    foreign = tmp_path / "model.pt"
+    torch.save({"shape": {"n_layers": 2, "colour": "red"}, "state_dict": {}}, foreign)
+    with pytest.raises(SystemExit, match="model.pt: not the weights of a `strae train-roberta`"):
+        load_weights(foreign)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from baselines.roberta.model import SpecialIds
+from strae.io import read_json
 
 
 class SentenceCorpus(Protocol):
@@ -83,6 +84,10 @@ def load_corpus(data_dir: str | Path | None, corpus_file: str | Path | None, tok
             f"{directory}/{split}.json: vocab_size {corpus.vocab_size} != tokenizer's {tokenizer.vocab_size} "
             "(the corpus was tokenised with a different tokenizer)"
         )
+    recorded = read_json(directory / f"{split}.json").get("tokenizer_sha256")
+    if recorded and recorded != tokenizer.sha256():  # another model of the same size would pass the check above
+        raise SystemExit(f"{directory}/{split}.json: tokenised with the tokenizer of sha256 {recorded[:12]}…, not "
+                         f"{tokenizer.model_file} ({tokenizer.sha256()[:12]}…); pass that corpus' own tokenizer")
     return corpus
 
 

@@ -42,16 +42,18 @@ def load_weights(model_file: str | Path, with_mlp: bool = False):
     from baselines.roberta.model import RobertaShape, SimcseMLP, build_mlm_model
 
     weights = load_weights_file(Path(model_file), weights_only=False)
-    shape = RobertaShape.from_dict(weights["shape"])
-    model = build_mlm_model(shape)
-    model.load_state_dict(weights["state_dict"])
-    if not with_mlp:
-        return shape, model
-    mlp = None
-    if weights.get("simcse_mlp") is not None:
-        mlp = SimcseMLP(shape.hidden_size)
-        mlp.load_state_dict(weights["simcse_mlp"])
-    return shape, model, mlp
+    try:
+        shape = RobertaShape.from_dict(weights["shape"])
+        model = build_mlm_model(shape)
+        model.load_state_dict(weights["state_dict"])
+        mlp = None
+        if with_mlp and weights.get("simcse_mlp") is not None:
+            mlp = SimcseMLP(shape.hidden_size)
+            mlp.load_state_dict(weights["simcse_mlp"])
+    except (KeyError, TypeError, RuntimeError, SystemExit) as error:  # a foreign or damaged file: name it
+        raise SystemExit(f"{model_file}: not the weights of a `strae train-roberta` / `train-simcse` run this code "
+                         f"can load ({str(error).splitlines()[0] if str(error) else error!r})") from error
+    return (shape, model, mlp) if with_mlp else (shape, model)
 
 
 def parse_occurrences(value: int | str) -> int | None:
