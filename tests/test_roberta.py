@@ -571,6 +571,7 @@ def test_simcse_scores_stsb_dev_like_its_script(tiny_run, tmp_path):
     assert all(s is None or -100 <= s <= 100 for s in scores)
     assert record["config"]["best_checkpoint_selection"]["every_steps"] == 2
     assert record["config"]["recipe_overrides"] == ["batch_size", "dev_every"]
+    assert record["config"]["steps_from"] == "--steps"  # not epochs x sentences_per_epoch
     # a malformed dev file is a clear error naming it
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\nx,y\n")

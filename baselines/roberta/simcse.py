@@ -236,6 +236,9 @@ def run_config(args: argparse.Namespace, recipe: dict[str, object], overridden: 
         "lr": recipe["lr"], "schedule": "linear decay to 0, no warm-up", "batch_size": int(recipe["batch_size"]),
         "max_length": recipe["max_length"], "temperature": recipe["temperature"], "epochs": args.epochs,
         "sentences_per_epoch": sentences_per_epoch,
+        # what set `steps`: --steps (epochs and sentences_per_epoch then only say which sentences the batches cycle
+        # through), or epochs x whole batches of sentences_per_epoch
+        "steps_from": "--steps" if args.steps else "epochs",
         "train_pooler": recipe["train_pooler"], "mlp_only_train": recipe["train_pooler"] == "cls",
         "eval_pooler": recipe["eval_pooler"], "attention": args.attention,
         "optimizer": adamw_record(0.0, device), "clip_grad_norm": args.clip_grad_norm, "precision": precision,
