@@ -274,7 +274,7 @@ def _assert_same_weights(a_dir, b_dir) -> None:
         torch.testing.assert_close(a[key], b[key], rtol=0, atol=0, msg=key)
 
 
-def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
+def test_train_resume_exactly_and_encode(tmp_path, monkeypatch, capsys):
     from baselines.multiview import train
     from baselines.multiview.encoder import MultiviewEncoder
 
@@ -322,6 +322,15 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch):
     with torch.no_grad():
         expected = torch.cat([encoder.model.target(batch), encoder.model.context(batch)], dim=-1)[0].numpy()
     np.testing.assert_allclose(vectors[0], expected, rtol=1e-5, atol=1e-6)
+    # loaded here by package name: the pipeline that parses the evaluation texts is recorded beside the training
+    # corpus' own, and a difference is said
+    from baselines.multiview import encoder as encoder_module
+
+    monkeypatch.setattr(encoder_module, "load_pipeline", lambda package: (_FakeNLP(), "xx_fake_package"))
+    described = MultiviewEncoder(straight, device="cpu").describe()
+    assert described["parser"]["pipeline_version"] == "0.0" and described["parser"]["package"] == "xx_fake_package"
+    assert described["training_parser"] == {"package": "fake", "pipeline": "xx_fake_parser"}
+    assert "differs in pipeline_version, spacy" in capsys.readouterr().err
 
 
 def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatch):

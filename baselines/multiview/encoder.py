@@ -8,6 +8,7 @@ most (the CPU's BiLSTM groups a batch's sentences by length).
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import torch
 
 from baselines.multiview.data import Vocabulary
 from baselines.multiview.model import MultiviewConfig, MultiviewModel, make_batch
-from baselines.multiview.parse import doc_to_tree, load_pipeline
+from baselines.multiview.parse import doc_to_tree, load_pipeline, pipeline_info
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
 from strae.runs import RunRecord, load_weights_file
@@ -43,8 +44,15 @@ class MultiviewEncoder(Encoder):
         self.model.to(self.device).eval()
         self.vocab = Vocabulary.from_dict(read_json(self.run_dir / "vocab.json"))
         self.parser_info = read_json(self.run_dir / "parser.json")
+        self.parser_loaded = None  # the pipeline that parses the evaluation texts, when loaded here
         if nlp is None:
-            nlp, _ = load_pipeline(self.parser_info["package"])
+            nlp, package = load_pipeline(self.parser_info["package"])
+            self.parser_loaded = pipeline_info(nlp, package)
+            differs = [key for key in ("pipeline", "pipeline_version", "spacy")
+                       if self.parser_loaded.get(key) != self.parser_info.get(key)]
+            if differs:  # another parser's trees than the training corpus': said, and recorded in describe()
+                print(f"{self.run_dir}: the evaluation texts are parsed by {self.parser_loaded}, the training corpus "
+                      f"was by {self.parser_info} (differs in {', '.join(differs)})", file=sys.stderr)
         self.nlp = nlp
         # a run directory copied without its train.json still loads (labels unknown, status completed)
         self.record = RunRecord.from_disk(self.run_dir) or RunRecord.from_dict({})
@@ -90,7 +98,8 @@ class MultiviewEncoder(Encoder):
     def describe(self) -> dict[str, Any]:
         return {"encoder_id": self.encoder_id, "run_dir": str(self.run_dir), "kind": "multiview", "view": self.view,
                 "weights_sha256": sha256_file(self.run_dir / "model.pt"), "config": self.config.to_dict(),
-                "parser": self.parser_info, "device": describe_device(self.device),
+                "parser": self.parser_info if self.parser_loaded is None else self.parser_loaded,
+                "training_parser": self.parser_info, "device": describe_device(self.device),
                 "seed": self.record.seed}
 
     def run_info(self) -> dict[str, Any]:
