@@ -94,7 +94,7 @@ def measure(model_name: str, corpus: ParsedCorpus, vocab: Vocabulary, args: argp
             else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6)
     return {"sentences_per_s": len(timed) / elapsed, "tokens_per_s": tokens / elapsed,
             "s_per_step": elapsed / args.steps, "levels": float(np.mean(levels)), "peak_gb": peak,
-            "loss": progress.history[-1]["loss"]}
+            "loss": next((h["loss"] for h in reversed(progress.history) if "loss" in h), float("nan"))}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -189,7 +189,7 @@ def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
     assert sorted(scores.groupby("language")["git_sha"].first().items()) == [("af", "old"), ("en", "new")]
 
 
-def test_a_restarted_run_whose_scores_are_carried_keeps_the_carried_train_json(results, tmp_path):
+def test_a_restarted_run_whose_scores_are_carried_keeps_the_carried_train_json(results, tmp_path, capsys):
     """results/ holds a newer train.json of a run (restarted, not evaluated again) while scores.csv holds the carried
     record's evaluation of it: the record pairs those scores with the carried train.json, not the newer one; a run
     evaluated again in results/ takes its own train.json."""
@@ -219,6 +219,17 @@ def test_a_restarted_run_whose_scores_are_carried_keeps_the_carried_train_json(r
     device = {lang: json.loads((out / f"new/runs/{lang}/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json")
                                .read_text())["provenance"]["device"] for lang in ("af", "en")}
     assert device == {"af": "old box", "en": "new box"}
+    # af's paper evaluation carried, its official one measured here from the restarted run: results/' train.json,
+    # and the mix is said
+    official = [{**row, "variant": "official", "git_sha": "new"} for row in _score_rows("af", 0, 70.0, "new")]
+    rows = agg.with_carried(official, [old / "scores.csv"])
+    agg.write_scores_csv(rows, results / "scores.csv")
+    capsys.readouterr()
+    rec.main(["--name", "mixed", "--results", str(results), *_hand_made(results), "--out", str(out), "--no-readme",
+              "--carry", str(old)])
+    assert json.loads((out / "mixed/runs/af/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json")
+                      .read_text())["provenance"]["device"] == "new box"
+    assert "some of its evaluations are carried from" in capsys.readouterr().err
 
 
 def test_carrying_a_file_that_is_not_a_scores_csv_names_it(tmp_path):

@@ -572,6 +572,7 @@ def test_simcse_scores_stsb_dev_like_its_script(tiny_run, tmp_path):
     assert record["config"]["best_checkpoint_selection"]["every_steps"] == 2
     assert record["config"]["recipe_overrides"] == ["batch_size", "dev_every"]
     assert record["config"]["steps_from"] == "--steps"  # not epochs x sentences_per_epoch
+    assert selection["pretokenize"] == "none"  # a text corpus: the dev sentences split as it was (not at all)
     # a malformed dev file is a clear error naming it
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\nx,y\n")
@@ -650,3 +651,24 @@ def test_a_corpus_tokenised_with_another_tokenizer_is_refused_and_foreign_weight
     torch.save({"shape": {"n_layers": 2, "colour": "red"}, "state_dict": {}}, foreign)
     with pytest.raises(SystemExit, match="model.pt: not the weights of a `strae train-roberta`"):
         load_weights(foreign)
+
+
+def test_a_resumed_dev_selection_must_score_the_way_its_checkpoint_did(tmp_path):
+    """The best checkpoint is chosen among the run's dev scores: a resume whose scores would be made another way
+    (another file, pooler or pretokenisation) is refused; a checkpoint from before the dev pretokenisation was
+    recorded resumes only where the dev sentences still go in raw."""
+    from baselines.roberta.train import DevSelection, check_dev_settings
+
+    def described(**settings):
+        return DevSelection(every=2, metric="stsb_dev_spearman", score=lambda m: None, settings=settings).describe()
+
+    saved = {**described(pooler="cls_before_pooler", pretokenize="treebank", file="dev.csv"), "step": 4, "score": 70.0,
+             "evaluations": [{"step": 2, "score": 60.0}, {"step": 4, "score": 70.0}]}
+    check_dev_settings(tmp_path, saved, described(pooler="cls_before_pooler", pretokenize="treebank", file="dev.csv"))
+    with pytest.raises(SystemExit, match=r"other settings \(pooler\)"):
+        check_dev_settings(tmp_path, saved, described(pooler="mean", pretokenize="treebank", file="dev.csv"))
+    older = {k: v for k, v in saved.items() if k != "pretokenize"}
+    check_dev_settings(tmp_path, older, described(pooler="cls_before_pooler", pretokenize="none", file="dev.csv"))
+    with pytest.raises(SystemExit, match="made on raw text"):
+        check_dev_settings(tmp_path, older, described(pooler="cls_before_pooler", pretokenize="treebank",
+                                                      file="dev.csv"))

@@ -427,6 +427,10 @@ def test_rows_are_in_sentevals_order(tmp_path):
                               label_ids={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})
     assert read_task(entailment, files.__getitem__)[0]["train"].y.tolist() == [
         "CONTRADICTION", "CONTRADICTION", "NEUTRAL", "ENTAILMENT"]  # (1, 2) first, then ids 0, 1, 2
+    partial = SentevalTask(name="SICK-E", reader="sick", label="entailment", protocol="split", files={"train": "sick"},
+                           label_ids={"CONTRADICTION": 0, "ENTAILMENT": 2})
+    with pytest.raises(SystemExit, match=r"SICK_train.txt: labels \['NEUTRAL'\] are not in the task's label_ids"):
+        read_task(partial, files.__getitem__)
     relatedness = SentevalTask(name="SICK-R", reader="sick", label="relatedness", protocol="relatedness",
                                files={"train": "sick"})
     assert read_task(relatedness, files.__getitem__)[0]["train"].y.tolist() == [3.0, 1.0, 2.0, 4.5]

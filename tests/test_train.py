@@ -457,6 +457,7 @@ def test_a_resumed_epochs_wall_time_counts_every_session(tiny, tmp_path):
             raise Interrupt("simulated kill after step 3")
     with pytest.raises(Interrupt):
         trainer.train(args, step_callback=slow_then_killed)
+    assert runs.load_checkpoint(out / "checkpoint.pt")["epoch_sums"]["wall"] >= 0.4  # the part resumed from
     assert trainer.train(args) == 0
     entry = json.loads((out / "train.json").read_text())["history"][0]
     assert entry["wall_elapsed"] >= 0.4 and "wall" not in entry["train"]
@@ -467,14 +468,16 @@ def test_an_export_names_the_checkpoint_bytes_it_loaded(tmp_path, monkeypatch):
     of the bytes it loaded, not of whatever file is there after."""
     run = tmp_path / "run"
     run.mkdir()
-    runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 4})
-    read = Path.read_bytes
+    import hashlib
 
-    def read_then_replaced(path):
-        data = read(path)
+    runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 4})
+    digest = hashlib.file_digest
+
+    def hashed_then_replaced(handle, name):
+        result = digest(handle, name)
         runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 6})  # the trainer's next checkpoint lands
-        return data
-    monkeypatch.setattr(Path, "read_bytes", read_then_replaced)
+        return result
+    monkeypatch.setattr(runs.hashlib, "file_digest", hashed_then_replaced)
     state, sha256, path = runs.checkpoint_to_export(run)
     monkeypatch.undo()
     assert state["global_step"] == 4 and path == run / "checkpoint.pt"

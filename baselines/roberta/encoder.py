@@ -43,6 +43,8 @@ def load_weights(model_file: str | Path, with_mlp: bool = False):
 
     weights = load_weights_file(Path(model_file), weights_only=False)
     try:
+        if not isinstance(weights, dict):
+            raise TypeError(f"a {type(weights).__name__}, not a dict of shape and weights")
         shape = RobertaShape.from_dict(weights["shape"])
         model = build_mlm_model(shape)
         model.load_state_dict(weights["state_dict"])
@@ -50,7 +52,7 @@ def load_weights(model_file: str | Path, with_mlp: bool = False):
         if with_mlp and weights.get("simcse_mlp") is not None:
             mlp = SimcseMLP(shape.hidden_size)
             mlp.load_state_dict(weights["simcse_mlp"])
-    except (KeyError, TypeError, RuntimeError, SystemExit) as error:  # a foreign or damaged file: name it
+    except (KeyError, TypeError, ValueError, RuntimeError, SystemExit) as error:  # a foreign file: name it
         raise SystemExit(f"{model_file}: not the weights of a `strae train-roberta` / `train-simcse` run this code "
                          f"can load ({str(error).splitlines()[0] if str(error) else error!r})") from error
     return (shape, model, mlp) if with_mlp else (shape, model)

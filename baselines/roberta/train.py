@@ -136,6 +136,8 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
     loop.sessions.open(loop.step, describe_device(next(model.parameters()).device))
     record.timings["sessions"] = loop.sessions.entries
     if dev is not None:
+        if loop.selection:  # resumed: the scores so far must have been made the way the next ones will be
+            check_dev_settings(loop.checkpoint_path, loop.selection, dev.describe())
         record.blocks["final_weights"] = loop.selection = loop.selection or dev.describe()
     clock, window = SessionClock(loop.elapsed_before, max_minutes), LossWindow()
     model.train()
@@ -185,6 +187,19 @@ class DevSelection:
     def describe(self) -> dict[str, Any]:
         return {"rule": "best_dev", "metric": self.metric, "every_steps": self.every, **self.settings,
                 "evaluations": [], "step": None, "score": None}
+
+
+def check_dev_settings(checkpoint: Path, saved: dict[str, Any], asked: dict[str, Any]) -> None:
+    """A resumed run's dev selection compares its next scores with the checkpoint's: refused when they are not made
+    the same way (file, pooler, pretokenisation, ...). A setting the checkpoint's selection predates is not compared
+    (``pretokenize``: since 2026-11-29; before, the dev sentences went in as raw text)."""
+    progress = ("rule", "evaluations", "step", "score", "last_step")
+    differ = sorted(key for key in asked if key not in progress and key in saved and saved[key] != asked[key])
+    if "pretokenize" not in saved and asked.get("pretokenize", "none") != "none":
+        differ.append("pretokenize (the checkpoint's scores were made on raw text)")
+    if differ:
+        raise SystemExit(f"{checkpoint}: its dev scores were made with other settings ({', '.join(differ)}); the "
+                         "best checkpoint would be chosen among unlike scores. Use another --out")
 
 
 class SessionClock:

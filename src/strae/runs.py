@@ -240,14 +240,16 @@ def checkpoint_to_export(run_dir: Path, remedy: str = "has this run started?") -
     """The checkpoint ``--export-checkpoint`` turns into a loadable run directory (an error when there is none):
     its state, the sha256 of the very bytes that state was loaded from (the trainer may replace the file while an
     export reads it: hashing the file apart from loading it could name another checkpoint), and its path."""
-    import io
-
     path = Path(run_dir) / CHECKPOINT_FILE
     if not path.exists():
         raise SystemExit(f"{path}: no checkpoint to export ({remedy})")
-    data = path.read_bytes()  # one read; save_checkpoint replaces the file by a rename, never in place
-    return _torch_load(io.BytesIO(data), path, "is the run's disk full, or was it killed mid-write?"), \
-        hashlib.sha256(data).hexdigest(), path
+    # one open file, hashed then loaded: save_checkpoint replaces checkpoint.pt by a rename, never in place, so this
+    # handle reads one version whatever lands at the path meanwhile (and no second copy of it is held in memory)
+    with open(path, "rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        handle.seek(0)
+        state = _torch_load(handle, path, "is the run's disk full, or was it killed mid-write?")
+    return state, digest, path
 
 
 def snapshot_block(checkpoint: Path, sha256: str, command: str, **position: Any) -> dict[str, Any]:

@@ -212,6 +212,12 @@ def read_task(task: SentevalTask, resolve: Callable[[str], Path]) -> tuple[dict[
                 splits[role_name] = Split(np.asarray(by_split[key][1]), texts=by_split[key][0])
         if task.reader != "probing":
             _check_rows(task, role, len(splits[role]), path)
+    if task.label_ids:
+        for role, split in splits.items():
+            unknown = sorted({str(y) for y in split.y} - set(task.label_ids))
+            if unknown:
+                raise SentevalError(f"{files[role]}: labels {unknown} are not in the task's label_ids "
+                                    f"{sorted(task.label_ids)} ({task.name}, config/tasks.yaml)")
     return {name: _in_sentevals_order(split, task.label_ids) for name, split in splits.items()}, info
 
 
@@ -222,7 +228,7 @@ def _in_sentevals_order(split: Split, label_ids: dict[str, int] | None) -> Split
     MPQA; TREC's and MRPC's choice of C) and the relatedness regression's batches (SICK-R), so the scores are
     SentEval's only in its order."""
     def label(value):
-        return label_ids[str(value)] if label_ids and str(value) in label_ids else value.item()
+        return label_ids[str(value)] if label_ids else value.item()
     if split.texts is not None:
         keys = [(len(text.split()), label(y)) for text, y in zip(split.texts, split.y)]
     else:

@@ -356,6 +356,15 @@ def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
         scored_by = [root for root in roots
                      if root != results and recorded.get(run) and carried[root].get(run) == recorded[run]]
         chosen[relative] = (scored_by or roots)[0]
+        partly = [root for root in roots if root != results and recorded.get(run) and carried[root].get(run)
+                  and carried[root][run] & recorded[run] and root not in scored_by]
+        if chosen[relative] == results and partly and any(
+                (root / relative).read_bytes() != (results / relative).read_bytes() for root in partly):
+            # some of the run's scores are a carried record's, some measured here, and the two train.json differ:
+            # one of them is paired with scores it did not make; said, not guessed
+            print(f"strae record: {relative.parent}: some of its evaluations are carried from "
+                  f"{', '.join(str(root) for root in partly)}, others measured here, and the two train.json differ; "
+                  "the record takes this one's (evaluate the run again here to pair them)", file=sys.stderr)
     return chosen
 
 
