@@ -627,6 +627,12 @@ def test_the_encoder_splits_text_as_its_training_corpus_was(tiny_run, tmp_path):
     raw = RobertaEncoder(run, device="cpu", pretokenize="none")
     assert encoder._encode_text(["it isn't."])[0].tolist() != raw._encode_text(["it isn't."])[0].tolist()
     assert variant_encoder_options(str(run), "paper", None) == {"pretokenize": "none"}
+    # inputs no longer than training's (its relative positions beyond were never trained): MLM 128 by default
+    assert encoder.max_length == record["config"]["max_length"] == 128 and encoder.describe()["max_length"] == 128
+    from baselines.roberta.encoder import trained_length
+
+    assert trained_length({"max_length": 32, "init_config": {"max_length": 128}}) == 128  # SimCSE on an MLM run
+    assert trained_length({}) == 512
     assert variant_encoder_options(str(run), "official", None) == {}
 
 

@@ -18,7 +18,9 @@ its pieces); ``describe()`` counts those fallbacks.
 Options (``strae evaluate --encoder-option key=value``): ``pooler=mean|cls_before_pooler|cls``,
 ``word_occurrences=all|N``, ``word_context=corpus|none``
 (``none``: every word encoded alone), ``corpus=PATH`` (tokenised-corpus directory or sentence text file overriding
-the one recorded in train.json), ``device=auto|cpu|cuda``, ``precision=fp32|bf16``, ``max_length=N``.
+the one recorded in train.json), ``device=auto|cpu|cuda``, ``precision=fp32|bf16``, ``max_length=N`` (ids per
+input, ``<s>``/``</s>`` included; default: the longest the run's training saw, :func:`trained_length` — its relative
+position embeddings of farther distances were never trained), ``pretokenize=none|treebank``.
 """
 from __future__ import annotations
 
@@ -119,10 +121,19 @@ def corpus_pretokenize(config: dict[str, Any]) -> str:
     return ((config.get("corpus") or {}).get("meta") or {}).get("pretokenize") or "none"
 
 
+def trained_length(config: dict[str, Any]) -> int:
+    """The longest input (ids, ``<s>``/``</s>`` included) a RoBERTa / SimCSE run trained on: its own ``max_length``
+    or, for SimCSE, the MLM run's it continues, whichever is longer (distances beyond it index relative-position
+    rows still at their initialisation); 512 for a record that names neither."""
+    lengths = [value for value in (config.get("max_length"), (config.get("init_config") or {}).get("max_length"))
+               if value]
+    return int(max(lengths)) if lengths else 512
+
+
 class RobertaEncoder(Encoder):
     def __init__(self, run_dir: str | Path, word_occurrences: int | str = "all", word_context: str = "corpus",
                  corpus: str | None = None, device: str = "auto", precision: str = "fp32",
-                 max_length: int | str = 512, occurrence_seed: int | str = 0, pooler: str | None = None,
+                 max_length: int | str | None = None, occurrence_seed: int | str = 0, pooler: str | None = None,
                  pretokenize: str | None = None):
         from strae.data.tokenizer import load_tokenizer
         from strae.runtime import describe_device, resolve_device
@@ -136,7 +147,7 @@ class RobertaEncoder(Encoder):
         if precision not in ("fp32", "bf16"):
             raise SystemExit(f"--encoder-option precision={precision}: expected fp32 or bf16")
         self.precision = precision
-        self.max_length = int(max_length)
+        self.max_length = int(max_length) if max_length is not None else trained_length(self.record.config)
         self.word_occurrences = parse_occurrences(word_occurrences)
         self.occurrence_seed = int(occurrence_seed)
         if word_context not in ("corpus", "none"):
@@ -293,6 +304,7 @@ class RobertaEncoder(Encoder):
             "shape": self.shape.to_dict(),
             "sentence_pooling": self.pooler,
             "pretokenize": self.pretokenize,
+            "max_length": self.max_length,
             "sentence_pooling_means": {
                 "mean": "mean over non-pad tokens of the last layer (<s> and </s> included)",
                 "cls_before_pooler": "last-layer <s> state", "cls": "last-layer <s> state through the SimCSE MLP",
