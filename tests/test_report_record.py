@@ -138,23 +138,29 @@ def _score_rows(language, seed, score, sha):
             for i, task in enumerate(["a", "b"])]
 
 
+def _earlier_record(tmp_path, out, records):
+    """Record `cpu-old` under ``out``: Banyan seed-0 runs (language -> their train.json), af and en scores."""
+    from strae.evaluate import aggregate as agg
+
+    old_results = tmp_path / "old_results"
+    for lang, record in records.items():
+        run = old_results / f"runs/{lang}/banyan/ce_diagonal_entangled_k128_u2/seed0"
+        run.mkdir(parents=True)
+        (run / "train.json").write_text(json.dumps(record))
+    agg.write_scores_csv(_score_rows("af", 0, 60.0, "old") + _score_rows("en", 0, 10.0, "old"),
+                         old_results / "scores.csv")
+    rec.main(["--name", "cpu-old", "--results", str(old_results), "--out", str(out), "--no-readme"])
+    return out / "cpu-old"
+
+
 def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
     """results/ is gone (another machine); the earlier record's evaluations and train.json carry into the next one,
     a re-measured evaluation replacing the carried one, and the record refuses to drop carried evaluations."""
     from strae.evaluate import aggregate as agg
     out = tmp_path / "reproductions"
-    old_results = tmp_path / "old_results"
-    old_run = old_results / "runs/af/banyan/ce_diagonal_entangled_k128_u2/seed0"
-    old_run.mkdir(parents=True)
-    (old_run / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "cpu:2cores"}}))
     # the earlier record also has en seed0 (re-measured below: the new train.json and rows win)
-    en_old = old_results / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0"
-    en_old.mkdir(parents=True)
-    (en_old / "train.json").write_text(json.dumps({"status": "running", "provenance": {"device": "cpu:2cores"}}))
-    agg.write_scores_csv(_score_rows("af", 0, 60.0, "old") + _score_rows("en", 0, 10.0, "old"),
-                         old_results / "scores.csv")
-    rec.main(["--name", "cpu-old", "--results", str(old_results), "--out", str(out), "--no-readme"])
-    old = out / "cpu-old"
+    old = _earlier_record(tmp_path, out, {"af": {"status": "completed", "provenance": {"device": "cpu:2cores"}},
+                                          "en": {"status": "running", "provenance": {"device": "cpu:2cores"}}})
 
     # the new machine measured en seed0 only; its scores.csv does not (yet) carry the old record's rows
     agg.write_scores_csv(_score_rows("en", 0, 50.0, "new"), results / "scores.csv")
@@ -195,15 +201,8 @@ def test_a_restarted_run_whose_scores_are_carried_keeps_the_carried_train_json(r
     evaluated again in results/ takes its own train.json."""
     from strae.evaluate import aggregate as agg
     out = tmp_path / "reproductions"
-    old_results = tmp_path / "old_results"
-    for lang in ("af", "en"):
-        run = old_results / f"runs/{lang}/banyan/ce_diagonal_entangled_k128_u2/seed0"
-        run.mkdir(parents=True)
-        (run / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "old box"}}))
-    agg.write_scores_csv(_score_rows("af", 0, 60.0, "old") + _score_rows("en", 0, 10.0, "old"),
-                         old_results / "scores.csv")
-    rec.main(["--name", "cpu-old", "--results", str(old_results), "--out", str(out), "--no-readme"])
-    old = out / "cpu-old"
+    old = _earlier_record(tmp_path, out, {lang: {"status": "completed", "provenance": {"device": "old box"}}
+                                          for lang in ("af", "en")})
     # results/: af restarted (its new train.json, its evaluation not made again); en trained and evaluated again
     af = results / "runs/af/banyan/ce_diagonal_entangled_k128_u2/seed0"
     af.mkdir(parents=True)
