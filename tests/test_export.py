@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -42,7 +43,12 @@ def test_folder_is_self_contained(exported, run_dir):
             "strae_models_induce_kernel.py"} <= names  # the Triton induction too, for CUDA
     for path in exported.glob("*.py"):
         text = path.read_text(encoding="utf-8")
-        assert "from strae" not in text and "import strae" not in text, f"{path.name} still imports strae"
+        assert not re.search(r"^\s*(from strae\b|import strae\b)", text, re.M), f"{path.name} still imports strae"
+    # a submodule imported from its package (`from strae.models import propagate_kernel as kernels`) is its own
+    # copied file, imported relatively
+    propagation = (exported / "strae_models_propagation.py").read_text(encoding="utf-8")
+    assert "from . import strae_models_propagate_kernel as kernels" in propagation
+    assert (exported / "strae_models_propagate_kernel.py").exists()
     record = json.loads((exported / "strae_export.json").read_text())
     assert record["run"]["seed"] == 3 and record["files"]["model.pt"]
     assert (exported / "model.pt").read_bytes() == (run_dir / "model.pt").read_bytes()
@@ -61,6 +67,11 @@ def test_sentence_transformers_loads_without_strae_and_matches_strae(exported, r
         "vectors = model.encode(texts, batch_size=3, convert_to_numpy=True, show_progress_bar=False)\n"
         f"np.save({str(tmp_path / 'st.npy')!r}, vectors)\n"
         "print(model.get_sentence_embedding_dimension())\n"
+        # saved again by sentence-transformers (as push_to_hub does) and loaded from there: the same vectors
+        f"model.save({str(tmp_path / 'resaved')!r})\n"
+        f"again = SentenceTransformer({str(tmp_path / 'resaved')!r}, trust_remote_code=True, device='cpu')\n"
+        f"np.save({str(tmp_path / 'resaved.npy')!r}, again.encode(texts, batch_size=3, convert_to_numpy=True,"
+        " show_progress_bar=False))\n"
         "del sys.modules['strae'], sys.modules['triton']\n"
         "from strae.export import MTEBEncoder\n"
         f"np.save({str(tmp_path / 'mteb.npy')!r}, MTEBEncoder({str(exported)!r}).encode(texts[:4]))\n")
@@ -76,6 +87,7 @@ def test_sentence_transformers_loads_without_strae_and_matches_strae(exported, r
     assert np.isnan(via_st[empty]).all() and np.isnan(via_strae[empty]).all()
     keep = [i for i in range(len(SENTENCES)) if i not in empty]
     np.testing.assert_allclose(via_st[keep], via_strae[keep], rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(np.load(tmp_path / "resaved.npy"), via_st)
     # the MTEB wrapper over the exported folder (sentence-transformers inside) gives the same vectors
     np.testing.assert_allclose(np.load(tmp_path / "mteb.npy"), via_strae[:4], rtol=0, atol=1e-6)
 

@@ -86,6 +86,10 @@ def test_run_info_and_describe(encoder, run_dir):
 def test_unknown_option_is_a_clear_error(run_dir):
     with pytest.raises(SystemExit, match="stopwords"):
         load_encoder(str(run_dir), stopwords="remove")
+    for bad in ("abc", "0", "-1"):  # a cap of no pieces (all NaN) or a negative slice: named, not run
+        with pytest.raises(SystemExit, match=f"max_pieces={bad}: a positive number"):
+            load_encoder(str(run_dir), max_pieces=bad)
+    assert load_encoder(str(run_dir), max_pieces="5").describe()["max_pieces"] == 5
 
 
 @pytest.mark.mirror

@@ -6,11 +6,13 @@
   SentencePiece model), ``strae_export.json`` (the config, the source run, sha256 of every file);
 - ``strae_st.py``: a small sentence-transformers module (tokenise with BPEmb preprocessing -> the model's root
   upward embedding), plus a copy of the engine source it needs (``strae_models_*.py`` ...), imported relatively, so
-  the folder needs torch, numpy and sentencepiece but not strae (the copy includes the Triton induction, used on
-  CUDA when triton is installed, as in strae);
+  the folder needs torch, numpy, pyyaml, sentencepiece and, for a run whose corpus was pretokenised (``treebank``),
+  nltk, but not strae (the copy includes the Triton induction, used on CUDA when triton is installed, as in strae);
 - ``modules.json`` / ``config_sentence_transformers.json``: what ``SentenceTransformer(OUT, trust_remote_code=True)``
-  reads. It encodes exactly as ``strae evaluate`` does (same tokeniser, same engine, same weights; a text with no
-  pieces gets a NaN row, as in strae).
+  reads. It encodes exactly as ``strae evaluate --variant official`` does (same tokeniser and pretokenisation, same
+  engine, same weights; a text with no pieces gets a NaN row, as in strae). The ``paper`` variant embeds the
+  reference code's already tokenised files with ``pretokenize=none``; an export can too: set ``"pretokenize":
+  "none"`` in its ``strae_export.json``.
 
 ``MTEBEncoder(path)`` wraps a run directory or an exported folder in the object MTEB evaluates:
 ``encode(sentences, **kwargs) -> np.ndarray``.
@@ -65,11 +67,42 @@ def engine_sources(root: str = ENGINE_ROOT) -> dict[str, str]:
         text = path.read_text(encoding="utf-8")
         if _BARE_IMPORT.search(text):
             raise ExportError(f"{path}: `import strae...` cannot be made relative; use `from strae.x import y`")
-        for match in _IMPORT.finditer(text):
-            pending.append(match["module"])
-        sources[flat_name(module)] = _IMPORT.sub(
-            lambda m: f"{m['indent']}from .{flat_name(m['module'])} import ", text)
+        lines = text.splitlines(keepends=True)
+        for number, line in enumerate(lines):
+            match = _IMPORT.match(line)
+            if not match:
+                continue
+            names = line[match.end():].strip()
+            submodules = _submodule_imports(match["module"], names)
+            if submodules is None:  # names of the module itself
+                pending.append(match["module"])
+                lines[number] = f"{match['indent']}from .{flat_name(match['module'])} import {line[match.end():]}"
+            else:  # `from strae.pkg import module [as alias]`: the module's own file, imported as one
+                pending.extend(full for full, _ in submodules)
+                lines[number] = "".join(f"{match['indent']}from . import {flat_name(full)} as {alias}\n"
+                                        for full, alias in submodules)
+        sources[flat_name(module)] = "".join(lines)
     return sources
+
+
+def _submodule_imports(package: str, names: str) -> list[tuple[str, str]] | None:
+    """For ``from PACKAGE import NAMES``: [(module, alias)] when every name is a submodule of PACKAGE, None when
+    none is; a mix (or a parenthesised list, which the line-wise rewrite cannot follow) is refused."""
+    import importlib.util
+
+    if names.startswith("(") or names.endswith("\\"):
+        raise ExportError(f"{package}: a multi-line `from {package} import (...)` cannot be rewritten; one line")
+    parsed = []
+    for item in names.split("#")[0].split(","):
+        name, _, alias = item.strip().partition(" as ")
+        parsed.append((f"{package}.{name.strip()}", (alias or name).strip()))
+    found = [importlib.util.find_spec(full) is not None if hasattr(importlib.import_module(package), "__path__")
+             else False for full, _ in parsed]
+    if all(found):
+        return parsed
+    if any(found):
+        raise ExportError(f"from {package} import {names}: modules and names mixed; import them on separate lines")
+    return None
 
 
 def _normalize_source() -> str:
@@ -106,6 +139,9 @@ from .strae_recipes import from_record, legacy
 
 class {cls}(nn.Module):
     config_file = "strae_export.json"
+    # SentenceTransformer.save writes this module into the folder's root (with modules.json's "path": ""), so a
+    # re-saved model loads again: in a subfolder its relative imports would not resolve
+    save_in_root = True
 
     def __init__(self, model_dir: str) -> None:
         super().__init__()
@@ -179,10 +215,13 @@ def _write_text(path: Path, text: str) -> None:
 def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite: bool = False) -> Path:
     """Write the sentence-transformers folder for a finished strae run; returns ``out``."""
 
-    run_dir, out = Path(run_dir), Path(out)
+    from strae.encode import _unfinished_reason
+
+    run_dir, out = Path(run_dir), Path(out).resolve()  # resolved: `strae export RUN .` names a folder too
     manifest = run_dir / "encoder.json"
     if not manifest.exists():
-        raise ExportError(f"{manifest}: missing; export a finished `strae train` run directory")
+        raise ExportError(f"{manifest}: missing ({_unfinished_reason(run_dir)}); export a finished `strae train` "
+                          "run directory")
     kind = read_json(manifest).get("kind")
     if kind != "strae":
         raise ExportError(f"{run_dir}: encoder kind {kind!r}; only strae (Self-StrAE / Banyan) runs can be exported")
@@ -225,6 +264,8 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
 def _stage(run_dir: Path, out: Path, staging: Path, manifest: Path) -> None:
     """Write the export's files into ``staging`` (renamed to ``out`` by the caller)."""
     from strae import __version__
+    from strae.models.encoder import run_pretokenize
+
     # weights + tokenizer, byte for byte
     for name in ("model.pt", "tokenizer.model"):
         shutil.copyfile(run_dir / name, staging / name)
@@ -252,10 +293,11 @@ def _stage(run_dir: Path, out: Path, staging: Path, manifest: Path) -> None:
         "model_config": payload["config"],
         "recipe": (payload.get("recipe") or {}).get("name"),
         # raw text is pretokenised like the run's training corpus (as `strae evaluate --variant official` does)
-        "pretokenize": read_json(manifest).get("pretokenize")
-        or ((train.blocks.get("data") or {}).get("pretokenize") if train is not None else None) or "none",
+        "pretokenize": run_pretokenize(run_dir, train)[0],
         "run": run,
         "status": train.status if train is not None else None,
+        # a mid-training export (strae train --export-checkpoint): where it stands
+        "snapshot": train.blocks.get("snapshot") if train is not None else None,
         "source_run_dir": str(run_dir.resolve()),
         "sentence_vector": "root upward embedding (as strae evaluate); NaN row for a text with no pieces",
         "strae_version": __version__,
@@ -335,6 +377,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = export_sentence_transformers(args.run, args.out, overwrite=args.overwrite)
     print(f"wrote {out} (load with SentenceTransformer({str(out)!r}, trust_remote_code=True))")
+    snapshot = read_json(out / "strae_export.json").get("snapshot")
+    if snapshot:  # say it where the user looks: this is not a finished run's model
+        print(f"note: {args.run} is a mid-training snapshot ({snapshot.get('note')}; step "
+              f"{snapshot.get('global_step')}), not a finished run", file=sys.stderr)
     return 0
 
 

@@ -30,6 +30,29 @@ from strae.runs import RunRecord, load_weights_file
 from strae.runtime import describe_device, resolve_device
 
 
+def run_pretokenize(run_dir: Path, record: RunRecord | None, option: str | None = None) -> tuple[str, str]:
+    """How a strae run splits raw text before its tokenizer, and where that came from: ``option`` (an encoder
+    option), then the run's encoder.json, its train.json, its corpus' meta, else none (runs before the setting).
+    The one rule for `strae evaluate`'s encoder and `strae export`."""
+    from strae.data.pretokenize import check_kind
+
+    if option not in (None, ""):
+        return check_kind(option, "--encoder-option pretokenize"), "encoder option"
+    manifest = Path(run_dir) / "encoder.json"
+    recorded = read_json(manifest).get("pretokenize") if manifest.exists() else None
+    if recorded is not None:
+        return check_kind(recorded, f"{manifest}: pretokenize"), "encoder.json"
+    data = (record.blocks.get("data") if record is not None else None) or {}
+    if data.get("pretokenize") is not None:
+        return check_kind(data["pretokenize"], f"{Path(run_dir) / 'train.json'}: data.pretokenize"), "train.json"
+    corpus_meta = Path(data["dir"]) / "train.json" if data.get("dir") else None
+    if corpus_meta is not None and corpus_meta.exists():
+        recorded = read_json(corpus_meta).get("pretokenize")
+        if recorded is not None:
+            return check_kind(recorded, f"{corpus_meta}: pretokenize"), str(corpus_meta)
+    return "none", "not recorded (run predates the setting)"
+
+
 class StraeEncoder(Encoder):
     def __init__(self, run_dir: str | Path, device: str = "auto", max_pieces: int | None = None,
                  pretokenize: str | None = None) -> None:
@@ -55,7 +78,7 @@ class StraeEncoder(Encoder):
         self.model.to(self.device).eval()
         # a run directory copied without its train.json still loads (labels from the config, status completed)
         self.record = RunRecord.from_disk(self.run_dir) or RunRecord.from_dict({})
-        self.pretokenize, self.pretokenize_source = self._pretokenize_kind(pretokenize)
+        self.pretokenize, self.pretokenize_source = run_pretokenize(self.run_dir, self.record, pretokenize)
         self.tokenizer = load_tokenizer(tokenizer_file, pretokenize=self.pretokenize)
         if self.tokenizer.vocab_size != self.config.vocab_size:
             raise SystemExit(
@@ -64,32 +87,19 @@ class StraeEncoder(Encoder):
             )
         self.pad_id = self.config.vocab_size
         # Optional cap on pieces per text (None = keep all; training used at most 200 pieces per sentence).
-        self.max_pieces = int(max_pieces) if max_pieces not in (None, "", "none") else None
+        self.max_pieces = None
+        if max_pieces not in (None, "", "none"):
+            try:
+                self.max_pieces = int(max_pieces)
+            except ValueError:
+                self.max_pieces = 0
+            if self.max_pieces < 1:
+                raise SystemExit(f"--encoder-option max_pieces={max_pieces}: a positive number of pieces, or none")
         record = self.record
         self.encoder_id = (f"{record.model or self.config.model}/{record.setting or self.config.setting_name()}/"
                            f"seed{'?' if record.seed is None else record.seed}")
         self._weights_sha = sha256_file(weights)
         self._tokenizer_sha = sha256_file(tokenizer_file)
-
-    def _pretokenize_kind(self, option: str | None) -> tuple[str, str]:
-        """(kind, where it came from): the option, then the run's records, then its corpus' meta, then none."""
-        from strae.data.pretokenize import check_kind
-
-        if option not in (None, ""):
-            return check_kind(option, "--encoder-option pretokenize"), "encoder option"
-        manifest = self.run_dir / "encoder.json"
-        recorded = read_json(manifest).get("pretokenize") if manifest.exists() else None
-        if recorded is not None:
-            return check_kind(recorded, f"{manifest}: pretokenize"), "encoder.json"
-        data = self.record.blocks.get("data") or {}
-        if data.get("pretokenize") is not None:
-            return check_kind(data["pretokenize"], f"{self.run_dir / 'train.json'}: data.pretokenize"), "train.json"
-        corpus_meta = Path(data["dir"]) / "train.json" if data.get("dir") else None
-        if corpus_meta is not None and corpus_meta.exists():
-            recorded = read_json(corpus_meta).get("pretokenize")
-            if recorded is not None:
-                return check_kind(recorded, f"{corpus_meta}: pretokenize"), str(corpus_meta)
-        return "none", "not recorded (run predates the setting)"
 
     # ------------------------------------------------------------------------------------------ encoding
     def _encode_pieces(self, pieces: list[list[int]], batch_size: int) -> np.ndarray:
@@ -132,6 +142,7 @@ class StraeEncoder(Encoder):
             "tokenizer_sha256": self._tokenizer_sha,
             "pretokenize": self.pretokenize,
             "pretokenize_source": self.pretokenize_source,
+            "max_pieces": self.max_pieces,
             "config": self.config.to_dict(),
             "training": record.config.get("training"),
             "epochs_completed": len(record.history),
