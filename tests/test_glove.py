@@ -20,6 +20,35 @@ def test_word_tokenize_splits_edge_punctuation_only():
     ]
 
 
+def test_a_treebank_run_reads_ptb_clitics_as_words_in_training_and_evaluation(tmp_path):
+    """--pretokenize treebank: training lines are split as the Treebank tokeniser splits them, and its clitics stay
+    words (`'s`, `n't`) instead of losing their apostrophe; the encoder reads text the same way, and the paper
+    variant's already PTB-tokenised files (pretokenize none) keep their clitics too."""
+    from baselines.glove.cooccurrence import words_of
+    from baselines.glove.train import main
+    from strae.evaluate.harness import variant_encoder_options
+
+    assert word_tokenize("a woman 's hat is n't here") == ["a", "woman", "'", "s", "hat", "is", "n't", "here"]
+    assert words_of("a woman 's hat", "none", "treebank") == ["a", "woman", "'s", "hat"]
+    assert words_of("The woman's hat isn't here.", "treebank") == [
+        "the", "woman", "'s", "hat", "is", "n't", "here", "."]
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("The woman's hat isn't red.\nThe man's hat is red.\n" * 20, encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["--lang", "en", "--seed", "0", "--corpus", str(corpus), "--out", str(out), "--dim", "4",
+                 "--epochs", "1", "--min-count", "1", "--window", "2", "--pretokenize", "treebank"]) == 0
+    record = json.loads((out / "train.json").read_text())
+    assert record["config"]["pretokenize"] == "treebank" and record["run"]["setting"] == "words_w2_d4_treebank"
+    vocab = set(json.loads((out / "vocab.json").read_text())["tokens"])
+    assert {"'s", "n't", "woman", "is"} <= vocab and "woman's" not in vocab and "s" not in vocab
+    encoder = load_run(out)
+    assert encoder.describe()["pretokenize"] == "treebank" and encoder._words("The woman's hat") == [
+        "the", "woman", "'s", "hat"]
+    assert variant_encoder_options(str(out), "paper", None) == {"pretokenize": "none"}
+    paper = load_run(out, pretokenize="none")
+    assert paper._words("the woman 's hat") == ["the", "woman", "'s", "hat"]
+
+
 def test_cooccurrence_weights_are_exact_on_a_hand_checkable_corpus():
     # ids: a=0 b=1 c=2; line 1 "a b c a", line 2 "b c". Window 2, weight 1/distance, symmetric.
     lines = [np.array([0, 1, 2, 0]), np.array([1, 2])]

@@ -33,7 +33,12 @@ def _punctuation_chars() -> frozenset[str]:
     )
 
 
-def word_tokenize(text: str) -> list[str]:
+# Penn Treebank clitics: tokens of their own in PTB-tokenised text (`dog 's`, `they 're`, `is n't`); with
+# ``keep_clitics`` they stay whole instead of losing their apostrophe (`'s` -> `'`, `s`)
+PTB_CLITICS = frozenset({"'s", "'re", "'ve", "'ll", "'d", "'m", "n't"})
+
+
+def word_tokenize(text: str, keep_clitics: bool = False) -> list[str]:
     """Lowercase, split on whitespace, and split leading/trailing punctuation off as separate tokens.
 
     WikiText-103 (the paper's GloVe corpus) and the papers' STS files are tokenised this way (``word ,``),
@@ -44,7 +49,7 @@ def word_tokenize(text: str) -> list[str]:
     punct = _punctuation_chars()
     tokens: list[str] = []
     for raw in text.lower().split():
-        if raw[0] not in punct and raw[-1] not in punct:
+        if (raw[0] not in punct and raw[-1] not in punct) or (keep_clitics and raw in PTB_CLITICS):
             tokens.append(raw)
             continue
         start, end = 0, len(raw)
@@ -57,6 +62,18 @@ def word_tokenize(text: str) -> list[str]:
             tokens.append(raw[start:end])
         tokens.extend(raw[end:])
     return tokens
+
+
+def words_of(text: str, pretokenize: str = "none", trained_with: str | None = None) -> list[str]:
+    """A text's words as a GloVe run of ``trained_with`` pretokenisation (default: ``pretokenize``) reads them:
+    the text split by ``pretokenize`` first, then :func:`word_tokenize`, keeping PTB clitics whole when the run
+    trained on pretokenised text. (Evaluating the paper's PTB-tokenised files, ``pretokenize`` is none and
+    ``trained_with`` the run's own.)"""
+    from strae.data.pretokenize import pretokenize as split
+
+    trained_with = pretokenize if trained_with is None else trained_with
+    return word_tokenize(split(text, pretokenize) if pretokenize != "none" else text,
+                         keep_clitics=trained_with != "none")
 
 
 def iter_lines(path: str | Path, max_lines: int | None = None, desc: str = "reading corpus") -> Iterator[str]:
@@ -100,15 +117,17 @@ class IdCorpus:
 
 
 def words_corpus(
-    lines: Iterable[str], min_count: int = 5, max_vocab: int | None = None
+    lines: Iterable[str], min_count: int = 5, max_vocab: int | None = None, pretokenize: str = "none"
 ) -> tuple[IdCorpus, Vocabulary]:
     """Tokenise lines into words, keep words seen ``min_count`` times (at most ``max_vocab``, most frequent
-    first, ties broken by first appearance) and return the corpus with out-of-vocabulary words removed."""
+    first, ties broken by first appearance) and return the corpus with out-of-vocabulary words removed.
+    ``pretokenize`` (strae.data.pretokenize): each line is first split as that pretokeniser splits it, and its
+    clitics (``'s``, ``n't``, ...) stay whole words (:func:`words_of`)."""
     provisional: dict[str, int] = {}  # word -> id in order of first appearance (one tokenisation pass only)
     chunks: list[np.ndarray] = []
     lengths: list[int] = []
     for line in lines:
-        ids = [provisional.setdefault(word, len(provisional)) for word in word_tokenize(line)]
+        ids = [provisional.setdefault(word, len(provisional)) for word in words_of(line, pretokenize)]
         chunks.append(np.asarray(ids, dtype=np.int32))
         lengths.append(len(ids))
     flat = np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int32)

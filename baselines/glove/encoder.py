@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.glove.cooccurrence import word_tokenize
+from baselines.glove.cooccurrence import words_of
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
 from strae.runs import RunRecord
@@ -55,12 +55,18 @@ class GloveEncoder(Encoder):
         stopwords: frozenset[str] | None = None,
         info: dict[str, Any] | None = None,
         stopword_list: str = "iso",
+        pretokenize: str = "none",
+        trained_with: str = "none",
     ):
         self.vectors = vectors
         self.tokenization = tokenization
         self.tokenizer = tokenizer
         self.stopwords = stopwords
         self.stopword_list = stopword_list
+        # words mode: how text is split before word_tokenize (the run's training setting unless an option says
+        # otherwise: the paper variant's files are already PTB-tokenised) and whether PTB clitics stay whole (as the
+        # run trained: `trained_with`)
+        self.pretokenize, self.trained_with = pretokenize, trained_with
         self.info = dict(info or {})
         base = self.info.get("encoder_id", "glove")
         self.encoder_id = base + ("@stopword_rm" if stopwords is not None else "")
@@ -69,7 +75,7 @@ class GloveEncoder(Encoder):
     # -- tokens -------------------------------------------------------------------------------
     def _words(self, text: str) -> list[str]:
         if self.tokenization == "words":
-            words = word_tokenize(text)
+            words = words_of(text, self.pretokenize, self.trained_with)
         else:
             words = self.tokenizer.normalize(text).split()
         if self.stopwords is not None:
@@ -81,7 +87,7 @@ class GloveEncoder(Encoder):
         if self.tokenization == "words":
             if word in self.vectors.key_to_index:
                 return self.vectors[word]
-            tokens = word_tokenize(word)
+            tokens = words_of(word, self.pretokenize, self.trained_with)
         else:
             tokens = self.tokenizer.encode_as_pieces(word)
         known = [self.vectors[t] for t in tokens if t in self.vectors.key_to_index]
@@ -111,6 +117,7 @@ class GloveEncoder(Encoder):
     def describe(self) -> dict[str, Any]:
         return {
             "encoder_id": self.encoder_id, "kind": "glove", "tokenization": self.tokenization,
+            "pretokenize": self.pretokenize, "trained_with_pretokenize": self.trained_with,
             "vocab_size": len(self.vectors.key_to_index), "dim": self.dim,
             "stopwords": "remove" if self.stopwords is not None else "keep",
             "stopword_list": self._stopword_list_name(),
@@ -143,7 +150,7 @@ class GloveEncoder(Encoder):
 
 
 def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: str | None = None,
-             stopword_list: str = "iso", device: str = "cpu") -> GloveEncoder:
+             stopword_list: str = "iso", device: str = "cpu", pretokenize: str | None = None) -> GloveEncoder:
     """Loader of kind ``glove`` (``strae.encode.ENCODERS``).
 
     ``device`` is accepted so that ``strae evaluate --device`` (and the workflow, which passes the scale's device)
@@ -178,4 +185,9 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
         "train": {"status": train.status if train else None, "failure_reason": train.failure_reason if train else None},
     }
     stop = stopword_set(language, stopword_list) if stopwords == "remove" else None
-    return GloveEncoder(vectors, manifest.get("tokenization", "words"), tokenizer, stop, info, stopword_list)
+    from strae.data.pretokenize import check_kind
+
+    trained_with = check_kind(manifest.get("pretokenize") or "none", f"{run_dir / 'encoder.json'}: pretokenize")
+    chosen = check_kind(pretokenize, "--encoder-option pretokenize") if pretokenize else trained_with
+    return GloveEncoder(vectors, manifest.get("tokenization", "words"), tokenizer, stop, info, stopword_list,
+                        chosen, trained_with)

@@ -90,6 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.75)
     p.add_argument("--batch-size", type=int, default=4096, help="co-occurrence entries per Adam step (lr 1e-3 "
                    "needs many steps: 4096 beat 32768 after one epoch, STS avg 18.9 vs 13.5)")
+    p.add_argument("--pretokenize", choices=("none", "treebank"), default="none",
+                   help="words mode: split each corpus line as this pretokeniser does first, keeping PTB clitics "
+                        "('s, n't, ...) whole words - how the paper's WikiText-103 and the paper-variant evaluation "
+                        "files are tokenised; the encoder then reads text the same way (default none: raw lines)")
     p.add_argument("--min-count", type=int, default=5, help="words mode: drop rarer words (GloVe default 5)")
     p.add_argument("--max-vocab", type=int, help="words mode: keep at most this many most frequent words")
     p.add_argument("--max-lines", type=int, help="read only the first N corpus lines (quick runs)")
@@ -104,7 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def setting_name(args: argparse.Namespace) -> str:
-    return args.setting or f"{args.tokenization}_w{args.window}_d{args.dim}"
+    return args.setting or default_setting(args.tokenization, args.window, args.dim,
+                                           getattr(args, "pretokenize", None))
+
+
+def default_setting(tokenization: str, window: int, dim: int, pretokenize: str | None) -> str:
+    """``{tokenization}_w{window}_d{dim}``, with ``_{pretokenize}`` for a pretokenised words run."""
+    return (f"{tokenization}_w{window}_d{dim}"
+            + (f"_{pretokenize}" if tokenization == "words" and pretokenize not in (None, "none") else ""))
 
 
 def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, tokenizer_sha: str | None) -> dict:
@@ -117,6 +128,8 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
         "window": args.window, "weighting": "1/distance, symmetric",
         "dim": args.dim, "epochs": args.epochs, "lr": args.lr, "optimizer": args.optimizer,
         "x_max": args.x_max, "alpha": args.alpha, "batch_size": args.batch_size,
+        # words mode: how lines were split before word_tokenize (absent in runs before 2026-11-29: none)
+        "pretokenize": args.pretokenize if args.tokenization == "words" else None,
         "min_count": args.min_count if args.tokenization == "words" else None,
         "max_vocab": args.max_vocab if args.tokenization == "words" else None, "max_lines": args.max_lines,
         "word_vector": "w + w~", "batch_loss": "sum over pairs (GloVe eq. 8)",
@@ -128,7 +141,10 @@ def _counts_key(config: dict) -> dict:
     """The config fields the co-occurrence cache depends on (the rest may change on resume)."""
     keys = ("tokenization", "corpus_sha256", "tokenizer_sha256", "tokenized_dir", "window", "min_count",
             "max_vocab", "max_lines")
-    return {k: config[k] for k in keys}
+    key = {k: config[k] for k in keys}
+    if config.get("pretokenize") not in (None, "none"):  # (a cache from before the setting: none, the same key)
+        key["pretokenize"] = config["pretokenize"]
+    return key
 
 
 def _differences(saved: dict, current: dict, ignore: tuple[str, ...] = ()) -> list[str]:
@@ -190,7 +206,7 @@ def read_corpus(args, config: dict) -> tuple[IdCorpus, Vocabulary]:
     """The corpus as ids and its vocabulary: whitespace words (rare ones dropped) or the tokenizer's pieces."""
     lines = iter_lines(config["corpus"], max_lines=args.max_lines)
     if args.tokenization == "words":
-        return words_corpus(lines, min_count=args.min_count, max_vocab=args.max_vocab)
+        return words_corpus(lines, min_count=args.min_count, max_vocab=args.max_vocab, pretokenize=args.pretokenize)
     import sentencepiece
 
     from strae.data.tokenizer import load_tokenizer
@@ -286,6 +302,7 @@ def write_manifest(dest: Path, args, setting: str, corpus_label: str) -> None:
         tokenizer=TOKENIZER_FILE if args.tokenization == "subword" else None,
         language=args.lang, setting=setting, seed=args.seed,
         stopwords_language=args.stopwords_language or args.lang, corpus_label=corpus_label,
+        pretokenize=args.pretokenize if args.tokenization == "words" else None,
     )
 
 
@@ -316,7 +333,8 @@ def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: i
     checkpoint's own settings, not this command's defaults: the export command need not repeat the run's flags."""
     config = state["config"]
     args.tokenization = config["tokenization"]
-    setting = setting_name(args) if args.setting else f"{config['tokenization']}_w{config['window']}_d{config['dim']}"
+    setting = setting_name(args) if args.setting else default_setting(
+        config["tokenization"], config["window"], config["dim"], config.get("pretokenize"))
     snapshot = snapshot_block(checkpoint_path, sha256, "strae train-glove", epochs_done=state["epoch"] + 1,
                               epochs_planned=config["epochs"])
     RunRecord(language=args.lang, model="glove", setting=setting, seed=args.seed, config=config,

@@ -102,7 +102,7 @@ ENCODERS: dict[str, EncoderKind] = {
     "strae": EncoderKind(_strae, options=("device", "max_pieces", "pretokenize")),
     # strae train-glove
     "glove": EncoderKind(_glove, network=False,
-                         options=("device", "stopwords", "stopword_list", "stopwords_language")),
+                         options=("device", "stopwords", "stopword_list", "stopwords_language", "pretokenize")),
     # strae train-roberta / train-simcse
     "roberta": EncoderKind(_roberta, options=("device", "word_occurrences", "word_context", "corpus", "precision",
                                               "max_length", "occurrence_seed", "pooler", "pretokenize")),

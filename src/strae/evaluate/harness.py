@@ -191,7 +191,9 @@ def variant_encoder_options(spec: str, variant: str, options: dict[str, Any] | N
     options = dict(options or {})
     if variant == "paper" and "pretokenize" not in options:
         manifest = Path(spec) / "encoder.json"
-        if manifest.exists() and read_json(manifest).get("kind") in ("strae", "roberta"):
+        described = read_json(manifest) if manifest.exists() else {}
+        if described.get("kind") in ("strae", "roberta") or (
+                described.get("kind") == "glove" and described.get("pretokenize") not in (None, "none")):
             options["pretokenize"] = "none"
     return options
 
