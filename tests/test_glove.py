@@ -331,3 +331,12 @@ def test_subword_mode_names_vectors_by_piece_and_composes_words(mirror, tmp_path
     # no piece of "jazz" (letters j, a, z) occurs in the toy corpus as the same piece: no vector at all
     assert not any(p in encoder.vectors.key_to_index for p in tokenizer.encode_as_pieces("jazz"))
     assert np.isnan(encoder.encode_words(["jazz"])).all()
+
+
+def test_a_corpus_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    from baselines.glove.cooccurrence import iter_lines
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_bytes(b"a fine line\nbad \xff byte\n")
+    with pytest.raises(SystemExit, match=r"train.txt:2: not UTF-8"):
+        list(iter_lines(corpus))

@@ -44,7 +44,8 @@ def word_tokenize(text: str, keep_clitics: bool = False) -> list[str]:
     WikiText-103 (the paper's GloVe corpus) and the papers' STS files are tokenised this way (``word ,``),
     while our prepared corpus keeps punctuation attached (``word,``); peeling it off keeps ``word`` and
     ``word,`` one vocabulary entry. Only Unicode category P* is split, and only at a token's ends, so
-    word-internal marks (``don't``, ``u.s.``) and combining marks of any script survive.
+    word-internal marks (``don't``; ``u.s.`` keeps its inner dot: ``u.s`` + ``.``) and combining marks of any
+    script survive.
     """
     punct = _punctuation_chars()
     tokens: list[str] = []
@@ -88,7 +89,11 @@ def iter_lines(path: str | Path, max_lines: int | None = None, desc: str = "read
             if max_lines is not None and n >= max_lines:
                 break
             bar.update(len(raw))
-            line = raw.decode("utf-8").strip()
+            try:
+                line = raw.decode("utf-8").strip()
+            except UnicodeDecodeError as error:
+                raise SystemExit(f"{path}:{n + 1}: not UTF-8 ({error.reason} at byte {error.start}); the corpus must "
+                                 "be UTF-8 text, one sentence per line") from None
             if line:
                 yield line
 

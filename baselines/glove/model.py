@@ -13,9 +13,10 @@ mid-frequency words barely moved (measured: WordSim ~4 after 2 epochs). Summing 
 Why manual gradients and row-wise optimisers: a batch touches a few thousand of ~10^5 rows. torch's
 ``SparseAdam`` coalesces a (batch x dim) sparse gradient per step, which measured ~10x slower than the
 closed-form gradient below plus one ``unique``/``index_add_`` per table on a 2-core CPU. The update
-rules are exactly SparseAdam's ("lazy" Adam: moments of untouched rows are not decayed) and glove.c's
-AdaGrad (accumulators start at 1). ``loss()`` stays autograd-differentiable; a test checks the manual
-gradient against autograd.
+rules are exactly SparseAdam's ("lazy" Adam: moments of untouched rows are not decayed); the AdaGrad option is
+textbook AdaGrad with glove.c's accumulators starting at 1, not glove.c's own update (which scales by the
+accumulator before adding the step's squared gradient, drops the factor 2 and clips the gradient at 100).
+``loss()`` stays autograd-differentiable; a test checks the manual gradient against autograd.
 """
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def sum_by_row(rows: torch.Tensor, grads: torch.Tensor, rows_sorted: bool = Fals
 
 
 class RowOptimizer:
-    """Adam (lazy, as torch.optim.SparseAdam) or AdaGrad (as glove.c) applied to the rows a batch touched.
+    """Adam (lazy, as torch.optim.SparseAdam) or AdaGrad (accumulators from 1, as glove.c's; the update itself is
+    textbook AdaGrad, not glove.c's) applied to the rows a batch touched.
 
     ``step(table_index, rows, grads)``: ``grads[k]`` is the gradient contribution of pair k to row
     ``rows[k]``; duplicates are summed first (so the update equals one on the summed sparse gradient).

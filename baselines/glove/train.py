@@ -6,7 +6,8 @@ Hyper-parameters follow Banyan appendix A (15 epochs, lr 1e-3, window 10) and th
 Optimiser: Adam. Banyan appendix A gives only "15 epochs with a learning rate of 1e-3" for GloVe; the same
 paragraph trains everything else with Adam, and 1e-3 is Adam's default. The reference GloVe uses AdaGrad
 with lr 0.05; AdaGrad at 1e-3 barely moves the (1/dim-scaled) initial vectors in 15 epochs, so "AdaGrad,
-lr 1e-3" is an unlikely reading. ``--optimizer adagrad --lr 0.05`` gives the reference recipe.
+lr 1e-3" is an unlikely reading. ``--optimizer adagrad --lr 0.05`` is close to the reference recipe (textbook
+AdaGrad with glove.c's initial accumulators; glove.c's own update differs in its details: model.py).
 
 Tokenisation: ``words`` (default) reproduces the paper: it trained GloVe on WikiText-103, a word-level
 corpus (whitespace tokens, punctuation split off), and evaluates words by direct lookup. ``subword`` uses
