@@ -435,7 +435,7 @@ def new_record(args, corpus: Path) -> RunRecord:
     config = _train_config(args, corpus, sha256_file(corpus), tokenizer_sha)
     return RunRecord(language=args.lang, model="glove", setting=setting_name(args), seed=args.seed, config=config,
                      provenance=provenance(seed=args.seed, device="cpu", requested_device=args.device,
-                                           torch_threads=torch.get_num_threads()))
+                                           torch_threads=torch.get_num_threads(), command=sys.argv))
 
 
 def load_data(args, record: RunRecord) -> tuple[list[str], np.ndarray, tuple[torch.Tensor, ...]]:
