@@ -499,3 +499,21 @@ def test_the_multiview_block_is_the_newest_multiview_records_table1(tmp_path):
     # a main record (manifest.json) is never taken; nor a directory without the tool's layout (the 11-23 time box)
     (out / "multiview-cpu-2026-11-28" / "manifest.json").write_text("{}")
     assert rec.newest_multiview_record(out) is None
+
+
+def test_a_figure_older_than_the_scores_is_refused(results, tmp_path):
+    """A figure drawn before scores.csv was rewritten (strae aggregate --carry) shows older numbers than the
+    record's tables: refused with the command that redraws it; redrawn (newer), it is recorded."""
+    import os
+
+    figures = results / "figures"
+    figures.mkdir()
+    (figures / "ku_curves.png").write_bytes(b"png")
+    written = (results / "scores.csv").stat().st_mtime
+    os.utime(figures / "ku_curves.png", (written - 60, written - 60))
+    with pytest.raises(SystemExit, match="ku_curves.png drawn before .*scores.csv was last written"):
+        rec.build_record(results, tmp_path / "out", "stale", tables_file=results.parent / "no_tables.yaml")
+    assert not (tmp_path / "out" / "stale").exists()
+    os.utime(figures / "ku_curves.png", (written + 1, written + 1))
+    record = rec.build_record(results, tmp_path / "out", "fresh", tables_file=results.parent / "no_tables.yaml")
+    assert (record / "figures" / "ku_curves.png").read_bytes() == b"png"

@@ -309,6 +309,21 @@ def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Pa
                              " or delete the stale table, then record")
 
 
+def _check_figures_current(results: Path) -> None:
+    """A figure drawn before results/scores.csv was last written (e.g. before `strae aggregate --carry`) shows
+    older scores than the record's tables: refused, naming the command that redraws it."""
+    figures = results / "figures"
+    if not figures.exists():
+        return
+    written = (results / "scores.csv").stat().st_mtime
+    stale = sorted(p.name for p in figures.iterdir() if p.is_file() and p.stat().st_mtime < written)
+    if stale:
+        raise SystemExit(f"{figures}: {', '.join(stale)} drawn before {results}/scores.csv was last written; draw "
+                         f"them again (`snakemake figures`, or `strae figure NAME --tables config/tables.yaml --config "
+                         f"{paths.effective_config(results)} --scores {results}/scores.csv --out-png ... --out-pdf "
+                         "...` for a figure drawn from scores) or delete them, then record")
+
+
 # run directories results/runs/<lang>/<model>/... of the multi-view paper: recorded on their own
 MULTIVIEW_MODEL_PREFIX = "multiview_"
 
@@ -381,6 +396,7 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
     for carried in carry:
         _check_carried(results, carried)
     _check_tables_current(results, tables_file, paper_dir)
+    _check_figures_current(results)
     record = out_root / name
     if record.exists():
         raise SystemExit(f"{record}: exists; records are immutable — choose another --name")
