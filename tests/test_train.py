@@ -471,13 +471,19 @@ def test_an_export_names_the_checkpoint_bytes_it_loaded(tmp_path, monkeypatch):
     import hashlib
 
     runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 4})
-    digest = hashlib.file_digest
+    real = hashlib.sha256
 
-    def hashed_then_replaced(handle, name):
-        result = digest(handle, name)
-        runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 6})  # the trainer's next checkpoint lands
-        return result
-    monkeypatch.setattr(runs.hashlib, "file_digest", hashed_then_replaced)
+    class ReplacedOnceHashed:  # the trainer's next checkpoint lands once the export has hashed the bytes
+        def __init__(self):
+            self.inner = real()
+
+        def update(self, block):
+            self.inner.update(block)
+
+        def hexdigest(self):
+            runs.save_checkpoint(run / "checkpoint.pt", {"global_step": 6})
+            return self.inner.hexdigest()
+    monkeypatch.setattr(runs.hashlib, "sha256", ReplacedOnceHashed)
     state, sha256, path = runs.checkpoint_to_export(run)
     monkeypatch.undo()
     assert state["global_step"] == 4 and path == run / "checkpoint.pt"

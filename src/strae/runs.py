@@ -246,7 +246,10 @@ def checkpoint_to_export(run_dir: Path, remedy: str = "has this run started?") -
     # one open file, hashed then loaded: save_checkpoint replaces checkpoint.pt by a rename, never in place, so this
     # handle reads one version whatever lands at the path meanwhile (and no second copy of it is held in memory)
     with open(path, "rb") as handle:
-        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        digest = hashlib.sha256()
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+        digest = digest.hexdigest()
         handle.seek(0)
         state = _torch_load(handle, path, "is the run's disk full, or was it killed mid-write?")
     return state, digest, path
