@@ -182,7 +182,8 @@ def evaluation_setting(options: dict[str, Any] | None, config: dict[str, Any], m
 def variant_encoder_options(spec: str, variant: str, options: dict[str, Any] | None) -> dict[str, Any]:
     """Encoder options implied by the evaluation variant (recorded in the JSON's provenance like any other).
 
-    A strae run (and a RoBERTa / SimCSE run) pretokenises the text it embeds the way its training corpus was
+    A strae run (and a RoBERTa / SimCSE run, and a GloVe run trained with ``--pretokenize``) pretokenises the text it
+    embeds the way its training corpus was
     (``languages.<lang>.pretokenize``), which suits the official files (raw text). The paper-variant files are the
     reference code's own, and it embedded them exactly as they are - PTB-tokenised STS12-16/SICK/SimLex, but raw
     STS-B - so for that variant such a run embeds them unchanged too (``pretokenize=none``), unless the user passes
