@@ -145,10 +145,13 @@ def test_overwrite_replaces_only_an_earlier_export_and_only_once_the_new_one_is_
     export leaves the earlier one as it was, with nothing partial beside it."""
     import shutil
 
-    with pytest.raises(SystemExit, match="is or holds the run directory"):
+    with pytest.raises(SystemExit, match="is, holds or lies inside the run directory"):
         export.export_sentence_transformers(run_dir, run_dir, overwrite=True)
-    with pytest.raises(SystemExit, match="is or holds the run directory"):
+    with pytest.raises(SystemExit, match="is, holds or lies inside the run directory"):
         export.export_sentence_transformers(run_dir, run_dir.parent, overwrite=True)
+    with pytest.raises(SystemExit, match="is, holds or lies inside the run directory"):  # an export in the run
+        export.export_sentence_transformers(run_dir, run_dir / "exported")
+    assert not (run_dir / "exported").exists()
     assert (run_dir / "model.pt").exists()
     other = tmp_path / "mine"
     other.mkdir()

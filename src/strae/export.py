@@ -229,8 +229,8 @@ def export_sentence_transformers(run_dir: str | Path, out: str | Path, overwrite
         if not (run_dir / name).exists():
             raise ExportError(f"{run_dir / name}: missing; is {run_dir} a finished `strae train` run?")
     here, source = out.resolve(), run_dir.resolve()
-    if here == source or here in source.parents:
-        raise ExportError(f"{out}: is or holds the run directory {run_dir}; choose another OUT")
+    if here == source or here in source.parents or source in here.parents:
+        raise ExportError(f"{out}: is, holds or lies inside the run directory {run_dir}; choose another OUT")
     replace = out.exists() and any(out.iterdir())
     if replace:
         if not overwrite:
