@@ -44,9 +44,17 @@ def test_a_treebank_run_reads_ptb_clitics_as_words_in_training_and_evaluation(tm
     encoder = load_run(out)
     assert encoder.describe()["pretokenize"] == "treebank" and encoder._words("The woman's hat") == [
         "the", "woman", "'s", "hat"]
-    assert variant_encoder_options(str(out), "paper", None) == {"pretokenize": "none"}
+    # the paper variant's PTB files go through the treebank tokeniser too, as the training lines did ('s unchanged)
+    assert variant_encoder_options(str(out), "paper", None) == {}
+    assert encoder._words("the woman 's hat (red)") == encoder._words("The woman's hat (red)")
     paper = load_run(out, pretokenize="none")
     assert paper._words("the woman 's hat") == ["the", "woman", "'s", "hat"]
+    # a mid-training export keeps the run's pretokenisation (not the export command's default)
+    assert main(["--lang", "en", "--seed", "0", "--out", str(out), "--export-checkpoint", str(tmp_path / "snap")]) == 0
+    assert json.loads((tmp_path / "snap" / "encoder.json").read_text())["pretokenize"] == "treebank"
+    with pytest.raises(SystemExit, match="--pretokenize treebank: splits the lines of --tokenization words"):
+        main(["--lang", "en", "--seed", "0", "--out", str(tmp_path / "sub"), "--tokenization", "subword",
+              "--pretokenize", "treebank"])
 
 
 def test_cooccurrence_weights_are_exact_on_a_hand_checkable_corpus():
@@ -177,6 +185,9 @@ def test_completed_run_is_not_retrained_and_resume_continues(toy_run, tmp_path):
     from baselines.glove.train import main
 
     out, argv = toy_run
+    # a default (raw lines) run's config has no pretokenize key: the config runs before the setting wrote, which
+    # therefore resume and count as completed
+    assert "pretokenize" not in json.loads((out / "train.json").read_text())["config"]
     before = (out / "vectors.bin").read_bytes()
     assert main(argv) == 0  # already completed: nothing changes
     assert (out / "vectors.bin").read_bytes() == before

@@ -506,14 +506,20 @@ def test_a_figure_older_than_the_scores_is_refused(results, tmp_path):
     record's tables: refused with the command that redraws it; redrawn (newer), it is recorded."""
     import os
 
+    tables = tmp_path / "figures_only.yaml"
+    tables.write_text("tables: {}\nfigures:\n  ku_curves: {kind: ku_curves, from_scores: true}\n"
+                      "  node_counts: {kind: node_counts}\n")
     figures = results / "figures"
     figures.mkdir()
-    (figures / "ku_curves.png").write_bytes(b"png")
     written = (results / "scores.csv").stat().st_mtime
-    os.utime(figures / "ku_curves.png", (written - 60, written - 60))
+    for name in ("ku_curves.png", "node_counts.png"):  # both drawn a minute before scores.csv was written
+        (figures / name).write_bytes(b"png")
+        os.utime(figures / name, (written - 60, written - 60))
     with pytest.raises(SystemExit, match="ku_curves.png drawn before .*scores.csv was last written"):
-        rec.build_record(results, tmp_path / "out", "stale", tables_file=results.parent / "no_tables.yaml")
+        rec.build_record(results, tmp_path / "out", "stale", tables_file=tables)
     assert not (tmp_path / "out" / "stale").exists()
+    # redrawn from the scores: recorded; a figure drawn from measurements (no scores read) is not compared
     os.utime(figures / "ku_curves.png", (written + 1, written + 1))
-    record = rec.build_record(results, tmp_path / "out", "fresh", tables_file=results.parent / "no_tables.yaml")
+    record = rec.build_record(results, tmp_path / "out", "fresh", tables_file=tables)
     assert (record / "figures" / "ku_curves.png").read_bytes() == b"png"
+    assert (record / "figures" / "node_counts.png").exists()

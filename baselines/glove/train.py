@@ -129,8 +129,9 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
         "window": args.window, "weighting": "1/distance, symmetric",
         "dim": args.dim, "epochs": args.epochs, "lr": args.lr, "optimizer": args.optimizer,
         "x_max": args.x_max, "alpha": args.alpha, "batch_size": args.batch_size,
-        # words mode: how lines were split before word_tokenize (absent in runs before 2026-11-29: none)
-        "pretokenize": args.pretokenize if args.tokenization == "words" else None,
+        # words mode with --pretokenize: how lines were split before word_tokenize (absent: none, the lines as they
+        # are - so a default run's config is the one runs before the setting wrote, and they resume)
+        **({"pretokenize": args.pretokenize} if args.tokenization == "words" and args.pretokenize != "none" else {}),
         "min_count": args.min_count if args.tokenization == "words" else None,
         "max_vocab": args.max_vocab if args.tokenization == "words" else None, "max_lines": args.max_lines,
         "word_vector": "w + w~", "batch_loss": "sum over pairs (GloVe eq. 8)",
@@ -334,6 +335,7 @@ def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: i
     checkpoint's own settings, not this command's defaults: the export command need not repeat the run's flags."""
     config = state["config"]
     args.tokenization = config["tokenization"]
+    args.pretokenize = config.get("pretokenize") or "none"  # the run's, not this export command's default
     setting = setting_name(args) if args.setting else default_setting(
         config["tokenization"], config["window"], config["dim"], config.get("pretokenize"))
     snapshot = snapshot_block(checkpoint_path, sha256, "strae train-glove", epochs_done=state["epoch"] + 1,
@@ -348,6 +350,9 @@ def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: i
 # ------------------------------------------------------------------------------------------ strae train-glove
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.pretokenize != "none" and args.tokenization != "words":
+        raise SystemExit(f"--pretokenize {args.pretokenize}: splits the lines of --tokenization words; subword runs "
+                         "read the language's tokenised corpus, already pretokenised as its config says")
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.export_checkpoint is not None:  # needs only the run directory, not the corpus

@@ -182,19 +182,18 @@ def evaluation_setting(options: dict[str, Any] | None, config: dict[str, Any], m
 def variant_encoder_options(spec: str, variant: str, options: dict[str, Any] | None) -> dict[str, Any]:
     """Encoder options implied by the evaluation variant (recorded in the JSON's provenance like any other).
 
-    A strae run (and a RoBERTa / SimCSE run, and a GloVe run trained with ``--pretokenize``) pretokenises the text it
-    embeds the way its training corpus was
+    A strae run (and a RoBERTa / SimCSE run) pretokenises the text it embeds the way its training corpus was
     (``languages.<lang>.pretokenize``), which suits the official files (raw text). The paper-variant files are the
     reference code's own, and it embedded them exactly as they are - PTB-tokenised STS12-16/SICK/SimLex, but raw
     STS-B - so for that variant such a run embeds them unchanged too (``pretokenize=none``), unless the user passes
-    the option explicitly.
+    the option explicitly. (A GloVe run trained with ``--pretokenize treebank`` reads them through the treebank
+    tokeniser as its training lines were: it leaves their `'s`, `n't` as they are and splits brackets and hyphens as
+    training did; its words are whole tokens, not pieces a different split would change.)
     """
     options = dict(options or {})
     if variant == "paper" and "pretokenize" not in options:
         manifest = Path(spec) / "encoder.json"
-        described = read_json(manifest) if manifest.exists() else {}
-        if described.get("kind") in ("strae", "roberta") or (
-                described.get("kind") == "glove" and described.get("pretokenize") not in (None, "none")):
+        if manifest.exists() and read_json(manifest).get("kind") in ("strae", "roberta"):
             options["pretokenize"] = "none"
     return options
 

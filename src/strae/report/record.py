@@ -276,18 +276,24 @@ def _first_difference(recorded: pd.DataFrame, fresh: pd.DataFrame) -> str | None
     return None
 
 
+def _report_files(results: Path, tables_file: Path | None,
+                  paper_dir: Path | None) -> tuple[Path, dict[str, Any] | None, Path, Path]:
+    """(effective config path, that config or None, tables file, paper tables folder): the workflow's own report
+    settings (results/config.effective.yaml ``report``) unless given, as the tables and figures were made with."""
+    config_path = paths.effective_config(results)
+    config = report.load_yaml(config_path) if config_path.exists() else None
+    settings = (config or {}).get("report") or {}
+    return (config_path, config, Path(tables_file or settings.get("tables") or "config/tables.yaml"),
+            Path(paper_dir or settings.get("paper_tables_dir") or "paper_tables"))
+
+
 def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Path | None) -> None:
     """Each rendered table of a config/tables.yaml key must be what results/scores.csv renders now: a table made
     from earlier scores (rendered before `strae aggregate --carry`, or before more seeds finished) would put old
     numbers beside the new scores in the record. Files of no known table key are copied unchecked."""
     if not any(_table_files(results)):
         return
-    config_path = paths.effective_config(results)
-    config = report.load_yaml(config_path) if config_path.exists() else None
-    # the workflow's own report settings, unless given: the tables were rendered with them
-    settings = (config or {}).get("report") or {}
-    tables_file = Path(tables_file or settings.get("tables") or "config/tables.yaml")
-    paper_dir = Path(paper_dir or settings.get("paper_tables_dir") or "paper_tables")
+    config_path, config, tables_file, paper_dir = _report_files(results, tables_file, paper_dir)
     if not tables_file.exists():
         raise SystemExit(f"{tables_file}: the tables file (--tables) is needed to check the rendered tables")
     tables = report.load_tables(tables_file)
@@ -309,19 +315,26 @@ def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Pa
                              " or delete the stale table, then record")
 
 
-def _check_figures_current(results: Path) -> None:
-    """A figure drawn before results/scores.csv was last written (e.g. before `strae aggregate --carry`) shows
-    older scores than the record's tables: refused, naming the command that redraws it."""
+def _check_figures_current(results: Path, tables_file: Path | None) -> None:
+    """A figure drawn from scores (``from_scores: true`` in the tables file) before results/scores.csv was last
+    written (e.g. before `strae aggregate --carry`) shows older scores than the record's tables: refused, naming the
+    command that redraws it. Figures drawn from measurements do not read scores.csv and are not compared."""
     figures = results / "figures"
     if not figures.exists():
         return
+    config_path, _, tables_file, _ = _report_files(results, tables_file, None)
+    if not tables_file.exists():
+        return
+    from_scores = {name for name, spec in (report.load_tables(tables_file).get("figures") or {}).items()
+                   if spec.get("from_scores")}
     written = (results / "scores.csv").stat().st_mtime
-    stale = sorted(p.name for p in figures.iterdir() if p.is_file() and p.stat().st_mtime < written)
+    stale = sorted(p.name for p in figures.iterdir()
+                   if p.is_file() and p.stem in from_scores and p.stat().st_mtime < written)
     if stale:
         raise SystemExit(f"{figures}: {', '.join(stale)} drawn before {results}/scores.csv was last written; draw "
-                         f"them again (`snakemake figures`, or `strae figure NAME --tables config/tables.yaml --config "
-                         f"{paths.effective_config(results)} --scores {results}/scores.csv --out-png ... --out-pdf "
-                         "...` for a figure drawn from scores) or delete them, then record")
+                         f"them again (`strae figure NAME --tables {tables_file} --config "
+                         f"{config_path} --scores {results}/scores.csv --out-png ... --out-pdf "
+                         "...`) or delete them, then record")
 
 
 # run directories results/runs/<lang>/<model>/... of the multi-view paper: recorded on their own
@@ -396,7 +409,7 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
     for carried in carry:
         _check_carried(results, carried)
     _check_tables_current(results, tables_file, paper_dir)
-    _check_figures_current(results)
+    _check_figures_current(results, tables_file)
     record = out_root / name
     if record.exists():
         raise SystemExit(f"{record}: exists; records are immutable — choose another --name")
