@@ -22,6 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
+from strae.data.pretokenize import pretokenize as pretokenize_text
+
 TOKENIZATIONS = ("words", "subword")
 
 
@@ -68,12 +70,10 @@ def word_tokenize(text: str, keep_clitics: bool = False) -> list[str]:
 def words_of(text: str, pretokenize: str = "none", trained_with: str | None = None) -> list[str]:
     """A text's words as a GloVe run of ``trained_with`` pretokenisation (default: ``pretokenize``) reads them:
     the text split by ``pretokenize`` first, then :func:`word_tokenize`, keeping PTB clitics whole when the run
-    trained on pretokenised text. (Evaluating the paper's PTB-tokenised files, ``pretokenize`` is none and
-    ``trained_with`` the run's own.)"""
-    from strae.data.pretokenize import pretokenize as split
-
+    trained on pretokenised text. (``pretokenize`` differs from ``trained_with`` only where an encoder option says
+    so, e.g. ``pretokenize=none`` for text already PTB-tokenised.)"""
     trained_with = pretokenize if trained_with is None else trained_with
-    return word_tokenize(split(text, pretokenize) if pretokenize != "none" else text,
+    return word_tokenize(pretokenize_text(text, pretokenize) if pretokenize != "none" else text,
                          keep_clitics=trained_with != "none")
 
 

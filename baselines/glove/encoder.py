@@ -63,9 +63,8 @@ class GloveEncoder(Encoder):
         self.tokenizer = tokenizer
         self.stopwords = stopwords
         self.stopword_list = stopword_list
-        # words mode: how text is split before word_tokenize (the run's training setting unless an option says
-        # otherwise: the paper variant's files are already PTB-tokenised) and whether PTB clitics stay whole (as the
-        # run trained: `trained_with`)
+        # words mode: how text is split before word_tokenize (the run's training setting unless an encoder option
+        # says otherwise) and whether PTB clitics stay whole (as the run trained: `trained_with`)
         self.pretokenize, self.trained_with = pretokenize, trained_with
         self.info = dict(info or {})
         base = self.info.get("encoder_id", "glove")

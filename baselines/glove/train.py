@@ -44,6 +44,7 @@ from baselines.glove.cooccurrence import (
 from baselines.glove.model import OPTIMIZERS, GloveModel, RowOptimizer, glove_weight
 from strae import paths
 from strae.data.batching import batch_indices, epoch_order
+from strae.data.pretokenize import PRETOKENIZERS
 from strae.io import atomic_open, atomic_path, provenance, read_json, sha256_file, write_json
 from strae.runs import (
     CHECKPOINT_FILE,
@@ -91,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, default=0.75)
     p.add_argument("--batch-size", type=int, default=4096, help="co-occurrence entries per Adam step (lr 1e-3 "
                    "needs many steps: 4096 beat 32768 after one epoch, STS avg 18.9 vs 13.5)")
-    p.add_argument("--pretokenize", choices=("none", "treebank"), default="none",
+    p.add_argument("--pretokenize", choices=PRETOKENIZERS, default="none",
                    help="words mode: split each corpus line as this pretokeniser does first, keeping PTB clitics "
                         "('s, n't, ...) whole words - how the paper's WikiText-103 and the paper-variant evaluation "
                         "files are tokenised; the encoder then reads text the same way (default none: raw lines)")
