@@ -447,3 +447,36 @@ def test_a_seed_without_every_task_of_a_cell_is_named_not_silently_dropped(tmp_p
     assert "seed 2 lacks a task of this cell" in by_column.loc["Score", "note"]
     assert "seed 2" not in str(by_column.loc["A", "note"])
     assert "(n=2) (seed 2 lacks a task of this cell: left out of it)" in report.to_markdown(cells, "t")
+
+
+def test_multiview_rows_read_the_setting_the_config_trains(repo_root, tmp_path):
+    """config/quick.yaml trains the multi-view CTL at hidden 64 / embeddings 32 (ctl_h64_e32), the paper's table rows
+    name ctl_h1000_e300: given the config, a row reads the config's setting and the table says so; without it, the
+    row reads the paper's setting (here: not run). A model the config does not train keeps its row's setting."""
+    from strae.report.record import load_config
+
+    config = load_config([repo_root / "config/config.yaml", repo_root / "config/quick.yaml"])
+    scores = pd.read_csv(repo_root / "reproductions/multiview-cpu-2026-11-28/scores.csv", low_memory=False)
+    scores = scores[scores["model"] == "multiview_ctl"].copy()
+    for column in ("setting", "eval_setting"):
+        if column in scores:
+            scores[column] = scores[column].astype(str).str.replace("ctl_h1000_e300", "ctl_h64_e32")
+    path = tmp_path / "scores.csv"
+    scores.to_csv(path, index=False)
+    tables = report.load_tables(repo_root / "config/tables.yaml")
+    frame = report.load_scores(path)
+
+    def ctl_cells(config_given):
+        cells, markdown = report.render("multiview_table1", tables, config_given, frame, repo_root / "paper_tables", {})
+        ctl = cells[cells["row"] == "Contrastive Tree"]
+        return ctl, cells[cells["row"] == "Contrastive LSTM (CL)"], markdown
+
+    ctl, cl, markdown = ctl_cells(config)
+    assert len(ctl) and (ctl["status"] == "ok").all() and set(ctl["setting"]) == {"ctl_h64_e32"}
+    assert "Row `Contrastive Tree` reads multiview_ctl/ctl_h64_e32" in markdown and "ctl_h1000_e300" in markdown
+    assert (cl["status"] == "not run").all() and set(cl["setting"]) == {"cl_h1000_e300"}  # quick trains no CL
+    ctl, _, markdown = ctl_cells(None)
+    assert (ctl["status"] == "not run").all() and "reads multiview_ctl" not in markdown
+    # the paper config trains the paper's sizes: the rows as declared, no note
+    _, _, markdown = ctl_cells(load_config(repo_root / "config/config.yaml"))
+    assert "reads multiview_" not in markdown

@@ -28,6 +28,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
+from baselines.multiview import DEFAULT_EMBEDDING_DIM, DEFAULT_HIDDEN, default_setting
 from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, load_parsed, select_training
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, bilstm_path
 from baselines.multiview.parse import META_FILE
@@ -69,8 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab-size", type=int, default=20000)
     p.add_argument("--no-lowercase", dest="lowercase", action="store_false",
                    help="keep case in the vocabulary (default: lowercase tokens)")
-    p.add_argument("--embedding-dim", type=int, default=300)
-    p.add_argument("--hidden", type=int, default=1000, help="sentence-vector size of each view")
+    p.add_argument("--embedding-dim", type=int, default=DEFAULT_EMBEDDING_DIM)
+    p.add_argument("--hidden", type=int, default=DEFAULT_HIDDEN, help="sentence-vector size of each view")
     p.add_argument("--lr", type=float, default=5e-3)
     p.add_argument("--clip-grad-norm", type=float, default=5.0)
     p.add_argument("--batch-size", type=int, default=100)
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def setting_name(args: argparse.Namespace) -> str:
-    return args.setting or f"{args.model}_h{args.hidden}_e{args.embedding_dim}"
+    return args.setting or default_setting(args.model, args.hidden, args.embedding_dim)
 
 
 # what makes two parses the same training data: the corpus and the parse's own limits (the sentence count stands

@@ -137,6 +137,7 @@ rule multiview_table:
         md=str(paths.table_path("multiview/", "{n}", "md")),
     params:
         paper_dir=PAPER_TABLES_DIR,
+        config=EFFECTIVE_CONFIG,
     log:
         "logs/report/multiview_table{n}.log",
     threads: 1
@@ -144,7 +145,8 @@ rule multiview_table:
         "../envs/strae.yaml"
     shell:
         "strae report table --table multiview_table{wildcards.n} --tables {input.tables} --scores {input.scores} "
-        "--paper-dir {params.paper_dir} --out-csv {output.csv} --out-md {output.md} > {log} 2>&1"
+        "--paper-dir {params.paper_dir} --config {params.config} --out-csv {output.csv} --out-md {output.md} "
+        "> {log} 2>&1"
 
 
 rule multiview:

@@ -2,6 +2,7 @@
 # Everything is read from the `multiview:` block of the config.
 from pathlib import Path
 
+from baselines.multiview import config_settings as _mv_config_settings
 from strae.data.registry import load_registry as _mv_load_registry
 
 MV = config.get("multiview") or {}
@@ -16,14 +17,13 @@ _MV_PARSE = MV.get("parse") or {}
 MV_PARSE_NAME = f"p{_MV_PARSE.get('paragraphs_per_book') or 'all'}_s{_MV_PARSE.get('max_sentences') or 'all'}"
 
 
-def mv_setting(model):
-    """Run-directory setting of a multi-view model (strae train-multiview's default name)."""
-    return f"{model}_h{MV_TRAIN.get('hidden', 1000)}_e{MV_TRAIN.get('embedding_dim', 300)}"
+# run-directory setting of each multi-view model (strae train-multiview's default name); the tables' rows read it too
+MV_SETTINGS = _mv_config_settings(config)
 
 
 def _mv_runs():
-    return [(lang, f"multiview_{model}", mv_setting(model), seed)
-            for lang in MV.get("languages", []) for model in MV.get("models", []) for seed in MV.get("seeds", [0])]
+    return [(lang, model, setting, seed)
+            for lang in MV.get("languages", []) for model, setting in MV_SETTINGS.items() for seed in MV.get("seeds", [0])]
 
 
 def _mv_senteval_jsons():

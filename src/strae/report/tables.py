@@ -195,6 +195,29 @@ def with_language_entries(tables: dict[str, Any], name: str, config: dict[str, A
     return dict(tables, tables={**tables["tables"], name: table})
 
 
+def with_config_settings(tables: dict[str, Any], name: str,
+                         config: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
+    """``tables`` whose rows of a model the config trains under another setting than the row names read the
+    config's setting, and a note per such row: a multi-view run's setting names its sizes (``ctl_h1000_e300``, the
+    paper's), so config/quick.yaml's small models (``ctl_h64_e32``) would otherwise read "not run"."""
+    from baselines.multiview import config_settings
+
+    trained = config_settings(config or {})
+    if not trained or name not in tables.get("tables", {}):
+        return tables, []
+    table = dict(tables["tables"][name])
+    rows, notes = [], []
+    for row in table["rows"]:
+        setting = trained.get(row.get("model"))
+        if setting and row.get("setting") and row["setting"] != setting:
+            notes.append(f"Row `{row['label']}` reads {row['model']}/{setting}, the setting this config trains "
+                         f"(config/tables.yaml, the paper's: {row['setting']}).")
+            row = dict(row, setting=setting)
+        rows.append(row)
+    table.update(rows=rows)
+    return dict(tables, tables={**tables["tables"], name: table}), notes
+
+
 def _column_tasks(column: dict[str, Any]) -> list[str]:
     if "task" in column:
         return [column["task"]]
@@ -479,9 +502,10 @@ def render(key: str, tables: dict[str, Any], config: dict[str, Any] | None, scor
            paper_dir: str | Path, param_counts: dict[tuple[str, str], int]) -> tuple[pd.DataFrame, str]:
     """Table ``key``'s cells and its Markdown (title, cells, training notes)."""
     tables = with_language_entries(tables, key, config)
+    tables, setting_notes = with_config_settings(tables, key, config)
     cells = build_table(key, tables, scores, paper_dir, param_counts)
     markdown = to_markdown(cells, tables["tables"][key].get("title", key))
-    notes = training_notes(cells, scores)
+    notes = setting_notes + training_notes(cells, scores)
     if notes:
         markdown += "\n" + "\n\n".join(notes) + "\n"
     return cells, markdown
@@ -500,7 +524,8 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--param-counts", default=None, help="results/measure/param_counts.json (strae measure)")
     parser.add_argument("--paper-dir", default="paper_tables")
     parser.add_argument("--config", default=None, help="config whose language blocks may add columns "
-                        "(languages.<lang>.tables.<table>: TASK); default: none")
+                        "(languages.<lang>.tables.<table>: TASK) and whose multi-view models' settings the rows "
+                        "of those models read; default: none (the rows as config/tables.yaml names them)")
 
 
 def main(argv: list[str] | None = None) -> int:
