@@ -308,6 +308,79 @@ def test_language_block_adds_a_table_column_with_no_paper_value(tmp_path):
     assert report.format_cell(old).endswith("paper 50.00 · Δ -10.00")
 
 
+def test_a_language_added_to_semeval_table3_gets_a_best_seed(repo_root, tmp_path):
+    """SemEval Table 3 picks each row's seed on its development columns (`select_on`), which name only the paper's
+    two languages: a language a block adds has only its own (test) column, so its seed is the best there, and the
+    table says it is an optimistic pick, not read "missing". The paper's rows keep their development choice."""
+    tables = report.load_tables(repo_root / "config/tables.yaml")
+    config = {"languages": {"af": {}, "es": {}, "arq": {"label": "Algerian Arabic",
+                                                        "tables": {"selfstrae_table3": "semrel_arq"}}}}
+    setting = "ceco_linear_sentential_k128_u2"
+    rows = [{"schema_version": 2, "language": lang, "model": "selfstrae", "setting": setting, "seed": seed,
+             "status": "completed", "failure_reason": "", "variant": "paper", "task": task, "subset": "",
+             "level": "sentence", "score": score, "n_pairs": 3, "n_oov": 0, "split": "test", "encoder_id": "x",
+             "git_sha": "x", "device": "cpu",
+             "source_json": f"results/eval/{lang}/selfstrae/{setting}/seed{seed}.paper.json"}
+            for lang, task, seed, score in [("arq", "semrel_arq", 0, 30.0), ("arq", "semrel_arq", 1, 34.0),
+                                            ("af", "stsb_nl_dev", 0, 10.0), ("af", "stsb_nl_dev", 1, 20.0),
+                                            ("af", "stsb_nl", 0, 50.0), ("af", "stsb_nl", 1, 40.0)]]
+    pd.DataFrame(rows).to_csv(tmp_path / "scores.csv", index=False)
+    scores = report.load_scores(tmp_path / "scores.csv")
+    cells, markdown = report.render("selfstrae_table3", tables, config, scores, repo_root / "paper_tables", {})
+    new = cells[(cells.row == "Algerian Arabic") & (cells.column == "Algerian Arabic")].iloc[0]
+    assert (new.status, new["mean"], new.best_seed) == ("ok", 34.0, 1)
+    assert "Row `Algerian Arabic`: no development column of its own" in markdown and "optimistic" in markdown
+    af = cells[(cells.row == "Afrikaans") & (cells.column == "NL STS-B (Test)")].iloc[0]
+    assert (af["mean"], af.best_seed) == (40.0, 1)  # chosen on its dev column, not on the better test score
+    assert "Row `Afrikaans`" not in markdown
+    clash = {"languages": {"arq": {"label": "Afrikaans", "tables": {"banyan_table5": "semrel_arq"}}}}
+    with pytest.raises(SystemExit, match="languages.arq.tables.banyan_table5: the table has a column 'Afrikaans' of "
+                       "another language already; give languages.arq.label another name"):
+        report.with_language_entries(tables, "banyan_table5", clash)
+
+
+def test_config_checks_name_what_a_new_language_still_needs(monkeypatch):
+    """Cross-key checks at DAG time, each naming the key: a table entry for a language no experiment trains; a
+    language only a baseline evaluates, without tasks; tokenizer keys kind sentencepiece ignores; a multi-view
+    language without its corpus or parser."""
+    import copy
+
+    from strae import plan
+    from test_workflow import REPO, paper_config
+
+    monkeypatch.chdir(REPO)
+    base = paper_config()
+    block = {"corpus": [{"path": "config/config.yaml"}], "tokenizer": {"kind": "sentencepiece", "vocab_size": 100},
+             "eval": {"paper": ["semrel_afr_test"]}, "tables": {"banyan_table5": "semrel_afr_test"}}
+
+    def errors(edit):
+        config = copy.deepcopy(base)
+        config["languages"]["xx"] = copy.deepcopy(block)
+        edit(config)
+        return [e for e in plan.check_config(config) if "xx" in e]
+
+    untrained = errors(lambda c: None)
+    (table_error,) = [e for e in untrained if e.startswith("languages.xx.tables.banyan_table5: no experiment")]
+    assert "add 'xx' to the `languages` of the experiment that trains banyan/ce_diagonal_entangled_k128_u2" in \
+        table_error
+    assert not [e for e in errors(lambda c: c["experiments"]["banyan_languages"]["languages"].append("xx"))
+                if "tables" in e]
+
+    def baseline_only(config):
+        del config["languages"]["xx"]["eval"], config["languages"]["xx"]["tables"]
+        config["baselines"]["glove"].update(enabled=True, languages=["en", "xx"])
+    assert "languages.xx.eval.paper: no tasks listed, but scale.eval_variants has it" in errors(baseline_only)
+
+    def pretrained_file(config):
+        config["languages"]["xx"]["tokenizer"]["path"] = "model.model"
+    assert [e for e in errors(pretrained_file) if e.startswith("languages.xx.tokenizer: ['path'] describe a "
+                                                                "pre-trained model file")]
+
+    def multiview_language(config):
+        config["multiview"]["languages"].append("xx")
+    assert {e.split(":")[0] for e in errors(multiview_language)} >= {"multiview.corpora.xx", "multiview.parsers.xx"}
+
+
 def test_fetch_places_a_blocks_inline_eval_sets(tmp_path, monkeypatch):
     """`strae fetch --language LANG` (the fetch_all rule for air-gapped clusters) places the block's inline eval
     sets its task lists name: url sets downloaded and verified, local ones checked; a manifest records file and

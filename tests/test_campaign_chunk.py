@@ -434,6 +434,39 @@ def test_campaign_record_checks_its_arguments_before_touching_anything(tmp_path)
     assert not (tmp_path / "results").exists() and not (tmp_path / "reproductions/new").exists()
 
 
+def test_campaign_record_refuses_evaluations_no_archive_brought(tmp_path):
+    """An evaluation already in results/eval that no archive brought (a run made on this machine) would join the
+    GPU record beside the box's runs: listed and refused before the scores are written; KEEP_LOCAL=1 keeps it."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_record.sh", tmp_path / "tools")
+    box = tmp_path / "box"
+    (box / "results/eval/xx/banyan/a").mkdir(parents=True)
+    (box / "results/eval/xx/banyan/a/seed0.paper.json").write_text("{}")
+    with tarfile.open(tmp_path / "campaign.tar.xz", "w:xz") as tar:
+        tar.add(box / "results", arcname="results")
+    local = tmp_path / "results/eval/xx/glove/b/seed1.paper.json"
+    local.parent.mkdir(parents=True)
+    local.write_text("{}")
+    bin_dir = tmp_path / "bin"  # a strae that says it was reached
+    bin_dir.mkdir()
+    (bin_dir / "strae").write_text("#!/bin/sh\necho strae \"$@\" >>strae-calls.txt\nexit 3\n")
+    (bin_dir / "strae").chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+
+    def record(**extra: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "tools/campaign_record.sh", "new", "none", "campaign.tar.xz"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60, env=dict(env, **extra))
+
+    refused = record()
+    assert refused.returncode == 1, refused.stderr
+    assert "results/eval/xx/glove/b/seed1.paper.json was already in results/eval" in refused.stderr
+    assert "1 evaluation(s) above were made on this machine" in refused.stderr and "KEEP_LOCAL=1" in refused.stderr
+    assert "was already" not in refused.stderr.split("results/eval/xx/glove")[0]  # the box's own is not listed
+    assert not (tmp_path / "strae-calls.txt").exists()
+    kept = record(KEEP_LOCAL="1")  # goes on to aggregate (here: the stand-in strae, which fails)
+    assert "strae aggregate" in (tmp_path / "strae-calls.txt").read_text() and kept.returncode != 0
+
+
 def test_a_chunk_without_a_target_is_refused_before_snakemake_runs(tmp_path):
     """No target (or a variable of the preparing machine, empty on the box) would run the workflow's every job."""
     (tmp_path / "tools").mkdir()

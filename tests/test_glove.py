@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 import torch
+import yaml
 
 from baselines.glove.cooccurrence import count_cooccurrences, word_tokenize, words_corpus
 from baselines.glove.encoder import GloveEncoder, load_run, stopword_set
@@ -269,6 +270,47 @@ def test_sklearn_stopword_list_is_words_only():
     assert stop != stopword_set("en", "iso")
     with pytest.raises(SystemExit, match="stopword_list=nltk"):
         stopword_set("en", "nltk")
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    assert stop == frozenset(ENGLISH_STOP_WORDS)  # read from its module file, as the public import gives it
+
+
+def test_a_stop_word_list_of_another_language_is_refused(repo_root, monkeypatch):
+    """scikit-learn's list is English: asked for another language's run it would remove the wrong words silently;
+    a code stopwordsiso does not know has no list at all. Both said before any evaluation (check_config too)."""
+    from baselines.glove.encoder import stopword_list_error
+    from strae.plan import check_config
+
+    monkeypatch.chdir(repo_root)  # the config's relative paths
+    assert stopword_list_error("en", "sklearn") is None and stopword_list_error("af", "iso") is None
+    assert "another language's stop-words" in stopword_list_error("af", "sklearn")
+    with pytest.raises(SystemExit, match="stopwords_language='af'.*use stopword_list=iso"):
+        stopword_set("af", "sklearn")
+    assert "stopwordsiso has no stop-word list for 'mar'" in stopword_list_error("mar", "iso")
+    config = yaml.safe_load((repo_root / "config/config.yaml").read_text(encoding="utf-8"))
+    glove = config["baselines"]["glove"]
+    glove.update(enabled=True, languages=list(config["languages"]),
+                 eval_options={"plain": [], "stopword_rm": ["stopwords=remove"]})
+    # Amharic: stopwordsiso has no list (so the shipped config evaluates GloVe in English only)
+    assert [e for e in check_config(config) if "stopword" in e] == [
+        "baselines.glove.eval_options.stopword_rm for language 'am' (languages.am.stopwords_language: 'am'): "
+        "stopwordsiso has no stop-word list for 'am' (set languages.<lang>.stopwords_language, or --encoder-option "
+        "stopwords_language=CODE, to a stopwordsiso code)"]
+    glove["languages"] = [lang for lang in config["languages"] if lang != "am"]
+    assert not [e for e in check_config(config) if "stopword" in e]
+    lang = next(lang for lang, block in config["languages"].items() if "stopwords_language" not in block
+                and lang != "am")
+    config["languages"][lang]["stopwords_language"] = "mar"
+    errors = [e for e in check_config(config) if "stopword" in e]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"baselines.glove.eval_options.stopword_rm for language {lang!r} (languages.{lang}.stopwords_language: "
+        "'mar'): stopwordsiso has no stop-word list for 'mar'")
+    del config["languages"][lang]["stopwords_language"]
+    glove["eval_options"]["stopword_rm"].append("stopword_list=sklearn")  # the English list for every language
+    errors = [e for e in check_config(config) if "stopword" in e]
+    assert len(errors) == len(glove["languages"]) - 1 and all("another language's" in e for e in errors)
+    config["baselines"]["glove"]["enabled"] = False  # a disabled baseline is not evaluated: not checked
+    assert not [e for e in check_config(config) if "stopword" in e]
 
 
 def test_load_run_rejects_unknown_options(toy_run):

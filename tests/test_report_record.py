@@ -68,9 +68,13 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n## Results\n{rec.README_BEGIN}\nold\n{rec.README_END}\n\n## Layout\n")
     out = tmp_path / "reproductions"
+    training = results / "runs/en/banyan/ce_linear_entangled_k16_u16/seed2"  # a run training here now: left out
+    training.mkdir(parents=True)
+    (training / "train.json").write_text(json.dumps({"status": "running", "provenance": {"device": "cpu"}}))
     assert rec.main(["--name", "h100-test", "--results", str(results), *_hand_made(results),
                      "--out", str(out), "--readme", str(readme)]) == 0
     record = out / "h100-test"
+    assert not (record / "runs/en/banyan/ce_linear_entangled_k16_u16").exists()
     assert (record / "scores.csv").exists() and (record / "banyan/table1.csv").exists()
     assert (record / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0/train.json").exists()
     assert not list(record.rglob("checkpoint.pt"))  # no checkpoints in a record

@@ -205,14 +205,16 @@ def test_max_steps_then_extend(tiny, tmp_path):
     assert json.loads((out / "train.json").read_text())["history"][-1]["global_step"] == 6
 
 
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_signal_stops_at_a_step_boundary_with_a_checkpoint_and_resumes_identically(tiny, tmp_path, signame):
-    """A time-boxed chunk's SIGTERM (or Ctrl-C) loses nothing: the run checkpoints after the step it is in, exits
-    128 + signal with train.json still running, and the same command finishes it with the weights of an
-    uninterrupted run (the resume is checked for SIGTERM; SIGINT takes the same path)."""
+    """A time-boxed chunk's SIGTERM (or Ctrl-C, or a dropped terminal's SIGHUP) loses nothing: the run checkpoints
+    after the step it is in, exits 128 + signal with train.json still running, and the same command finishes it
+    with the weights of an uninterrupted run (the resume is checked for SIGTERM; the others take the same path)."""
     import os
     import signal
 
+    # whatever this process was started with (nohup ignores SIGHUP, which the run would keep): a handler to restore
+    started_with = signal.signal(signal.SIGHUP, lambda *a: None) if signame == "SIGHUP" else None
     out = tmp_path / "stopped"
     args = train_args(tiny, out)  # default cadence (every 120 s): no periodic checkpoint in a run this short
 
@@ -227,6 +229,8 @@ def test_signal_stops_at_a_step_boundary_with_a_checkpoint_and_resumes_identical
     previous, previous_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     assert trainer.train(args, step_callback=send) == 128 + getattr(signal, signame)
     assert signal.getsignal(signal.SIGINT) is previous and signal.getsignal(signal.SIGTERM) is previous_term
+    if started_with is not None:
+        signal.signal(signal.SIGHUP, started_with)
     saved = torch.load(out / "checkpoint.pt", weights_only=False)
     # the signal arrives after step 8's bookkeeping; the loop finishes the step it then starts (9) and stops
     assert (saved["global_step"], saved["epoch"], saved["batch_in_epoch"]) == (9, 1, 3)
@@ -666,3 +670,22 @@ def test_a_finished_run_extended_later_keeps_its_session_finished(tiny, tmp_path
     assert "ended" in first and "lost_after_checkpoint" not in first
     with pytest.raises(SystemExit, match="another run's directory \\(setting"):
         trainer.train(train_args(tiny, out, "--max-steps", "7", "--setting", "renamed"))
+
+
+def test_a_run_started_to_ignore_hangups_keeps_ignoring_them():
+    """nohup's SIG_IGN for SIGHUP is the starter's choice: StopRequest leaves it (and restores the others)."""
+    import signal
+
+    from strae.runtime import StopRequest
+
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with StopRequest():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        with StopRequest() as stop:
+            assert signal.getsignal(signal.SIGHUP) == stop._handle
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, before)

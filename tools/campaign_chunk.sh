@@ -21,8 +21,9 @@
 #      campaign.tar.xz and campaign.txt.
 # Exit status: 0 the targets are done; 75 the chunk ran out of time (call again); 1 snakemake failed otherwise.
 # Knobs (environment): CHUNK_S (560: one <= 10 minute call with a margin), SNAPSHOT_S (90: the tail after snakemake
-# is stopped), WRAPUP_S (20: summary + archive, inside the tail), KILL_S (15: snakemake's shutdown grace, inside the
-# tail), FINISH_EVAL_S (30: what a finished run's evaluation is allowed when deciding to let it finish),
+# is stopped), WRAPUP_S (20: summary + archive, inside the tail), ARCHIVE_S (8: the archive's least time, never
+# given to the summary), KILL_S (15: snakemake's shutdown grace, inside the tail), FINISH_EVAL_S (30: what a
+# finished run's evaluation is allowed when deciding to let it finish),
 # SNAPSHOT_JOBS (4: runs exported/evaluated at once), PROFILE (profiles/gpu), OUT (./campaign-out),
 # PYTHON (python), SNAKEMAKE (snakemake).
 set -uo pipefail  # not -e: a failed step is recorded and the next one runs
@@ -35,6 +36,7 @@ SNAPSHOT_S=${SNAPSHOT_S:-90}
 WRAPUP_S=${WRAPUP_S:-20}
 KILL_S=${KILL_S:-15}
 FINISH_EVAL_S=${FINISH_EVAL_S:-30}
+ARCHIVE_S=${ARCHIVE_S:-8}
 SNAPSHOT_JOBS=${SNAPSHOT_JOBS:-4}
 PROFILE=${PROFILE:-profiles/gpu}
 OUT=${OUT:-$REPO/campaign-out}
@@ -62,6 +64,18 @@ mkdir -p "$OUT" logs/campaign
 if ((SNAPSHOT_S < KILL_S + WRAPUP_S || CHUNK_S <= SNAPSHOT_S)); then
     echo "campaign_chunk: need CHUNK_S > SNAPSHOT_S >= KILL_S + WRAPUP_S (got $CHUNK_S, $SNAPSHOT_S, $KILL_S," \
         "$WRAPUP_S)" >&2
+    exit 2
+fi
+
+# the tools the chunk needs after its training, checked before it: a PYTHON exported for tools/offline_unpack.sh
+# (the box's bare interpreter) cannot import strae, and would lose the eta, snapshot and archive steps
+if ! "$PY" -c 'import strae.report.progress' 2>/dev/null; then
+    echo "campaign_chunk: $PY cannot import strae; PYTHON here is the interpreter of strae's environment (source" \
+        "bundle/env.sh, or unset a PYTHON exported for tools/offline_unpack.sh)" >&2
+    exit 2
+fi
+if ! command -v "$SNAKEMAKE" >/dev/null; then
+    echo "campaign_chunk: $SNAKEMAKE: not found (source bundle/env.sh)" >&2
     exit 2
 fi
 
@@ -121,7 +135,8 @@ elif ((stopped || rc == 124 || rc == 137)); then
     status=75
     record "[snakemake] stopped after $((SECONDS - START)) s (rc $rc): call again to resume"
     # killed hard, it left its lock behind; nothing else runs in this directory now
-    if ((rc == 137)); then "$SNAKEMAKE" --profile "$PROFILE" --unlock "$@" >>"$SNAKEMAKE_LOG" 2>&1; fi
+    # (`snakemake --unlock` would parse the Snakefile in the wrap-up's time; it only deletes these files)
+    if ((rc == 137)); then rm -f .snakemake/locks/*; fi
 else
     status=1
     record "[snakemake] FAILED rc $rc: $(tail -n 5 "$SNAKEMAKE_LOG" | tr '\n' ' ')"
@@ -174,16 +189,25 @@ fi
 
 # 3. one line per run: 15 s, or up to half the wrap-up before the end when the chunk ended early (on a loaded machine
 #    the command's imports alone took over 15 s: a chunk whose targets were done reported no run)
+#    — never into the archive's last ARCHIVE_S: the archive is what brings the results back
 limit=$(left_until $((CHUNK_S - WRAPUP_S / 2)))
-timeout "$((limit > 15 ? limit : 15))" "${PROGRESS[@]}" summary >"$CHUNK.summary.txt" 2>"$CHUNK.summary.err" \
-    || record "[summary] FAILED rc $?: $(tail -c 400 "$CHUNK.summary.err" | tr '\n' ' ')"
-while IFS= read -r line; do record "[summary] $line"; done <"$CHUNK.summary.txt"
+limit=$((limit > 15 ? limit : 15))
+room=$(($(left_until "$CHUNK_S") - ARCHIVE_S))
+limit=$((limit < room ? limit : room))
+if ((limit >= 1)); then
+    timeout "$limit" "${PROGRESS[@]}" summary >"$CHUNK.summary.txt" 2>"$CHUNK.summary.err" \
+        || record "[summary] FAILED rc $?: $(tail -c 400 "$CHUNK.summary.err" | tr '\n' ' ')"
+    while IFS= read -r line; do record "[summary] $line"; done <"$CHUNK.summary.txt"
+else
+    record "[summary] skipped: the time left is the archive's"
+fi
 
 # 4. the one archive that comes back
 record "# chunk $STAMP ends after $((SECONDS - START)) s"
 limit=$(left_until "$CHUNK_S")
-timeout "$((limit > 1 ? limit : 1))" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" \
-    >"$CHUNK.archive.txt" 2>&1 || { status=1; echo "[archive] FAILED: $(tail -c 400 "$CHUNK.archive.txt")" >&2; }
+limit=$((limit > ARCHIVE_S ? limit : ARCHIVE_S))
+timeout "$limit" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" >"$CHUNK.archive.txt" \
+    2>&1 || { status=1; echo "[archive] FAILED: $(tail -c 400 "$CHUNK.archive.txt")" >&2; }
 cat "$CHUNK.archive.txt"
 cp "$RECORDS" "$OUT/campaign.txt"
 exit "$status"

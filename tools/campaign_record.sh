@@ -14,8 +14,9 @@
 #   4. strae record --name NAME [--carry CARRY] (README "Results" regenerated), then campaign/ beside it
 # Environment: SNAKEMAKE_ARGS, the options the chunks gave snakemake after their targets (e.g. `--configfile
 # F`), so the parameter counts come from the same configuration; PYTHON (python).
-# Evaluations already under results/eval (e.g. runs made on this machine) join the record too; the script lists
-# those that no archive brought, so a stale one is seen before committing (move it away and run again).
+# Evaluations already under results/eval that no archive brought (runs made on this machine) are listed and
+# refused, before anything is written: move them away, or KEEP_LOCAL=1 to let them join the record. A train.json
+# still `running` (a run training here) is left out of the record (strae record).
 set -euo pipefail
 
 die() { echo "campaign_record: $*" >&2; exit 1; }
@@ -73,12 +74,17 @@ for path in results/eval/*/*/*/seed*.json; do
     esac
 done
 ((${#evaluations[@]})) || die "no evaluation JSON under results/eval after unpacking $*"
+local_only=()
 for path in "${evaluations[@]}"; do
     [[ " ${before[*]} " == *" $path "* ]] || continue
-    if ! grep -qxF "$path" "$STAGE/brought.txt" 2>/dev/null; then
-        echo "campaign_record: $path was already in results/eval (no archive brought it): it joins the record"
-    fi
+    grep -qxF "$path" "$STAGE/brought.txt" 2>/dev/null || local_only+=("$path")
 done
+if ((${#local_only[@]})); then
+    printf 'campaign_record: %s was already in results/eval (no archive brought it)\n' "${local_only[@]}" >&2
+    [ "${KEEP_LOCAL:-0}" = 1 ] \
+        || die "${#local_only[@]} evaluation(s) above were made on this machine, not by the archives: move them" \
+               "away (they would join the record, beside the box's runs) or set KEEP_LOCAL=1 to keep them"
+fi
 
 # 2. scores: this record's evaluations and the carried record's
 strae aggregate --out results/scores.csv "${CARRY_SCORES[@]}" "${evaluations[@]}"

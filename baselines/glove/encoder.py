@@ -26,23 +26,62 @@ STOPWORD_MODES = ("keep", "remove")
 STOPWORD_LISTS = ("iso", "sklearn")
 
 
-def stopword_set(language: str, source: str = "iso") -> frozenset[str]:
-    """A stop-word list, lowercased: ``iso`` the maintained per-language list (stopwords-iso) of ``language``;
-    ``sklearn`` scikit-learn's English list. sentence-transformers' list is this one plus 34 contraction fragments and
-    punctuation; its whitespace tokenizer never embeds punctuation, whereas GloVe here has vectors for the
-    punctuation tokens its word tokenizer splits off, so punctuation stays (removing it too moves most STS sets far
-    above the paper's row: README of reproductions/glove-en-cpu-2026-11-24)."""
-    if source not in STOPWORD_LISTS:
-        raise SystemExit(f"--encoder-option stopword_list={source}: expected one of {STOPWORD_LISTS}")
-    if source == "sklearn":
-        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+# scikit-learn's list is one language's: a language whose stopwordsiso list holds less than this share of its words
+# is another language (its own list holds all of them; the next closest list, 6 %)
+_SKLEARN_LIST_SHARE = 0.5
 
-        return frozenset(word.lower() for word in ENGLISH_STOP_WORDS)
+
+def _sklearn_stop_words() -> frozenset[str]:
+    """scikit-learn's stop-word list, read from its module file: importing sklearn.feature_extraction takes seconds
+    (scipy and the text vectorisers), and the workflow checks the list at DAG time."""
+    import importlib.util
+
+    found = importlib.util.find_spec("sklearn")
+    path = Path(found.submodule_search_locations[0]) / "feature_extraction" / "_stop_words.py" if found else None
+    if path is None or not path.exists():  # another layout: the public import
+        from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS as words
+    else:
+        spec = importlib.util.spec_from_file_location("_strae_sklearn_stop_words", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        words = module.ENGLISH_STOP_WORDS
+    return frozenset(word.lower() for word in words)
+
+
+def stopword_list_error(language: str, source: str = "iso") -> str | None:
+    """Why list ``source`` cannot serve stop-word code ``language`` (None when it can): ``iso`` needs stopwordsiso
+    to have the code; ``sklearn`` is one language's list, so the code's stopwordsiso list must hold most of its words
+    (without naming a language here: the lists themselves say whose it is)."""
+    if source not in STOPWORD_LISTS:
+        return f"stopword_list={source}: expected one of {STOPWORD_LISTS}"
     import stopwordsiso
 
     if not stopwordsiso.has_lang(language):
-        raise SystemExit(f"stopwords_language={language!r}: stopwordsiso has no list for this code; set "
-                         f"--encoder-option stopwords_language=CODE or train with --stopwords-language")
+        return (f"stopwordsiso has no stop-word list for {language!r} (set languages.<lang>.stopwords_language, or "
+                f"--encoder-option stopwords_language=CODE, to a stopwordsiso code)")
+    if source == "sklearn":
+        words = _sklearn_stop_words()
+        share = len(words & {w.lower() for w in stopwordsiso.stopwords(language)}) / len(words)
+        if share < _SKLEARN_LIST_SHARE:
+            return (f"stopword_list=sklearn is scikit-learn's list of another language's stop-words (stopwordsiso's "
+                    f"{language!r} list holds {share:.0%} of them): use stopword_list=iso, {language!r}'s own list")
+    return None
+
+
+def stopword_set(language: str, source: str = "iso") -> frozenset[str]:
+    """A stop-word list, lowercased: ``iso`` the maintained per-language list (stopwords-iso) of ``language``;
+    ``sklearn`` scikit-learn's list (English: refused for another ``language``, :func:`stopword_list_error`).
+    sentence-transformers' list is scikit-learn's plus 34 contraction fragments and
+    punctuation; its whitespace tokenizer never embeds punctuation, whereas GloVe here has vectors for the
+    punctuation tokens its word tokenizer splits off, so punctuation stays (removing it too moves most STS sets far
+    above the paper's row: README of reproductions/glove-en-cpu-2026-11-24)."""
+    error = stopword_list_error(language, source)
+    if error:
+        raise SystemExit(f"--encoder-option stopwords=remove, stopwords_language={language!r}: {error}")
+    if source == "sklearn":
+        return _sklearn_stop_words()
+    import stopwordsiso
+
     return frozenset(word.lower() for word in stopwordsiso.stopwords(language))
 
 

@@ -342,6 +342,12 @@ def check_config(config: dict[str, Any]) -> list[str]:
             from strae.data.tokenizer import bpemb_spec_errors
 
             errors += bpemb_spec_errors(tokenizer, f"languages.{lang}.tokenizer")
+        elif tokenizer.get("kind") == "sentencepiece":
+            # a model file given here would be silently replaced by the one trained on the corpus
+            ignored = sorted(set(tokenizer) - {"kind", "vocab_size"})
+            if ignored:
+                errors.append(f"languages.{lang}.tokenizer: {ignored} describe a pre-trained model file (kind "
+                              "bpemb); kind sentencepiece trains its model on the corpus and reads only vocab_size")
         errors += _eval_errors(config, lang, block, registry)
     # resolve each recipe with its overrides now: a typo in a key fails the DAG at parse time, not a training job
     # hours into the run
@@ -380,19 +386,50 @@ def check_config(config: dict[str, Any]) -> list[str]:
                     f"experiments.{name}: k*u = {setting['k']}*{setting['u']} = {setting['k'] * setting['u']} "
                     f"!= scale.embedding_size {embedding}"
                 )
+    evaluated = {r.language for r in model_runs(config)}  # languages whose runs the workflow evaluates
     for name, spec in (config.get("baselines") or {}).items():
         for lang in spec.get("languages", []):
             if lang not in languages:
                 errors.append(f"baselines.{name}.languages: {lang!r} has no block under `languages:`")
         if spec.get("init") and spec["init"] not in (config.get("baselines") or {}):
             errors.append(f"baselines.{name}.init: unknown baseline {spec['init']!r}")
+        if spec.get("enabled", False):
+            evaluated.update(spec.get("languages", []))
+            errors += _stopword_errors(config, name, spec)
     for variant in eval_variants(config):
-        for lang in {r.language for r in model_runs(config)}:
+        for lang in sorted(evaluated):
             if lang in languages and not (languages[lang].get("eval") or {}).get(variant):
                 errors.append(f"languages.{lang}.eval.{variant}: no tasks listed, but scale.eval_variants has it")
+    multiview = config.get("multiview") or {}
+    if multiview.get("enabled", False):
+        for lang in multiview.get("languages", []):
+            for key in ("corpora", "parsers"):
+                if lang not in (multiview.get(key) or {}):
+                    errors.append(f"multiview.{key}.{lang}: missing; multiview.languages lists {lang!r}, which "
+                                  f"needs a {'book-ordered corpus source' if key == 'corpora' else 'spaCy parser'}")
     tables_path = (config.get("report") or {}).get("tables")
     if tables_path and Path(tables_path).exists():
         errors += table_run_errors(config, _tables(config), SCORE_TABLE_PAPERS, tables_path)
+    return errors
+
+
+def _stopword_errors(config: dict[str, Any], name: str, spec: dict[str, Any]) -> list[str]:
+    """A baseline evaluation that removes stop-words (``stopwords=remove``) needs a list of each language's own:
+    said at DAG time, not by every evaluation job after training."""
+    from baselines.glove.encoder import stopword_list_error
+
+    errors = []
+    for option, flags in (spec.get("eval_options") or {}).items():
+        given = dict(flag.split("=", 1) for flag in flags if "=" in flag)
+        if given.get("stopwords") != "remove":
+            continue
+        for lang in spec.get("languages", []):
+            block = (config.get("languages") or {}).get(lang) or {}
+            code = given.get("stopwords_language") or block.get("stopwords_language") or lang
+            error = stopword_list_error(code, given.get("stopword_list", "iso"))
+            if error:
+                errors.append(f"baselines.{name}.eval_options.{option} for language {lang!r} "
+                              f"(languages.{lang}.stopwords_language: {code!r}): {error}")
     return errors
 
 
@@ -413,14 +450,31 @@ def table_run_errors(config: dict[str, Any], tables: dict[str, Any], papers: Ite
     """Cells of the `papers`' tables whose run no experiment or baseline of the config declares (enabled or not):
     such a cell could only ever read "not run", so it is a typo in the table or a run missing from the config.
     A run that is declared but disabled (config/quick.yaml turns most experiments off) is a choice, not an error."""
+    from strae.report.tables import with_language_entries
+
     declared = declared_runs(config)
     errors = []
-    for key, table in (tables.get("tables") or {}).items():
+    for key in (tables.get("tables") or {}):
         if key.rpartition("_table")[0] not in papers:
             continue
+        # with the columns (and rows) the config's language blocks add: a language asking for a table none of whose
+        # runs the config declares for it could only ever read "not run" there too
+        table = with_language_entries(tables, key, config)["tables"][key]
+        added = {lang for lang, block in (config.get("languages") or {}).items()
+                 if key in ((block or {}).get("tables") or {})}
         reported: set[int] = set()
         for index, cell in table_cells(table):
-            if index in reported or (cell["language"], cell["model"], cell["setting"]) in declared:
+            if (cell["language"], cell["model"], cell["setting"]) in declared:
+                continue
+            if cell["language"] in added:
+                message = (f"languages.{cell['language']}.tables.{key}: no experiment or baseline of the config "
+                           f"trains {cell['model']}/{cell['setting']} for {cell['language']!r}, so its cells could "
+                           f"only read \"not run\"; add {cell['language']!r} to the `languages` of the experiment "
+                           f"that trains {cell['model']}/{cell['setting']}")
+                if message not in errors:
+                    errors.append(message)
+                continue
+            if index in reported:
                 continue
             row = table["rows"][index]
             errors.append(f"{source}: tables.{key}.rows.{index} ({row['label']}): run {cell['model']}/"

@@ -324,7 +324,7 @@ class StoppedBySignal(Exception):
 
 
 class StopRequest:
-    """SIGTERM / SIGINT ask a training loop to stop at its next step boundary instead of dying mid-step.
+    """SIGTERM / SIGINT / SIGHUP ask a training loop to stop at its next step boundary instead of dying mid-step.
 
     Why: a time-boxed chunk (tools/campaign_chunk.sh's `timeout`, a SLURM wall-time, Ctrl-C) used to lose every
     step since the last periodic checkpoint. With this, the loop checkpoints where it stands and exits 128 +
@@ -334,7 +334,9 @@ class StopRequest:
     SIGKILL (`timeout --kill-after`, SLURM's KillWait). Handlers are only installed from the main thread (Python
     allows no other), and restored on exit."""
 
-    SIGNALS = ("SIGTERM", "SIGINT")
+    # SIGHUP: the terminal of an interactive run went away (an ssh session dropped outside tmux); unless the run
+    # was started to ignore it (nohup), it stops as for SIGTERM instead of dying between checkpoints
+    SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 
     def __init__(self) -> None:
         self.signal: int | None = None
@@ -384,7 +386,10 @@ class StopRequest:
 
         if threading.current_thread() is threading.main_thread():
             for name in self.SIGNALS:
-                signum = getattr(signal, name)
+                signum = getattr(signal, name, None)
+                if signum is None or (signum == getattr(signal, "SIGHUP", None)
+                                      and signal.getsignal(signum) is signal.SIG_IGN):
+                    continue  # (no SIGHUP on Windows; nohup's choice to ignore it is kept)
                 self._previous[signum] = signal.signal(signum, self._handle)
         return self
 

@@ -14,6 +14,8 @@ rule prepare_corpus:
         out_dir=get_corpus_dir,
     log:
         "logs/prepare_corpus/{lang}.log",
+    benchmark:
+        "benchmarks/out/prepare_corpus/{lang}.tsv"
     threads: 1
     conda:
         "../envs/strae.yaml"

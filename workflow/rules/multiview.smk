@@ -16,6 +16,8 @@ rule multiview_parse:
         resources_dir=mv_resources_dir,
     log:
         f"logs/multiview/parse_{{lang}}_{MV_PARSE_NAME}.log",
+    benchmark:
+        f"benchmarks/out/multiview/parse_{{lang}}_{MV_PARSE_NAME}.tsv"
     threads: 1
     conda:
         "../envs/strae.yaml"
@@ -73,6 +75,8 @@ rule multiview_evaluate_zero_shot:
         device=DEVICE,
     log:
         "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.log",
+    benchmark:
+        "benchmarks/out/evaluate/{lang}/{model}/{setting}/seed{seed}.{variant}.tsv"
     threads: SCALE.get("eval_threads", 1)
     conda:
         "../envs/strae.yaml"
@@ -101,6 +105,8 @@ rule evaluate_senteval:
         device=DEVICE,
     log:
         "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.{suite}.log",
+    benchmark:
+        "benchmarks/out/evaluate/{lang}/{model}/{setting}/seed{seed}.{suite}.tsv"
     threads: SCALE.get("eval_threads", 1)
     conda:
         "../envs/strae.yaml"

@@ -14,6 +14,8 @@ rule tokenizer:
         corpus=get_tokenizer_corpus_flag,
     log:
         "logs/tokenizer/{lang}.log",
+    benchmark:
+        "benchmarks/out/tokenizer/{lang}.tsv"
     threads: 1
     conda:
         "../envs/strae.yaml"
@@ -39,12 +41,14 @@ rule tokenize_corpus:
         out_dir=get_tokenized_dir,
     log:
         "logs/tokenize_corpus/{lang}.log",
-    threads: 1
+    benchmark:
+        "benchmarks/out/tokenize_corpus/{lang}.tsv"
+    threads: 4  # SentencePiece's encoding threads (OMP_NUM_THREADS); Snakemake lowers it to --cores
     conda:
         "../envs/strae.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
     shell:
-        "strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
+        "OMP_NUM_THREADS={threads} strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
         "--tokenizer {input.tokenizer} --out-dir {params.out_dir} > {log} 2>&1"

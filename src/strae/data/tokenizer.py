@@ -93,6 +93,14 @@ def normalize(text: str) -> str:
     return _DIGIT.sub("0", text.lower())
 
 
+
+def _env_threads() -> int:
+    """``OMP_NUM_THREADS`` as a positive count, else -1 (SentencePiece: every core)."""
+    import os
+
+    value = os.environ.get("OMP_NUM_THREADS", "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else -1
+
 class Tokenizer:
     """A SentencePiece model with BPEmb preprocessing and a pad id one past the last piece.
 
@@ -120,7 +128,11 @@ class Tokenizer:
     def encode(self, text: str) -> list[int]:
         return self._sp.encode(self.normalize(text), out_type=int)
 
-    def encode_batch(self, texts: Iterable[str], num_threads: int = -1) -> list[list[int]]:
+    def encode_batch(self, texts: Iterable[str], num_threads: int | None = None) -> list[list[int]]:
+        """Ids of each text. ``num_threads`` default: ``OMP_NUM_THREADS`` where set (the workflow sets it per job,
+        so several jobs on one machine do not each take every core), else every core (SentencePiece's -1)."""
+        if num_threads is None:
+            num_threads = _env_threads()
         return self._sp.encode([self.normalize(t) for t in texts], out_type=int, num_threads=num_threads)
 
     def encode_as_pieces(self, text: str) -> list[str]:

@@ -48,8 +48,9 @@ class LinearFunctions(nn.Module):
     def gains(self) -> dict[str, float]:
         """Spectral norms of the per-channel maps, biases aside: how much a level can amplify a signal (up or down).
         Unbounded here; train.json records them per epoch (Banyan Appendix B's instability: see README)."""
-        return {"compose": float(torch.linalg.matrix_norm(self.compose_weight.double(), ord=2)),
-                "decompose": float(torch.linalg.matrix_norm(self.decompose_weight.double(), ord=2))}
+        # on the CPU: a (2u, u) matrix, and on CUDA an SVD would load cuSOLVER into every training process
+        return {"compose": float(torch.linalg.matrix_norm(self.compose_weight.detach().double().cpu(), ord=2)),
+                "decompose": float(torch.linalg.matrix_norm(self.decompose_weight.detach().double().cpu(), ord=2))}
 
     def decompose(self, parent: torch.Tensor) -> torch.Tensor:
         n = parent.shape[0]

@@ -374,6 +374,12 @@ def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
     sources: dict[Path, list[Path]] = {}
     for root in (results, *carry):
         for train_json in _train_jsons(root):
+            record = RunRecord.from_disk(train_json.parent)
+            if root == results and record is not None and record.status == "running":
+                # a run training now (or stopped to be resumed): neither a result nor a failure yet
+                print(f"strae record: {train_json.parent}: still training (status running), left out of the record",
+                      file=sys.stderr)
+                continue
             sources.setdefault(train_json.relative_to(root), []).append(root)
     recorded = _evaluations_by_run(results / "scores.csv")
     carried = {root: _evaluations_by_run(root / "scores.csv") for root in carry}

@@ -187,7 +187,10 @@ def with_language_entries(tables: dict[str, Any], name: str, config: dict[str, A
     for lang, task in entries.items():
         label = config["languages"][lang].get("label", lang)
         if label in columns:
-            continue
+            if columns[label].get("language") == lang:
+                continue  # the table has the language's column already
+            raise SystemExit(f"languages.{lang}.tables.{name}: the table has a column {label!r} of another "
+                             f"language already; give languages.{lang}.label another name")
         columns[label] = {"language": lang, "task": task, "new_language": True}
         if language_rows:  # one row per language (SemEval Table 3): the new language gets its own row too
             rows.append(dict(language_rows[0], label=label, language=lang))
@@ -272,12 +275,38 @@ def build_table(
     return pd.DataFrame.from_records(records, columns=CELL_COLUMNS)
 
 
+def _own_score_columns(table: dict[str, Any], row: dict[str, Any]) -> list[str]:
+    return [label for label, column in table["columns"].items()
+            if _column_tasks(column) and not other_half(row, column)]
+
+
+def _selection_columns(table: dict[str, Any], row: dict[str, Any]) -> list[str] | None:
+    """The columns a row's best seed is chosen on: the table's ``select_on`` (None: every column of the row).
+    A row none of whose own columns is among them (a language a config block added to SemEval Table 3: its
+    column is its test set) is chosen on its own columns, which the table's notes say (:func:`selection_notes`)."""
+    select_on = table.get("select_on")
+    if select_on is not None and not set(select_on) & set(_own_score_columns(table, row)):
+        return None
+    return select_on
+
+
+def selection_notes(table: dict[str, Any]) -> list[str]:
+    """A line per row whose best seed is chosen on its own (test) columns, not on the table's ``select_on``."""
+    if table.get("select_on") is None:  # (declared only where seeds are picked: best_seed)
+        return []
+    return [f"Row `{row['label']}`: no development column of its own among the table's `select_on` "
+            f"({', '.join(table['select_on'])}), so its best seed is the best on its own columns "
+            f"({', '.join(_own_score_columns(table, row))}): an optimistic pick, unlike the other rows'."
+            for row in table["rows"] if not row.get("external") and _own_score_columns(table, row)
+            and _selection_columns(table, row) is None]
+
+
 def _best_seed(table: dict[str, Any], row: dict[str, Any], scores: ScoreGroups) -> int | None:
     """The seed with the highest mean over the row's task columns (one initialisation per row, as the papers'
     "best performing initialisation"), or over the table's ``select_on`` columns only (SemEval Table 3's
     submitted systems were chosen before the test labels were public: on the development sets); None when no seed
     has every task."""
-    select_on = table.get("select_on")
+    select_on = _selection_columns(table, row)
     totals: dict[int, list[float]] = {}
     considered = 0  # columns with a value for some seed
     for label, column in table["columns"].items():
@@ -505,7 +534,7 @@ def render(key: str, tables: dict[str, Any], config: dict[str, Any] | None, scor
     tables, setting_notes = with_config_settings(tables, key, config)
     cells = build_table(key, tables, scores, paper_dir, param_counts)
     markdown = to_markdown(cells, tables["tables"][key].get("title", key))
-    notes = setting_notes + training_notes(cells, scores)
+    notes = setting_notes + selection_notes(tables["tables"][key]) + training_notes(cells, scores)
     if notes:
         markdown += "\n" + "\n\n".join(notes) + "\n"
     return cells, markdown
