@@ -341,8 +341,8 @@ def test_a_language_added_to_semeval_table3_gets_a_best_seed(repo_root, tmp_path
 
 def test_config_checks_name_what_a_new_language_still_needs(monkeypatch):
     """Cross-key checks at DAG time, each naming the key: a table entry for a language no experiment trains; a
-    language only a baseline evaluates, without tasks; tokenizer keys kind sentencepiece ignores; a multi-view
-    language without its corpus or parser."""
+    language only a baseline evaluates, without tasks; tokenizer keys kind sentencepiece ignores; a raw inline set
+    in the paper variant of a pretokenised language; a multi-view language without its corpus or parser."""
     import copy
 
     from strae import plan
@@ -375,6 +375,16 @@ def test_config_checks_name_what_a_new_language_still_needs(monkeypatch):
         config["languages"]["xx"]["tokenizer"]["path"] = "model.model"
     assert [e for e in errors(pretrained_file) if e.startswith("languages.xx.tokenizer: ['path'] describe a "
                                                                 "pre-trained model file")]
+
+    def inline_paper_set_of_a_pretokenised_language(config):
+        block = config["languages"]["xx"]
+        block.update(pretokenize="treebank", eval_sets={"mine": {"path": "config/config.yaml", "level": "sentence",
+                                                                 "split": "test", "score_range": [0, 5]}})
+        block["eval"] = {"paper": ["mine"], "official": ["mine"]}
+        del block["tables"]
+    assert [e for e in errors(inline_paper_set_of_a_pretokenised_language)] == [
+        "languages.xx.eval.paper: inline set 'mine' would be embedded without this language's pretokenize (treebank), "
+        "which its runs trained with; list it under languages.xx.eval.official (embedded as the runs' corpus was)"]
 
     def multiview_language(config):
         config["multiview"]["languages"].append("xx")

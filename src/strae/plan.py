@@ -298,6 +298,12 @@ def _eval_errors(config: dict[str, Any], lang: str, block: dict[str, Any], regis
     for variant, names in (block.get("eval") or {}).items():
         for name in names or []:
             listed.add(name)
+            if name in inline and variant == "paper" and (block.get("pretokenize") or "none") != "none":
+                # the paper variant embeds its files as they are (the reference's own, already tokenised:
+                # strae.evaluate.harness), so a raw inline set there would meet runs trained on pretokenised text
+                errors.append(f"languages.{lang}.eval.paper: inline set {name!r} would be embedded without this "
+                              f"language's pretokenize ({block['pretokenize']}), which its runs trained with; list "
+                              f"it under languages.{lang}.eval.official (embedded as the runs' corpus was)")
             if name in inline or catalogue is None:
                 continue
             declared = [t for t in catalogue if t.name == name and t.variant == variant]
