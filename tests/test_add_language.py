@@ -384,7 +384,8 @@ def test_config_checks_name_what_a_new_language_still_needs(monkeypatch):
         del block["tables"]
     assert [e for e in errors(inline_paper_set_of_a_pretokenised_language)] == [
         "languages.xx.eval.paper: inline set 'mine' would be embedded without this language's pretokenize (treebank), "
-        "which its runs trained with; list it under languages.xx.eval.official (embedded as the runs' corpus was)"]
+        "which its runs trained with; list it under languages.xx.eval.official (embedded as the runs' corpus was) "
+        "and add `official` to scale.eval_variants"]
 
     def multiview_language(config):
         config["multiview"]["languages"].append("xx")

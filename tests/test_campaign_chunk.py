@@ -459,10 +459,21 @@ def test_campaign_record_refuses_evaluations_no_archive_brought(tmp_path):
 
     refused = record()
     assert refused.returncode == 1, refused.stderr
-    assert "results/eval/xx/glove/b/seed1.paper.json was already in results/eval" in refused.stderr
+    assert "results/eval/xx/glove/b/seed1.paper.json is in results/eval, but no archive brings it" in refused.stderr
     assert "1 evaluation(s) above were made on this machine" in refused.stderr and "KEEP_LOCAL=1" in refused.stderr
-    assert "was already" not in refused.stderr.split("results/eval/xx/glove")[0]  # the box's own is not listed
+    assert "banyan/a" not in refused.stderr  # the box's own is not listed
     assert not (tmp_path / "strae-calls.txt").exists()
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in (tmp_path / "results").rglob("*") if p.is_file()) \
+        == ["results/eval/xx/glove/b/seed1.paper.json"]  # refused before the archive was unpacked into results/
+    # a carried record's own evaluation (its scores.csv names it) is not "made on this machine"
+    carried = tmp_path / "reproductions/old"
+    carried.mkdir(parents=True)
+    (carried / "manifest.json").write_text("{}")
+    (carried / "scores.csv").write_text("source_json\nresults/eval/xx/glove/b/seed1.paper.json\n")
+    accepted = subprocess.run(["bash", "tools/campaign_record.sh", "new", "reproductions/old", "campaign.tar.xz"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert "no archive brings it" not in accepted.stderr and (tmp_path / "strae-calls.txt").exists()
+    (tmp_path / "strae-calls.txt").unlink()
     kept = record(KEEP_LOCAL="1")  # goes on to aggregate (here: the stand-in strae, which fails)
     assert "strae aggregate" in (tmp_path / "strae-calls.txt").read_text() and kept.returncode != 0
 
@@ -528,3 +539,23 @@ def test_a_finished_run_whose_evaluation_the_cut_stopped_is_evaluated_in_the_tai
     # snakemake on A's evaluation alone, with the chunk's options
     assert (tmp_path / "finish-calls.txt").read_text().split()[-3:] == [evaluations["a"], "--configfile", "c.yaml"]
     assert ("[snakemake] done: every target is up to date" in result.stdout) == (expected_rc == 0)
+
+
+def test_a_chunk_whose_python_cannot_import_strae_is_refused_before_snakemake_runs(tmp_path):
+    """A PYTHON exported for tools/offline_unpack.sh (the box's bare interpreter) would train and then lose the eta,
+    snapshot and archive steps: refused first, as is a snakemake that is not there."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_chunk.sh", tmp_path / "tools")
+    fake = tmp_path / "fake-snakemake"
+    fake.write_text("#!/bin/sh\ntouch ran\n")
+    fake.chmod(0o755)
+    bare = dict(chunk_env(90), SNAKEMAKE=str(fake), PYTHONPATH="")
+    bare["PYTHON"] = "/usr/bin/python3" if Path("/usr/bin/python3").exists() else "python3"
+    result = subprocess.run(["bash", "tools/campaign_chunk.sh", "results/eval/x.json"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60, env=bare)
+    assert result.returncode == 2 and "cannot import strae" in result.stderr, result.stderr
+    result = subprocess.run(["bash", "tools/campaign_chunk.sh", "results/eval/x.json"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60,
+                            env=dict(chunk_env(90), SNAKEMAKE=str(tmp_path / "no-snakemake")))
+    assert result.returncode == 2 and "no-snakemake: not found" in result.stderr, result.stderr
+    assert not (tmp_path / "ran").exists()

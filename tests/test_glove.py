@@ -287,6 +287,7 @@ def test_a_stop_word_list_of_another_language_is_refused(repo_root, monkeypatch)
     with pytest.raises(SystemExit, match="stopwords_language='af'.*use stopword_list=iso"):
         stopword_set("af", "sklearn")
     assert "stopwordsiso has no stop-word list for 'mar'" in stopword_list_error("mar", "iso")
+    assert stopword_list_error("en_wiki", "sklearn") is None  # nothing to compare with: not refused
     config = yaml.safe_load((repo_root / "config/config.yaml").read_text(encoding="utf-8"))
     glove = config["baselines"]["glove"]
     glove.update(enabled=True, languages=list(config["languages"]),

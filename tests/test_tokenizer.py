@@ -155,3 +155,14 @@ def test_paper_languages_use_the_references_bpemb_tokenizers(repo_root):
             assert (spec["language"], spec["vocab_size"], spec.get("fallback", "sentencepiece")) == \
                 (lang, 25000, "sentencepiece"), lang
 
+
+
+@pytest.mark.parametrize("value, threads", [("2", 2), (" 3 ", 3), ("4,2", 4), ("", -1), ("0", -1), ("-1", -1),
+                                            ("²", -1), ("many", -1)])
+def test_encoding_threads_follow_omp_num_threads(monkeypatch, value, threads):
+    """The workflow sets OMP_NUM_THREADS per job: SentencePiece's encoding takes that many threads (of a nested
+    list, the outer level's), every core (-1) only where it says nothing usable."""
+    from strae.data.tokenizer import _env_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", value)
+    assert _env_threads() == threads

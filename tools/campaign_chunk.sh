@@ -69,7 +69,8 @@ fi
 
 # the tools the chunk needs after its training, checked before it: a PYTHON exported for tools/offline_unpack.sh
 # (the box's bare interpreter) cannot import strae, and would lose the eta, snapshot and archive steps
-if ! "$PY" -c 'import strae.report.progress' 2>/dev/null; then
+# (find_spec: whether it can, without the seconds the import itself takes on a loaded box)
+if ! "$PY" -c 'import importlib.util, sys; sys.exit(importlib.util.find_spec("strae") is None)' 2>/dev/null; then
     echo "campaign_chunk: $PY cannot import strae; PYTHON here is the interpreter of strae's environment (source" \
         "bundle/env.sh, or unset a PYTHON exported for tools/offline_unpack.sh)" >&2
     exit 2

@@ -45,16 +45,33 @@ STAGE=$(mktemp -d)
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE/campaign" results
 
-# 1. the archives' finished runs, in order
+# 0. evaluations here that no archive brings (runs made on this machine) would join the box's record: refused before
+#    anything is written, unless KEEP_LOCAL=1; those of the carried record (its scores.csv names them) are its own
 shopt -s nullglob
-before=(results/eval/*/*/*/seed*.json)
+for archive in "$@"; do
+    tar -tJf "$archive" | sed 's#^\./##' | grep -E '^results/eval/.+/seed[^/]*\.json$' >>"$STAGE/brought.txt" || true
+done
+local_only=()
+for path in results/eval/*/*/*/seed*.json; do
+    case $path in results/eval/*/multiview_*/* | results/eval/*/random-token/*) continue ;; esac
+    grep -qxF "$path" "$STAGE/brought.txt" && continue
+    [ "$CARRY" != none ] && grep -qF "$path" "$CARRY/scores.csv" && continue
+    local_only+=("$path")
+done
+if ((${#local_only[@]})); then
+    printf 'campaign_record: %s is in results/eval, but no archive brings it\n' "${local_only[@]}" >&2
+    [ "${KEEP_LOCAL:-0}" = 1 ] \
+        || die "${#local_only[@]} evaluation(s) above were made on this machine, not by the archives: move them" \
+               "away (they would join the record, beside the box's runs) or set KEEP_LOCAL=1 to keep them"
+fi
+
+# 1. the archives' finished runs, in order
 for archive in "$@"; do
     unpacked="$STAGE/unpacked"
     rm -rf "$unpacked" && mkdir -p "$unpacked"
     tar -xJf "$archive" -C "$unpacked"
     if [ -d "$unpacked/results/eval" ]; then
-        (cd "$unpacked" && find results/eval -name 'seed*.json' | tee -a "$STAGE/brought.txt" \
-            | xargs -r cp --parents -t "$REPO")
+        (cd "$unpacked" && find results/eval -name 'seed*.json' -print0 | xargs -0 -r cp --parents -t "$REPO")
     fi
     if [ -d "$unpacked/results/runs" ]; then
         (cd "$unpacked" && find results/runs -name train.json -print0 | xargs -0 -r cp --parents -t "$REPO")
@@ -74,17 +91,6 @@ for path in results/eval/*/*/*/seed*.json; do
     esac
 done
 ((${#evaluations[@]})) || die "no evaluation JSON under results/eval after unpacking $*"
-local_only=()
-for path in "${evaluations[@]}"; do
-    [[ " ${before[*]} " == *" $path "* ]] || continue
-    grep -qxF "$path" "$STAGE/brought.txt" 2>/dev/null || local_only+=("$path")
-done
-if ((${#local_only[@]})); then
-    printf 'campaign_record: %s was already in results/eval (no archive brought it)\n' "${local_only[@]}" >&2
-    [ "${KEEP_LOCAL:-0}" = 1 ] \
-        || die "${#local_only[@]} evaluation(s) above were made on this machine, not by the archives: move them" \
-               "away (they would join the record, beside the box's runs) or set KEEP_LOCAL=1 to keep them"
-fi
 
 # 2. scores: this record's evaluations and the carried record's
 strae aggregate --out results/scores.csv "${CARRY_SCORES[@]}" "${evaluations[@]}"

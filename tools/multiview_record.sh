@@ -125,9 +125,12 @@ while IFS=$'\t' read -r source target; do
 done < "$STAGE/copies.tsv"
 tables() {  # scores.csv and the two tables, read from the record's own files (source_json names them)
     "$PY" -m strae.cli aggregate --out "$OUT/scores.csv" "$OUT"/eval/*.json || return 1
+    # the runs' config: its multi-view models' settings are what the tables' rows read (config/quick.yaml: ctl_h64_e32)
+    local config=()
+    [ -f results/config.effective.yaml ] && config=(--config results/config.effective.yaml)
     for n in 1 2; do
         "$PY" -m strae.cli report table --table "multiview_table$n" --tables config/tables.yaml \
-            --scores "$OUT/scores.csv" --paper-dir paper_tables --out-csv "$OUT/table$n.csv" \
+            --scores "$OUT/scores.csv" --paper-dir paper_tables "${config[@]}" --out-csv "$OUT/table$n.csv" \
             --out-md "$OUT/table$n.md" || return 1
     done
 }

@@ -56,6 +56,8 @@ def stopword_list_error(language: str, source: str = "iso") -> str | None:
         return f"stopword_list={source}: expected one of {STOPWORD_LISTS}"
     import stopwordsiso
 
+    if source == "sklearn" and not stopwordsiso.has_lang(language):
+        return None  # no list of the code's to compare with (a block key that is no language code): not refused
     if not stopwordsiso.has_lang(language):
         return (f"stopwordsiso has no stop-word list for {language!r} (set languages.<lang>.stopwords_language, or "
                 f"--encoder-option stopwords_language=CODE, to a stopwordsiso code)")

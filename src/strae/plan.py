@@ -303,7 +303,8 @@ def _eval_errors(config: dict[str, Any], lang: str, block: dict[str, Any], regis
                 # strae.evaluate.harness), so a raw inline set there would meet runs trained on pretokenised text
                 errors.append(f"languages.{lang}.eval.paper: inline set {name!r} would be embedded without this "
                               f"language's pretokenize ({block['pretokenize']}), which its runs trained with; list "
-                              f"it under languages.{lang}.eval.official (embedded as the runs' corpus was)")
+                              f"it under languages.{lang}.eval.official (embedded as the runs' corpus was) and add "
+                              "`official` to scale.eval_variants")
             if name in inline or catalogue is None:
                 continue
             declared = [t for t in catalogue if t.name == name and t.variant == variant]
@@ -425,13 +426,16 @@ def _stopword_errors(config: dict[str, Any], name: str, spec: dict[str, Any]) ->
     from baselines.glove.encoder import stopword_list_error
 
     errors = []
+    train = [str(flag) for flag in spec.get("train_options") or []]
+    # what the run records (strae train-glove --stopwords-language: a train option after the block's flag wins)
+    trained = train[train.index("--stopwords-language") + 1] if "--stopwords-language" in train[:-1] else None
     for option, flags in (spec.get("eval_options") or {}).items():
-        given = dict(flag.split("=", 1) for flag in flags if "=" in flag)
+        given = dict(str(flag).split("=", 1) for flag in flags or [] if "=" in str(flag))
         if given.get("stopwords") != "remove":
             continue
         for lang in spec.get("languages", []):
             block = (config.get("languages") or {}).get(lang) or {}
-            code = given.get("stopwords_language") or block.get("stopwords_language") or lang
+            code = given.get("stopwords_language") or trained or block.get("stopwords_language") or lang
             error = stopword_list_error(code, given.get("stopword_list", "iso"))
             if error:
                 errors.append(f"baselines.{name}.eval_options.{option} for language {lang!r} "

@@ -323,6 +323,21 @@ class StoppedBySignal(Exception):
         self.exit_status = stop.exit_status
 
 
+def _detach_from_terminal() -> None:
+    """Point stdout/stderr that are a terminal at /dev/null (after a hang-up, writing to it raises EIO); output
+    redirected to a file (a workflow log) stays where it is."""
+    import os
+
+    for fd in (1, 2):
+        try:
+            if os.isatty(fd):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, fd)
+                os.close(null)
+        except OSError:
+            pass
+
+
 class StopRequest:
     """SIGTERM / SIGINT / SIGHUP ask a training loop to stop at its next step boundary instead of dying mid-step.
 
@@ -369,9 +384,14 @@ class StopRequest:
         first = self.signal is None
         self.signal = self.signal or signum
         self._restore(only=signal.SIGINT)
+        if signum == getattr(signal, "SIGHUP", None):
+            _detach_from_terminal()  # its terminal is gone: a write there would fail the loop before its checkpoint
         if first:
-            print(f"\n{self.name}: stopping after the current step, with a checkpoint there (Ctrl-C again stops at "
-                  "once, losing the work since the last checkpoint)", file=sys.stderr, flush=True)
+            try:
+                print(f"\n{self.name}: stopping after the current step, with a checkpoint there (Ctrl-C again stops "
+                      "at once, losing the work since the last checkpoint)", file=sys.stderr, flush=True)
+            except OSError:
+                pass
 
     def _restore(self, only: int | None = None) -> None:
         import signal

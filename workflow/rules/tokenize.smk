@@ -43,12 +43,12 @@ rule tokenize_corpus:
         "logs/tokenize_corpus/{lang}.log",
     benchmark:
         "benchmarks/out/tokenize_corpus/{lang}.tsv"
-    threads: 4  # SentencePiece's encoding threads (OMP_NUM_THREADS); Snakemake lowers it to --cores
+    threads: 1
     conda:
         "../envs/strae.yaml"
     resources:
         mem_mb=4000,
         runtime=60,
     shell:
-        "OMP_NUM_THREADS={threads} strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
+        "strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
         "--tokenizer {input.tokenizer} --out-dir {params.out_dir} > {log} 2>&1"

@@ -95,11 +95,15 @@ def normalize(text: str) -> str:
 
 
 def _env_threads() -> int:
-    """``OMP_NUM_THREADS`` as a positive count, else -1 (SentencePiece: every core)."""
+    """``OMP_NUM_THREADS`` as a positive count (of a nested list ``4,2``, the outer level's), else -1
+    (SentencePiece: every core)."""
     import os
 
-    value = os.environ.get("OMP_NUM_THREADS", "").strip()
-    return int(value) if value.isdigit() and int(value) > 0 else -1
+    try:
+        count = int(os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip())
+    except ValueError:
+        return -1
+    return count if count > 0 else -1
 
 class Tokenizer:
     """A SentencePiece model with BPEmb preprocessing and a pad id one past the last piece.

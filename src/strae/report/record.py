@@ -371,17 +371,20 @@ def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
     whose scores.csv holds exactly the run's evaluations in results/scores.csv — those scores were made from that
     train.json's run, even when results/ holds a newer one of the run (restarted, not yet evaluated) — else
     results/, else the first carried record that has one."""
+    recorded = _evaluations_by_run(results / "scores.csv")
     sources: dict[Path, list[Path]] = {}
     for root in (results, *carry):
         for train_json in _train_jsons(root):
+            relative = train_json.relative_to(root)
+            parts = relative.parts
+            run = (*parts[1:4], parts[4].removeprefix("seed")) if len(parts) == 6 else None
             record = RunRecord.from_disk(train_json.parent)
-            if root == results and record is not None and record.status == "running":
-                # a run training now (or stopped to be resumed): neither a result nor a failure yet
-                print(f"strae record: {train_json.parent}: still training (status running), left out of the record",
-                      file=sys.stderr)
+            if root == results and record is not None and record.status == "running" and not recorded.get(run):
+                # a run training now (or stopped to be resumed) and not evaluated: neither a result nor a failure
+                print(f"strae record: {train_json.parent}: still training (status running) and not in the scores, "
+                      "left out of the record", file=sys.stderr)
                 continue
-            sources.setdefault(train_json.relative_to(root), []).append(root)
-    recorded = _evaluations_by_run(results / "scores.csv")
+            sources.setdefault(relative, []).append(root)
     carried = {root: _evaluations_by_run(root / "scores.csv") for root in carry}
     chosen = {}
     for relative, roots in sorted(sources.items()):

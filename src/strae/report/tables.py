@@ -187,7 +187,7 @@ def with_language_entries(tables: dict[str, Any], name: str, config: dict[str, A
     for lang, task in entries.items():
         label = config["languages"][lang].get("label", lang)
         if label in columns:
-            if columns[label].get("language") == lang:
+            if columns[label].get("language", table.get("language")) == lang:
                 continue  # the table has the language's column already
             raise SystemExit(f"languages.{lang}.tables.{name}: the table has a column {label!r} of another "
                              f"language already; give languages.{lang}.label another name")
@@ -211,9 +211,10 @@ def with_config_settings(tables: dict[str, Any], name: str,
     table = dict(tables["tables"][name])
     rows, notes = [], []
     for row in table["rows"]:
-        setting = trained.get(row.get("model"))
+        model = row.get("model") or table.get("model")
+        setting = trained.get(model)
         if setting and row.get("setting") and row["setting"] != setting:
-            notes.append(f"Row `{row['label']}` reads {row['model']}/{setting}, the setting this config trains "
+            notes.append(f"Row `{row['label']}` reads {model}/{setting}, the setting this config trains "
                          f"(config/tables.yaml, the paper's: {row['setting']}).")
             row = dict(row, setting=setting)
         rows.append(row)
@@ -292,7 +293,8 @@ def _selection_columns(table: dict[str, Any], row: dict[str, Any]) -> list[str] 
 
 def selection_notes(table: dict[str, Any]) -> list[str]:
     """A line per row whose best seed is chosen on its own (test) columns, not on the table's ``select_on``."""
-    if table.get("select_on") is None:  # (declared only where seeds are picked: best_seed)
+    aggregates = {half.get("aggregate", "mean") for half in (table.get("halves") or {}).values()}
+    if table.get("select_on") is None or "best_seed" not in (aggregates or {table.get("aggregate", "mean")}):
         return []
     return [f"Row `{row['label']}`: no development column of its own among the table's `select_on` "
             f"({', '.join(table['select_on'])}), so its best seed is the best on its own columns "
