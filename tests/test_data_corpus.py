@@ -100,3 +100,30 @@ def test_unknown_language_is_a_clear_error(toy_language):
     _, config_path = toy_language
     with pytest.raises(SystemExit, match="languages.zz"):
         prepare_corpus("zz", config_path)
+
+
+def test_a_text_without_spaces_between_words_is_warned_about(tmp_path, caplog):
+    """The budget counts whitespace-separated words: a script that writes none makes each sentence one 'token', so
+    data.tokens_per_language becomes a count of sentences; said (a spaced corpus is not warned about)."""
+    import logging
+
+    corpus = tmp_path / "nospace.txt"
+    corpus.write_text("\n".join(f"文{i}字是这样写的。句{i}也是。" for i in range(60)) + "\n", encoding="utf-8")
+    config = {"data": {"resources_dir": str(tmp_path / "resources"), "registry": "config/registry.yaml",
+                       "subsample_seed": 7, "tokens_per_language": 30, "dev_sentences": 5},
+              "languages": {"zz": {"segmenter": "zh", "corpus": [{"path": str(corpus)}]}}}
+    config_path = tmp_path / "config.yaml"
+    config_path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="strae.data.corpus"):
+        prepare_corpus("zz", config_path, out_dir=tmp_path / "out")
+    assert any("languages.zz: 1.00 whitespace-separated words per sentence" in r.getMessage() and
+               "a count of sentences" in r.getMessage() for r in caplog.records)
+
+
+def test_a_spaced_text_is_not_warned_about(toy_language, caplog):
+    import logging
+
+    tmp_path, config_path = toy_language
+    with caplog.at_level(logging.WARNING, logger="strae.data.corpus"):
+        prepare_corpus("xx", config_path, out_dir=tmp_path / "out")
+    assert not any("whitespace-separated words per sentence" in r.getMessage() for r in caplog.records)

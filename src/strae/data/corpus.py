@@ -169,6 +169,13 @@ def prepare_corpus(
     if n_total == 0:
         raise SystemExit(f"languages.{lang}.{chosen['key']}: the sources contain no text "
                          f"({', '.join(map(str, train_paths))})")
+    if total_tokens < 1.5 * n_total:
+        # the budget counts whitespace-separated words: in a script that writes none (Chinese, Japanese, Thai) a
+        # "token" is a whole sentence, and data.tokens_per_language a number of sentences
+        log.warning("languages.%s: %.2f whitespace-separated words per sentence (%d sentences): the token budget "
+                    "(data.tokens_per_language) counts such words, so for this text it is a count of sentences; "
+                    "set it (or pretokenise the corpus into words) with that in mind",
+                    lang, total_tokens / n_total, n_total)
     order = np.random.default_rng(seed).permutation(n_total)
     if not chosen["subsample"]:
         tokens = total_tokens  # paper_source.subsample: false - every sentence, as the reference trains on all of it
