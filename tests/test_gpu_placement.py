@@ -204,3 +204,22 @@ def test_an_unknown_device_string_is_a_clear_error():
     with pytest.raises(SystemExit, match="--device gpu: not a device; use auto, cpu, cuda or cuda:N"):
         resolve_device("gpu")
     assert resolve_device("cpu").type == "cpu"
+
+
+def test_auto_on_a_machine_whose_gpu_torch_cannot_use_says_so(tmp_path, monkeypatch, capsys):
+    """--device auto on a GPU box with a CPU-only torch (or a driver it does not match) would quietly train for days
+    on the CPU: it still runs there, but says why; a machine without an NVIDIA device file is silent."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert runtime.unused_gpu_reason(tmp_path) is None  # no /dev/nvidia0 here
+    (tmp_path / "nvidiactl").touch()  # the control file alone is no GPU
+    assert runtime.unused_gpu_reason(tmp_path) is None
+    (tmp_path / "nvidia0").touch()
+    monkeypatch.setattr(torch.version, "cuda", None)
+    assert "built without CUDA" in runtime.unused_gpu_reason(tmp_path)
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    assert "(CUDA 12.8) cannot use it" in runtime.unused_gpu_reason(tmp_path)
+    monkeypatch.setattr(runtime, "unused_gpu_reason", lambda: "this machine has an NVIDIA GPU: …")
+    assert runtime.resolve_device("auto").type == "cpu"
+    assert "--device auto: running on the CPU although this machine has an NVIDIA GPU" in capsys.readouterr().err
+    monkeypatch.setattr(runtime, "unused_gpu_reason", lambda: None)
+    assert runtime.resolve_device("auto").type == "cpu" and capsys.readouterr().err == ""

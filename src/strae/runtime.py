@@ -15,9 +15,15 @@ import torch
 
 
 def resolve_device(requested: str | None = "auto") -> torch.device:
-    """``auto`` -> CUDA when available, else CPU. An explicit ``cuda`` without a GPU is an error."""
+    """``auto`` -> CUDA when available, else CPU (said on stderr when the machine has an NVIDIA GPU this torch cannot
+    use: a CPU-only wheel, or a driver it does not match). An explicit ``cuda`` without a GPU is an error."""
     if requested in (None, "", "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        unused = unused_gpu_reason()
+        if unused:
+            print(f"--device auto: running on the CPU although {unused}", file=sys.stderr, flush=True)
+        return torch.device("cpu")
     try:
         device = torch.device(requested)
     except RuntimeError as error:
@@ -25,6 +31,18 @@ def resolve_device(requested: str | None = "auto") -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit(f"--device {requested}: CUDA was requested but torch.cuda.is_available() is False")
     return device
+
+
+def unused_gpu_reason(dev: str | os.PathLike = "/dev") -> str | None:
+    """Why a machine with an NVIDIA GPU (a ``/dev/nvidia<N>`` device file) gets none from torch, or None when it has
+    none (or torch sees it). On a GPU box, ``--device auto`` quietly training on the CPU would take days."""
+    if torch.cuda.is_available() or not any(Path(dev).glob("nvidia[0-9]*")):
+        return None
+    if torch.version.cuda is None:
+        return (f"this machine has an NVIDIA GPU: this torch ({torch.__version__}) is built without CUDA; install a "
+                "CUDA build of the same version (or pass --device cpu to mean it)")
+    return (f"this machine has an NVIDIA GPU: torch {torch.__version__} (CUDA {torch.version.cuda}) cannot use it "
+            "(driver, CUDA_VISIBLE_DEVICES); pass --device cuda to make that an error, --device cpu to mean it")
 
 
 # Where jobs on one machine agree which GPU each one took (job_device); STRAE_GPU_SLOTS names another folder (e.g. one
