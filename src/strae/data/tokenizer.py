@@ -93,7 +93,6 @@ def normalize(text: str) -> str:
     return _DIGIT.sub("0", text.lower())
 
 
-
 def _env_threads() -> int:
     """``OMP_NUM_THREADS`` as a positive count (of a nested list ``4,2``, the outer level's), else -1
     (SentencePiece: every core)."""
@@ -104,6 +103,7 @@ def _env_threads() -> int:
     except ValueError:
         return -1
     return count if count > 0 else -1
+
 
 class Tokenizer:
     """A SentencePiece model with BPEmb preprocessing and a pad id one past the last piece.

@@ -366,6 +366,13 @@ def _evaluations_by_run(scores_csv: Path) -> dict[tuple[str, ...], set[tuple[str
     return runs
 
 
+def _run_key(relative: Path) -> tuple[str, ...] | None:
+    """runs/<lang>/<model>/<setting>/seed<N>/train.json -> (lang, model, setting, N), the key of
+    :func:`_evaluations_by_run`; None for another layout."""
+    parts = relative.parts
+    return (*parts[1:4], parts[4].removeprefix("seed")) if len(parts) == 6 else None
+
+
 def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
     """Where each run's train.json comes from (its path under runs/ -> the folder holding it): the carried record
     whose scores.csv holds exactly the run's evaluations in results/scores.csv — those scores were made from that
@@ -376,10 +383,9 @@ def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
     for root in (results, *carry):
         for train_json in _train_jsons(root):
             relative = train_json.relative_to(root)
-            parts = relative.parts
-            run = (*parts[1:4], parts[4].removeprefix("seed")) if len(parts) == 6 else None
             record = RunRecord.from_disk(train_json.parent)
-            if root == results and record is not None and record.status == "running" and not recorded.get(run):
+            if root == results and record is not None and record.status == "running" \
+                    and not recorded.get(_run_key(relative)):
                 # a run training now (or stopped to be resumed) and not evaluated: neither a result nor a failure
                 print(f"strae record: {train_json.parent}: still training (status running) and not in the scores, "
                       "left out of the record", file=sys.stderr)
@@ -388,8 +394,7 @@ def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
     carried = {root: _evaluations_by_run(root / "scores.csv") for root in carry}
     chosen = {}
     for relative, roots in sorted(sources.items()):
-        parts = relative.parts  # runs/<lang>/<model>/<setting>/seed<N>/train.json
-        run = (*parts[1:4], parts[4].removeprefix("seed")) if len(parts) == 6 else None
+        run = _run_key(relative)
         scored_by = [root for root in roots
                      if root != results and recorded.get(run) and carried[root].get(run) == recorded[run]]
         chosen[relative] = (scored_by or roots)[0]
