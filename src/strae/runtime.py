@@ -344,8 +344,6 @@ class StoppedBySignal(Exception):
 def _detach_from_terminal() -> None:
     """Point stdout/stderr that are a terminal at /dev/null (after a hang-up, writing to it raises EIO); output
     redirected to a file (a workflow log) stays where it is."""
-    import os
-
     for fd in (1, 2):
         try:
             if os.isatty(fd):
