@@ -424,13 +424,14 @@ def _stopword_errors(config: dict[str, Any], name: str, spec: dict[str, Any]) ->
     """A baseline evaluation that removes stop-words (``stopwords=remove``) needs a list of each language's own:
     said at DAG time, not by every evaluation job after training."""
     from baselines.glove.encoder import stopword_list_error
+    from strae.evaluate.harness import parse_encoder_option
 
     errors = []
     train = [str(flag) for flag in spec.get("train_options") or []]
     # what the run records (strae train-glove --stopwords-language: a train option after the block's flag wins)
     trained = train[train.index("--stopwords-language") + 1] if "--stopwords-language" in train[:-1] else None
     for option, flags in (spec.get("eval_options") or {}).items():
-        given = dict(str(flag).split("=", 1) for flag in flags or [] if "=" in str(flag))
+        given = dict(parse_encoder_option(str(flag)) for flag in flags or [])  # as the evaluation will read them
         if given.get("stopwords") != "remove":
             continue
         for lang in spec.get("languages", []):

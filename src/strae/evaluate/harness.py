@@ -174,7 +174,7 @@ def evaluation_setting(options: dict[str, Any] | None, config: dict[str, Any], m
         return EvalSetting(label=None, options={})
     named = (((config.get("baselines") or {}).get(model) or {}).get("eval_options")) or {}
     for label, items in named.items():
-        if dict(_parse_option(str(item)) for item in items) == chosen:
+        if dict(parse_encoder_option(str(item)) for item in items) == chosen:
             return EvalSetting(label=label, options=chosen)
     return EvalSetting(label=options_label(chosen), options=chosen)
 
@@ -255,7 +255,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
 
 
 # ----------------------------------------------------------------------------------------------- CLI
-def _parse_option(text: str) -> tuple[str, Any]:
+def parse_encoder_option(text: str) -> tuple[str, Any]:
     # partition, not split: a value may itself contain "=" (a path, a YAML mapping)
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -318,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         check_output_file(args.out)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-    options = dict(_parse_option(o) for o in args.encoder_option)
+    options = dict(parse_encoder_option(o) for o in args.encoder_option)
     # --device is shorthand for the encoder option, so the workflow can pass the scale's device to every encoder
     if args.device is not None:
         if options.get("device", args.device) != args.device:

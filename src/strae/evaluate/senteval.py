@@ -620,12 +620,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from strae.evaluate.harness import _parse_option
+    from strae.evaluate.harness import parse_encoder_option
 
     args = build_parser().parse_args(argv)
     check_output_file(args.out)
     only = [t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None
-    options = dict(_parse_option(o) for o in args.encoder_option)
+    options = dict(parse_encoder_option(o) for o in args.encoder_option)
     if args.device is not None:
         options["device"] = args.device
     result = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
