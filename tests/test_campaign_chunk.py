@@ -237,7 +237,9 @@ def test_a_run_about_to_end_at_the_cut_finishes_in_the_chunk(tmp_path, step, exp
     else:
         assert "[eta] xx/banyan/s/seed0  step 10/1000" in result.stdout and "not cut off" not in result.stdout
         assert "[snakemake] stopped after" in result.stdout and "fake snakemake ended" not in snakemake_log
-        assert took < 22 + 15
+        # stopped, not let finish, is asserted above; the wall-clock bound is only the chunk's own limit (45 s) plus
+        # slack for its Python wrap-up on a loaded machine (37 s failed there with a training beside the tests)
+        assert took < 45 + 15
 
 
 def test_a_tail_too_short_to_let_a_run_finish_is_warned_of(tmp_path):
