@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -81,7 +82,7 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     manifest = json.loads((record / "manifest.json").read_text())
     counts = manifest["tables"][0]["counts"]
     assert (counts["with_paper_value"], counts["within"], counts["not_run"], counts["failed_seeds"]) == (4, 3, 1, 1)
-    assert counts["within_std"] == 2  # STS-12 (the printed 0.001 is 0.00: ±1.0) and STS-14
+    assert counts["within_std"] == 1  # STS-14; STS-12's +0.5 is outside the printed 0.001 taken as it stands
     counts = manifest["tables"][1]["counts"]  # Table 6: the ≈10M cell within its precision; 1074 vs 1072 is not
     assert manifest["tables"][1]["name"] == "banyan/table6" and (counts["with_paper_value"], counts["within"]) == (3, 2)
     assert counts["mean_abs_delta"] is None and counts["seeds"] is None  # parameter counts are not scores
@@ -89,11 +90,11 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     summary = (record / "summary.md").read_text()
     assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no | no |" in summary
     assert "| Banyan | STS-15 | 70.00 | 1 | 69.20 ± 0.50 | +0.80 | no | yes |" in summary
-    assert "| Banyan | STS-12 | 51.70 ± 0.20 | 4 | 51.20 ± 0.001 | +0.50 | yes | yes |" in summary
+    assert "| Banyan | STS-12 | 51.70 ± 0.20 | 4 | 51.20 ± 0.001 | +0.50 | no | yes |" in summary
     text = readme.read_text()
     assert "old" not in text and "| [banyan/table1](" in text and text.endswith("## Layout\n")
     # cells with a paper value | within the paper's std | within max(std, 1.0) | mean |Δ| | seeds per cell | ...
-    assert "| 4 | 2 | 3 | 1.45 | 1–4 | 1 | 1 |" in text and "1 run, commit" in text
+    assert "| 4 | 1 | 3 | 1.45 | 1–4 | 1 | 1 |" in text and "1 run, commit" in text
     assert "| 3 | 2 | 2 | — | — | 0 | 0 |" in text  # Table 6: no mean |Δ| across parameter counts
     # records are immutable; a second one becomes the newest and the README follows it
     with pytest.raises(SystemExit, match="exists"):
@@ -111,7 +112,7 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
         del entry["counts"]["within_std"]
     later.write_text(json.dumps(manifest))
     rec.main(["--readme-only", "--out", str(out), "--readme", str(readme)])
-    assert "| 4 | 2 | 3 | 1.45 | 1–4 | 1 | 1 |" in readme.read_text()
+    assert "| 4 | 1 | 3 | 1.45 | 1–4 | 1 | 1 |" in readme.read_text()
 
 
 def test_missing_scores_or_markers_are_clear_errors(tmp_path, results):
@@ -527,3 +528,24 @@ def test_a_figure_older_than_the_scores_is_refused(results, tmp_path):
     record = rec.build_record(results, tmp_path / "out", "fresh", tables_file=tables)
     assert (record / "figures" / "ku_curves.png").read_bytes() == b"png"
     assert (record / "figures" / "node_counts.png").exists()
+
+
+def test_a_parameter_count_printed_in_both_halves_counts_once_and_halves_name_every_cell(tmp_path):
+    """SemEval Table 2 prints `# Params` in its mean and best-seed halves: one measurement, one counted cell (the
+    2026-11-28 record counted 5 counts as 10 of its 24 cells); the summary's half column comes from the whole
+    table, so a table of which one half has run still names it."""
+    source = Path(__file__).resolve().parents[1] / "reproductions/cpu-2core-2026-11-28-2/table2.csv"
+    cells = rec.read_rendered(source)
+    counts, comparable = rec.cell_summary(source, cells)
+    params = comparable[comparable["column"] == "# Params"]
+    assert len(params) == 5 and set(params["half"]) == {"mean"}
+    scored = comparable[comparable["column"] != "# Params"]
+    assert counts["with_paper_value"] == len(scored) + 5 and set(scored["half"]) == {"mean", "best_seed"}
+    # Banyan Table 1: only the Banyan half has runs; its cells still carry their half in the summary
+    table1 = source.parent / "banyan/table1.csv"
+    cells = rec.read_rendered(table1)
+    counts, comparable = rec.cell_summary(table1, cells)
+    assert comparable["half"].nunique() == 1 and rec._has_halves(cells)
+    rec.write_summary(tmp_path, [("banyan/table1", counts, comparable, rec._has_halves(cells))])
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert "| half | row | column |" in summary and "| Banyan | ++ CE loss | STS-12 |" in summary

@@ -7,13 +7,13 @@ std over seeds, n seeds, paper value, Δ) and the figures. No checkpoints: they 
 recorded commands. ``summary.md`` says, per paper table, how many cells are within the paper's spread and lists
 every cell's Δ; ``manifest.json`` says when, where (devices) and from which commit.
 
-Two counts of "within", both in the summary and the README. *Within the paper's std*: |Δ| ≤ the paper's seed std as
-printed, or ±1.0 point where the paper prints no std or one that is 0.00 at two decimals (the campaign issue's rule).
-*Within max(std, 1.0)*: also ±1.0 point where the printed std is below a point (Banyan prints stds such as 0.02 or
-0.04 beside means on the ×100 scale, most likely fractions (paper_tables/README.md); no reproduction on other hardware
-can be held to those as printed; its 0.001-0.004 print as 0.00 at two decimals and get ±1.0 under both counts). A
-value the paper prints only approximately (Banyan Table 6: "≈10M" parameters) is matched within its printed precision
-(paper_tables' ``tolerance`` column) under both.
+Two counts of "within", both in the summary and the README. *Within the paper's std*: |Δ| ≤ the paper's seed std
+exactly as printed (Banyan's 0.001 is 0.001, not ±1.0), or ±1.0 point where the paper prints no std. *Within max(std,
+1.0)*: also ±1.0 point where the printed std is below a point (the campaign issue's rule: Banyan prints stds such as
+0.002 or 0.02 beside means on the ×100 scale, most likely fractions (paper_tables/README.md); no reproduction on
+other hardware can be held to those as printed). A value the paper prints only approximately (Banyan Table 6: "≈10M"
+parameters) is matched within its printed precision (paper_tables' ``tolerance`` column) under both. A parameter
+count the paper prints in two halves of one table (SemEval Table 2: mean and best seed) is counted once.
 
     strae record --name h100-2026-11-24                 # results/ -> reproductions/h100-2026-11-24/, README updated
     strae record --readme-only                           # regenerate the README blocks from the newest records
@@ -76,11 +76,11 @@ def tolerance(paper_std: float, printed_precision: float = math.nan) -> float:
 
 
 def paper_spread(paper_std: float, printed_precision: float = math.nan) -> float:
-    """*Within the paper's std*: its std as printed; ±1.0 where it prints none or 0.00 (two decimals); an approximate
-    value's printed precision."""
+    """*Within the paper's std*: its std exactly as printed (a rule by rounding gave Banyan's 0.001-0.004 ±1.0 and
+    its 0.007 ±0.007); ±1.0 where it prints none; an approximate value's printed precision."""
     if not math.isnan(printed_precision):
         return printed_precision
-    return TOLERANCE_FLOOR if math.isnan(paper_std) or round(paper_std, 2) == 0 else paper_std
+    return TOLERANCE_FLOOR if math.isnan(paper_std) else paper_std
 
 
 def _table_files(results: Path) -> list[Path]:
@@ -116,6 +116,11 @@ def cell_summary(csv_path: Path, cells: pd.DataFrame | None = None) -> tuple[dic
         cells[column] = pd.to_numeric(cells[column], errors="coerce") if column in cells else math.nan
     ok = cells[cells["status"] == "ok"]
     comparable = ok[ok["paper_mean"].notna() & ok["mean"].notna()].copy()
+    # a parameter count (measured, no trained seeds) printed in both halves of a table (SemEval Table 2's mean and
+    # best-seed halves) is one measurement: counted once, or 5 counts would pass for 10 reproduced cells
+    measured = comparable["n_seeds"].fillna(0) == 0
+    comparable = comparable[~(measured & comparable.duplicated(
+        subset=[c for c in ("row", "column", "setting", "mean") if c in comparable], keep="first"))]
     comparable["delta"] = comparable["mean"] - comparable["paper_mean"]
     comparable["tolerance"] = [tolerance(std, precision) for std, precision
                                in zip(comparable["paper_std"], comparable["paper_tolerance"])]
@@ -133,6 +138,11 @@ def cell_summary(csv_path: Path, cells: pd.DataFrame | None = None) -> tuple[dic
               # seeds behind the reproduced cells (the papers average four): "4", or "1-4" when cells differ
               "seeds": _seed_range(scored["n_seeds"])}
     return counts, comparable
+
+
+def _has_halves(cells: pd.DataFrame) -> bool:
+    """A table printed in halves (SemEval Table 2: mean, best seed; Banyan Tables 1-2: Self-StrAE, Banyan)."""
+    return "half" in cells and cells["half"].nunique(dropna=True) > 1
 
 
 def _seed_range(n_seeds: pd.Series) -> str | None:
@@ -166,13 +176,13 @@ def headline(record: Path, relative_to: Path) -> str:
              f"{', '.join(manifest['devices']) or 'device not recorded'}, {manifest['n_runs']} "
              f"run{'s' if manifest['n_runs'] != 1 else ''}, "
              f"commit {manifest['git_sha'][:10] if manifest.get('git_sha') else 'unknown'}{carried_text}). "
-             "A cell is *within the paper's std* when |Δ| ≤ the paper's seed std as printed, or "
-             f"±{TOLERANCE_FLOOR:.1f} where it prints none or 0.00; *within max(std, {TOLERANCE_FLOOR:.1f})* also "
-             f"allows ±{TOLERANCE_FLOOR:.1f} where the printed std is below a point (Banyan prints stds such as 0.02 "
-             "beside means ×100, most likely fractions: paper_tables/README.md; its 0.001–0.004 are 0.00 at two "
-             "decimals). An approximate paper value (\"≈10M\") is "
-             "matched within its printed precision. Counted: the reproduced cells with a paper value (parameter "
-             "counts included; cells not run, failed or without a paper value are not); mean |Δ| is in score "
+             "A cell is *within the paper's std* when |Δ| ≤ the paper's seed std exactly as printed, or "
+             f"±{TOLERANCE_FLOOR:.1f} where it prints none; *within max(std, {TOLERANCE_FLOOR:.1f})* also "
+             f"allows ±{TOLERANCE_FLOOR:.1f} where the printed std is below a point (Banyan prints stds such as 0.002 "
+             "or 0.02 beside means ×100, most likely fractions: paper_tables/README.md). An approximate paper value "
+             "(\"≈10M\") is matched within its printed precision. Counted: the reproduced cells with a paper value "
+             "(parameter counts included, once per row where a table prints them in two halves; cells not run, "
+             "failed or without a paper value are not); mean |Δ| is in score "
              "points, over the cells with trained seeds (— for a table of parameter counts); a cell of one seed "
              "has no spread of its own.", "",
              "| table | reproduced cells with a paper value | within the paper's std | within max(std, 1.0) | "
@@ -187,21 +197,23 @@ def headline(record: Path, relative_to: Path) -> str:
     return "\n".join(lines)
 
 
-def write_summary(record: Path, tables: list[tuple[str, dict[str, Any], pd.DataFrame]]) -> None:
+def write_summary(record: Path, tables: list[tuple[str, dict[str, Any], pd.DataFrame, bool]]) -> None:
+    """summary.md; each table: (label, counts, comparable cells, whether the whole table has halves — decided on
+    all its cells, not the comparable ones: a half with no run yet still names the other)."""
     out = ["# Reproduction record: every cell's Δ to the paper", "",
-           f"Within std = |Δ| ≤ the paper's seed std as printed, or ±{TOLERANCE_FLOOR:.1f} where it prints none or "
-           f"0.00; within max(std, {TOLERANCE_FLOOR:.1f}) = also ±{TOLERANCE_FLOOR:.1f} where the printed std is "
-           "below a point (Banyan's stds such as 0.02 are most likely fractions: paper_tables/README.md). A value the "
+           f"Within std = |Δ| ≤ the paper's seed std exactly as printed, or ±{TOLERANCE_FLOOR:.1f} where it prints "
+           f"none; within max(std, {TOLERANCE_FLOOR:.1f}) = also ±{TOLERANCE_FLOOR:.1f} where the printed std is "
+           "below a point (Banyan's stds such as 0.002 or 0.02 are most likely fractions: paper_tables/README.md). "
+           "A parameter count printed in two halves of a table is listed and counted once. A value the "
            "paper gives approximately (paper_tables' `tolerance`) is matched within its printed precision. Δ = "
            "reproduced − paper, on the metric the table compares (lexical cells: the reference code's "
            "string-ranked Spearman; see each table's legend). A cell of one seed has no ± of its own.", ""]
-    for name, counts, cells in tables:
+    for name, counts, cells, halves in tables:
         out += [f"## {name}", "",
                 f"{counts['within_std']} of {counts['with_paper_value']} cells within the paper's std, "
                 f"{counts['within']} within max(std, {TOLERANCE_FLOOR:.1f}); {counts['reproduced']} reproduced "
                 f"of {counts['cells']}; {counts['not_run']} not run; {counts['failed_seeds']} failed seeds.", ""]
         if len(cells):
-            halves = "half" in cells and cells["half"].nunique(dropna=True) > 1  # e.g. SemEval Table 2: mean, best
             out += [f"| {'half | ' if halves else ''}row | column | reproduced | n seeds | paper | Δ | within std "
                     f"| within max(std, {TOLERANCE_FLOOR:.1f}) |",
                     "|---" * (8 + halves) + "|"]
@@ -461,11 +473,11 @@ def _fill_record(staging: Path, name: str, results: Path, carry: list[Path]) -> 
         cells = read_rendered(csv_path)
         counts, comparable = cell_summary(csv_path, cells)
         label = table_label(cells, relative)
-        tables.append((label, counts, comparable, relative, md.exists()))
+        tables.append((label, counts, comparable, relative, md.exists(), _has_halves(cells)))
     figures = results / "figures"
     if figures.exists():
         shutil.copytree(figures, staging / "figures")
-    write_summary(staging, [(label, counts, cells) for label, counts, cells, _, _ in tables])
+    write_summary(staging, [(label, counts, cells, halves) for label, counts, cells, _, _, halves in tables])
     manifest = {
         # microseconds: two records made in one second still order by creation
         "name": name, "created": datetime.now(UTC).isoformat(), "git_sha": git_sha(),
@@ -474,7 +486,7 @@ def _fill_record(staging: Path, name: str, results: Path, carry: list[Path]) -> 
         "tables": [{"name": label, "csv": relative.as_posix(),
                     "md": relative.with_suffix(".md").as_posix() if has_md else None,
                     "counts": {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in counts.items()}}
-                   for label, counts, _, relative, has_md in tables],
+                   for label, counts, _, relative, has_md, _ in tables],
         "regenerate": "rerun the workflow at this commit (snakemake --cores N <targets>; checkpoints are not kept), "
                       "then `strae record --name NEW`",
     }
