@@ -205,6 +205,34 @@ def test_max_steps_then_extend(tiny, tmp_path):
     assert json.loads((out / "train.json").read_text())["history"][-1]["global_step"] == 6
 
 
+def test_a_cut_run_extended_to_the_end_has_the_uninterrupted_history_and_weights(tiny, tmp_path):
+    """Cut by --max-steps mid-epoch (4, then 9), then run to the end: each partial entry is replaced when its epoch
+    completes, so the history, the best-dev-loss pick and model.pt are an uninterrupted run's (the partial entries
+    used to stay, as candidates for the final weights no straight run has)."""
+    out, reference = tmp_path / "cut", tmp_path / "straight"
+    for budget in ("4", "9"):
+        assert trainer.train(train_args(tiny, out, "--max-steps", budget)) == 0
+    assert trainer.train(train_args(tiny, out)) == 0
+    assert trainer.train(train_args(tiny, reference)) == 0
+    got, expected = (json.loads((d / "train.json").read_text()) for d in (out, reference))
+    assert [(e["epoch"], e["global_step"], e["partial"], e["dev"]["loss"]) for e in got["history"]] == [
+        (e["epoch"], e["global_step"], e["partial"], e["dev"]["loss"]) for e in expected["history"]]
+    assert got["final_weights"] == expected["final_weights"]
+    for name, tensor in final_state(reference).items():
+        assert torch.equal(tensor, final_state(out)[name]), name
+
+
+def test_resuming_with_another_weight_selection_is_refused(tiny, tmp_path):
+    """final_weights / dev_loss_average hold for the whole run: epochs averaged one way are not ranked against
+    epochs averaged another, and epochs trained under `last` wrote no best.pt for `best_dev_loss` to pick."""
+    out = tmp_path / "run"
+    assert trainer.train(train_args(tiny, out, "--max-steps", "4")) == 0
+    for change in ("dev_loss_average=sentences", "final_weights=last"):
+        with pytest.raises(SystemExit, match=r"different settings \(selection"):
+            trainer.train(train_args(tiny, out, "--max-steps", "8", "--set", change))
+    assert trainer.train(train_args(tiny, out, "--max-steps", "8")) == 0
+
+
 @pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_signal_stops_at_a_step_boundary_with_a_checkpoint_and_resumes_identically(tiny, tmp_path, signame):
     """A time-boxed chunk's SIGTERM (or Ctrl-C, or a dropped terminal's SIGHUP) loses nothing: the run checkpoints

@@ -294,6 +294,10 @@ def _model_config(args: argparse.Namespace, vocab_size: int):
         raise SystemExit(f"strae train: {error}") from error
 
 
+# the recipe keys that pick the kept weights (fingerprinted apart: checkpoints written before 2026-11-29 lack them)
+SELECTION_KEYS = ("final_weights", "dev_loss_average")
+
+
 def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
                 recipe: recipes.Recipe | None = None, dev_meta: dict | None = None,
                 dev_max_sentences: int | None = None) -> dict[str, Any]:
@@ -301,12 +305,15 @@ def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
     and how much of it is read pick the weights kept (best dev loss) and drive the collapse check: part of it too
     (a checkpoint written before they were has none, and is compared without them)."""
     # epochs may grow; final_weights (which epoch's weights are kept) and dev_loss_average (how the dev loss that
-    # picks them is averaged) never change the trajectory
-    recipe_values = {} if recipe is None else {k: v for k, v in recipe.values().items()
-                                               if k not in ("epochs", "final_weights", "dev_loss_average")}
+    # picks them is averaged) never change the trajectory, but they must hold for the whole run: dev losses of
+    # earlier epochs averaged another way would be ranked against these, and epochs trained under `last` wrote no
+    # best.pt for a later `best_dev_loss` to pick from ("selection", apart from the recipe)
+    values = {} if recipe is None else recipe.values()
+    recipe_values = {k: v for k, v in values.items() if k not in ("epochs", *SELECTION_KEYS)}
     return {
         "model_config": without_empty_fields(config_dict),
         "recipe": recipe_values,
+        "selection": {k: values[k] for k in SELECTION_KEYS if k in values},
         "seed": settings.seed,
         "lr": settings.lr,
         "batch_size": settings.batch_size,
@@ -654,6 +661,7 @@ def check_fingerprint(job: Job, saved: Any, path: Path, remedy: str) -> None:
     written["model_config"] = without_empty_fields(written["model_config"])
     written.setdefault("recipe", {})
     written.setdefault("dev", job.fingerprint["dev"])  # written before the dev split was part of it (2026-11-29)
+    written.setdefault("selection", job.fingerprint["selection"])  # written before the selection was (2026-11-29)
     if written != job.fingerprint:
         changed = _diff_keys(written, job.fingerprint)
         raise SystemExit(f"{path}: written with different settings ({', '.join(changed)}); {remedy}")
@@ -876,6 +884,10 @@ def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: fl
     """Dev loss and the collapse check, the epoch's history entry, then a checkpoint at the next position."""
     dev, collapse = evaluate_dev(job, state)
     entry = epoch_entry(state, dev, collapse, partial, state.epoch_sums.get("wall", 0.0) + time.perf_counter() - tick)
+    if state.history and state.history[-1].get("partial") and state.history[-1]["epoch"] == entry["epoch"]:
+        # an earlier --max-steps cut of this epoch, continued by a larger budget: this entry replaces it, so the
+        # history (and the best-dev-loss pick over it) is the one an uninterrupted run to here writes
+        state.history.pop()
     state.history.append(entry)
     log(f"epoch {state.epoch + 1}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
         f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
@@ -932,8 +944,12 @@ def best_entry(history: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 def keep_if_best(job: Job, state: State) -> None:
-    """best.pt <- the current weights when the epoch end just recorded has the lowest dev loss so far."""
-    if job.resolved.recipe.final_weights != "best_dev_loss" or best_entry(state.history) is not state.history[-1]:
+    """best.pt <- the current weights when the epoch end just recorded has the lowest dev loss so far. Not for a
+    partial epoch (--max-steps): it is either the run's last entry (whose weights the model holds anyway) or
+    replaced when a larger budget completes the epoch, and best.pt must not hold weights the history no longer
+    names."""
+    if job.resolved.recipe.final_weights != "best_dev_loss" or state.history[-1].get("partial") \
+            or best_entry(state.history) is not state.history[-1]:
         return
     entry = state.history[-1]
     save_checkpoint(job.out / BEST_WEIGHTS_FILE, {
