@@ -54,5 +54,6 @@ lint: setup
 	$(BIN)/ruff check src baselines benchmarks tests
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/snakemake --lint
 
-clean:  # the default demo folder only (a DEMO_DIR given elsewhere is the user's to remove)
-	rm -rf results logs .snakemake demo
+clean:  # the default demo folder only (a DEMO_DIR given elsewhere is the user's to remove; results/ and logs/ of
+	# this checkout are paper-scale runs and their checkpoints, never touched here)
+	rm -rf demo
