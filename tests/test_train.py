@@ -596,14 +596,14 @@ def test_dev_loss_averages_the_batches_as_both_references(monkeypatch):
 
 
 def test_best_weights_missing_keeps_the_last_and_says_so(tiny, tmp_path, monkeypatch):
-    # a checkpoint written while keeping the last weights resumes under best_dev_loss (the choice never changes the
-    # trajectory, so it is not part of the checkpoint's fingerprint), but epoch 1's weights were never saved
+    # epoch 1's weights were kept as best.pt, which is then lost (a disk clean-up, `strae parts split --missing-ok`)
+    # before the run resumes: the last weights are kept and train.json says why (changing final_weights mid-run,
+    # the other way best.pt could be missing, is refused: test_resuming_with_another_weight_selection_is_refused)
     _scripted_dev_loss(monkeypatch, {1: 1.0, 2: 2.0})
     out = tmp_path / "run"
     with pytest.raises(Interrupt):
-        trainer.train(train_args(tiny, out, "--set", "final_weights=last", "--checkpoint-every-steps", "3"),
-                      step_callback=interrupt_at(9))
-    assert not (out / runs.BEST_WEIGHTS_FILE).exists()
+        trainer.train(train_args(tiny, out, "--checkpoint-every-steps", "3"), step_callback=interrupt_at(9))
+    (out / runs.BEST_WEIGHTS_FILE).unlink()
     assert trainer.train(train_args(tiny, out)) == 0
     selection = json.loads((out / "train.json").read_text())["final_weights"]
     assert selection["epoch"] == 2 and "missing" in selection["unavailable"]
@@ -717,3 +717,23 @@ def test_a_run_started_to_ignore_hangups_keeps_ignoring_them():
         assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
     finally:
         signal.signal(signal.SIGHUP, before)
+
+
+@pytest.mark.parametrize("flag, value", [("--max-steps", "0"), ("--epochs", "0"), ("--lr", "nan"),
+                                         ("--collapse-sentences", "0"), ("--dev-max-sentences", "0"),
+                                         ("--checkpoint-every-steps", "-1"), ("--temperature", "inf")])
+def test_impossible_settings_are_refused_naming_the_option(tiny, tmp_path, capsys, flag, value):
+    """Refused when parsed, before anything is written: `--max-steps 0` wrote a "completed" untrained run, and
+    `--collapse-sentences 0` / `--dev-max-sentences 0` failed with a traceback after a whole epoch."""
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as error:
+        trainer.train(train_args(tiny, out, flag, value))
+    assert error.value.code == 2 and f"argument {flag}" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_non_finite_recipe_value_is_a_config_error_not_a_failed_seed(tiny, tmp_path):
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit, match="temperature must be a finite number"):
+        trainer.train(train_args(tiny, out, "--set", "temperature=.nan", "--record-failure"))
+    assert not (out / "train.json").exists()

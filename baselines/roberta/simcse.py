@@ -48,6 +48,7 @@ from baselines.roberta.train import (
     start_record,
     train_and_finish,
 )
+from strae.argtypes import positive_float, positive_int
 from strae.data.batching import batch_at_step
 from strae.io import sha256_file
 from strae.runs import MODEL_FILE, TOKENIZER_FILE, TRAIN_JSON, RunRecord
@@ -119,10 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--setting", default="medium_mlm_simcse")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="official",
                         help="official: SimCSE's unsupervised RoBERTa recipe (default); mean_b64: strae's earlier one")
-    parser.add_argument("--lr", type=float, default=None, help="override the recipe's learning rate")
-    parser.add_argument("--batch-size", type=int, default=None, help="override the recipe's batch size")
-    parser.add_argument("--max-length", type=int, default=None, help="ids per sentence incl. <s> and </s>")
-    parser.add_argument("--temperature", type=float, default=None)
+    parser.add_argument("--lr", type=positive_float, default=None, help="override the recipe's learning rate")
+    parser.add_argument("--batch-size", type=positive_int, default=None, help="override the recipe's batch size")
+    parser.add_argument("--max-length", type=positive_int, default=None, help="ids per sentence incl. <s> and </s>")
+    parser.add_argument("--temperature", type=positive_float, default=None)
     parser.add_argument("--train-pooler", choices=TRAIN_POOLERS, default=None,
                         help="cls: <s> + MLP used only in training (SimCSE --mlp_only_train); cls_before_pooler; mean")
     parser.add_argument("--eval-pooler", choices=POOLERS, default=None,
@@ -134,10 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="sentence pooling for the dev score (recipe: cls_before_pooler, SimCSE's sent_emb)")
     parser.add_argument("--dev-file", type=Path, default=None,
                         help=f"dev pairs CSV (sent1,sent2,score); default: registry {DEV_SET} (resources -> mirror)")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--sentences", type=int, default=1_000_000,
+    parser.add_argument("--epochs", type=positive_int, default=1)
+    parser.add_argument("--sentences", type=positive_int, default=1_000_000,
                         help="sentences per epoch (SimCSE: 10^6 Wikipedia sentences); capped by the corpus size")
-    parser.add_argument("--steps", type=int, default=None, help="override the step count (time-boxed runs)")
+    parser.add_argument("--steps", type=positive_int, default=None, help="override the step count (time-boxed runs)")
     parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa")
     add_common_arguments(parser)
     return parser

@@ -66,6 +66,11 @@ class Recipe:
             value = getattr(self, key)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{where}: {key} must be a positive integer, got {value!r}")
+        # nan compares False both ways: it passed `< 0` and trained (a diverging run, recorded as a failed seed)
+        for key in ("temperature", "clip_grad_norm", "embedding_init_range"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{where}: {key} must be a finite number, got {value!r}")
         if self.clip_grad_norm < 0 or self.embedding_init_range <= 0:
             raise ValueError(f"{where}: clip_grad_norm must be >= 0 and embedding_init_range > 0")
         if len(self.gate_init) != 2 or not self.gate_init[0] <= self.gate_init[1]:

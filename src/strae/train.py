@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from strae import paths, recipes
+from strae.argtypes import finite_float, nonnegative_float, nonnegative_int, positive_float, positive_int
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
 from strae.io import provenance, read_json, sha256_file
@@ -98,18 +99,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--structure", choices=STRUCTURES, help="default: the model's paper preset")
     p.add_argument("--functions", choices=FUNCTIONS, help="default: the model's paper preset")
     p.add_argument("--objective", choices=OBJECTIVES, help="default: the model's paper preset")
-    p.add_argument("--k", type=int, help="number of channels (default: preset)")
-    p.add_argument("--u", type=int, help="channel size (default: preset)")
+    p.add_argument("--k", type=positive_int, help="number of channels (default: preset)")
+    p.add_argument("--u", type=positive_int, help="channel size (default: preset)")
     p.add_argument("--recipe", choices=recipes.names(),
                    help="training recipe from strae/recipes.yaml (default: --model's own, i.e. its reference code)")
     p.add_argument("--set", dest="recipe_set", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe value (YAML syntax; lr.<objective>=..., gate_init=[0.6,0.9]); "
                    "repeatable; recorded in train.json")
-    p.add_argument("--temperature", type=float, help="override the recipe's contrastive tau (logits = cos * exp(tau))")
-    p.add_argument("--lr", type=float, help="override the recipe's Adam learning rate for this run's objective")
-    p.add_argument("--epochs", type=int, help="override the recipe's epochs")
-    p.add_argument("--batch-size", type=int, help="override the recipe's batch size")
-    p.add_argument("--clip-grad-norm", type=float, help="override the recipe's max gradient norm (0 = off)")
+    p.add_argument("--temperature", type=finite_float,
+                   help="override the recipe's contrastive tau (logits = cos * exp(tau))")
+    p.add_argument("--lr", type=positive_float,
+                   help="override the recipe's Adam learning rate for this run's objective")
+    p.add_argument("--epochs", type=positive_int, help="override the recipe's epochs")
+    p.add_argument("--batch-size", type=positive_int, help="override the recipe's batch size")
+    p.add_argument("--clip-grad-norm", type=nonnegative_float, help="override the recipe's max gradient norm (0 = off)")
     p.add_argument("--lang", required=True, help="language key of config/config.yaml (only used for paths/labels)")
     p.add_argument("--seed", type=int, required=True, help="model seed (init, dropout, batch order)")
     p.add_argument("--out", required=True, type=Path, help="run directory")
@@ -136,20 +139,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--record-failure", action="store_true", help="exit 0 after recording a diverged/collapsed run as failed"
     )
-    p.add_argument("--max-steps", type=int, help="stop (and finish the run) after this many optimizer steps")
+    p.add_argument("--max-steps", type=positive_int, help="stop (and finish the run) after this many optimizer steps")
     # Seconds, not steps, by default: a checkpoint (~150 MB for Banyan with Adam's moments, ~0.4 s to write) every
     # 100 steps was 0.2% of a CPU run's time (~2 s/step) but ~15% of a GPU run's (~0.03 s/step).
-    p.add_argument("--checkpoint-every-s", type=float, default=120.0,
+    p.add_argument("--checkpoint-every-s", type=nonnegative_float, default=120.0,
                    help="seconds between mid-epoch checkpoints (0 = only at epoch ends; default 120); a stop by "
                    "SIGTERM / SIGINT checkpoints where the run stands anyway")
-    p.add_argument("--checkpoint-every-steps", type=int,
+    p.add_argument("--checkpoint-every-steps", type=nonnegative_int,
                    help="a mid-epoch checkpoint every N steps instead of by time (0 = only at epoch ends)")
-    p.add_argument("--dev-max-sentences", type=int, help="evaluate dev loss on the first N dev sentences only")
-    p.add_argument("--collapse-sentences", type=int, default=1024, help="dev sentences used by the collapse check")
+    p.add_argument("--dev-max-sentences", type=positive_int,
+                   help="evaluate dev loss on the first N dev sentences only")
+    p.add_argument("--collapse-sentences", type=positive_int, default=1024,
+                   help="dev sentences used by the collapse check")
     # 0.999, not 0.99: freshly initialised / anisotropic models legitimately reach 0.99 (all roots share a large
     # common component) while still ranking pairs; a collapsed model sits at ~1.0. Values > 1 disable the check.
-    p.add_argument("--collapse-cosine", type=float, default=0.999, help="fail if mean pairwise cosine exceeds this")
-    p.add_argument("--collapse-std", type=float, default=1e-6, help="fail if the embeddings' mean std is below")
+    p.add_argument("--collapse-cosine", type=finite_float, default=0.999,
+                   help="fail if mean pairwise cosine exceeds this")
+    p.add_argument("--collapse-std", type=finite_float, default=1e-6, help="fail if the embeddings' mean std is below")
     p.add_argument("--restart", action="store_true", help="discard an existing checkpoint/failed state; start over")
     p.add_argument(
         "--export-checkpoint",

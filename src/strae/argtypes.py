@@ -1,0 +1,56 @@
+"""argparse ``type=`` checks shared by every trainer's command line: argparse names the option in its error, so a bad
+value stops the command before anything is written. Without them, `--epochs 0` or `--steps 0` wrote a "completed"
+run of untrained weights, `--lr nan` trained garbage silently, and a zero interval divided by zero mid-run."""
+from __future__ import annotations
+
+import argparse
+import math
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (step counts, epochs, intervals, batch and window sizes)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def nonnegative_int(text: str) -> int:
+    """An integer >= 0 (an interval where 0 means off)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def finite_float(text: str) -> float:
+    """A finite number (float() alone accepts nan and inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0 (learning rates, scales)."""
+    value = finite_float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    """A finite number >= 0 (exponents, probabilities' lower side, norms where 0 means off)."""
+    value = finite_float(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
