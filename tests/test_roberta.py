@@ -314,7 +314,9 @@ def tiny_run(tmp_path_factory, mirror):
     _cli("train-roberta", *common, "--out", str(tmp / "straight"), "--checkpoint-every-steps", "100")
     # interrupted after its first step (zero time budget), then resumed with the same command (the first time
     # spelled --checkpoint-every, the flag's earlier name, which still parses)
-    _cli("train-roberta", *common, "--out", str(tmp / "resumed"), "--max-minutes", "0", "--checkpoint-every", "100")
+    budget = subprocess.run([sys.executable, "-m", "strae.cli", "train-roberta", *common, "--out", str(tmp / "resumed"),
+                             "--max-minutes", "0", "--checkpoint-every", "100"], capture_output=True, text=True)
+    assert budget.returncode == 75, budget.stderr[-2000:]  # unfinished: the workflow must not count it as trained
     _cli("train-roberta", *common, "--out", str(tmp / "resumed"), "--checkpoint-every-steps", "100")
     return tmp
 
@@ -678,3 +680,119 @@ def test_a_resumed_dev_selection_must_score_the_way_its_checkpoint_did(tmp_path)
     with pytest.raises(SystemExit, match="made on raw text"):
         check_dev_settings(tmp_path, older, described(pooler="cls_before_pooler", pretokenize="treebank",
                                                       file="dev.csv"))
+
+
+# ---- stops, the run's tokenizer and option checks (no mirror: a SentencePiece model trained on the spot) --------
+
+def _tiny_mlm_args(tmp_path, tokenizer, out, *extra: str) -> list[str]:
+    """`strae train-roberta` arguments of a 2-step run on make_tiny_corpus's text (in-process: no --threads, which
+    would change the test process' torch setting)."""
+    at = TINY_ARGS.index("--threads")
+    tiny = TINY_ARGS[:at] + TINY_ARGS[at + 2:]
+    return ["--lang", "en", "--seed", "0", "--corpus", str(tmp_path / "a" / "corpus.txt"), "--tokenizer",
+            str(tokenizer), "--steps", "2", "--device", "cpu", *tiny, "--out", str(out), *extra]
+
+
+def test_a_refused_rerun_with_another_tokenizer_keeps_the_runs_tokenizer_and_the_encoder_checks_it(tmp_path):
+    """A finished run rerun with another --tokenizer is refused by the resume check: the run's tokenizer.model must
+    still be the one it trained with (it used to be copied before that check). A tokenizer.model that is not the
+    one train.json records is refused by the encoder, naming the file."""
+    import shutil
+
+    from baselines.roberta.encoder import RobertaEncoder
+    from baselines.roberta.train import main
+    from strae.io import sha256_file
+    from tests.test_train import make_tiny_corpus
+
+    _, tokenizer = make_tiny_corpus(tmp_path / "a")
+    _, other = make_tiny_corpus(tmp_path / "b", seed=1)
+    assert sha256_file(tokenizer) != sha256_file(other)
+    run = tmp_path / "run"
+    assert main(_tiny_mlm_args(tmp_path, tokenizer, run)) == 0
+    kept = (run / "tokenizer.model").read_bytes()
+    record = (run / "train.json").read_bytes()
+    with pytest.raises(SystemExit, match="tokenizer_sha256"):
+        main(_tiny_mlm_args(tmp_path, other, run))
+    assert (run / "tokenizer.model").read_bytes() == kept and (run / "train.json").read_bytes() == record
+    assert RobertaEncoder(run, device="cpu").tokenizer.vocab_size > 0
+
+    shutil.copyfile(other, run / "tokenizer.model")  # what the refused rerun used to leave behind
+    with pytest.raises(SystemExit, match=r"run/tokenizer\.model: sha256 .*not the tokenizer .*train\.json records"):
+        RobertaEncoder(run, device="cpu")
+
+
+def test_a_time_budget_stop_exits_75_with_a_checkpoint_and_no_encoder(tmp_path, capsys):
+    """--max-minutes stops an unfinished run: train.json (the workflow's declared output) exists, so exit 0 would
+    count it as trained; it exits 75 (EX_TEMPFAIL), says so, and the same command then finishes it."""
+    from baselines.roberta.train import main
+    from tests.test_train import make_tiny_corpus
+
+    _, tokenizer = make_tiny_corpus(tmp_path / "a")
+    run = tmp_path / "run"
+    assert main(_tiny_mlm_args(tmp_path, tokenizer, run, "--max-minutes", "0")) == 75
+    assert "time budget (--max-minutes), checkpoint written, not finished: exit 75" in capsys.readouterr().err
+    assert json.loads((run / "train.json").read_text())["status"] == "running"
+    assert (run / "checkpoint.pt").exists()
+    assert not any((run / name).exists() for name in ("encoder.json", "model.pt", "tokenizer.model"))
+    assert main(_tiny_mlm_args(tmp_path, tokenizer, run)) == 0
+    assert json.loads((run / "train.json").read_text())["status"] == "completed" and (run / "encoder.json").exists()
+
+
+def test_the_stop_checkpoint_is_written_while_the_signal_handlers_are_still_installed(tmp_path, monkeypatch):
+    """After SIGTERM the step loop checkpoints inside StopRequest: a supervisor's second SIGTERM during that save is
+    ignored, not the default handler's kill (which would leave no checkpoint)."""
+    import os
+    import signal
+
+    from baselines.roberta.train import StepLoop, run_steps
+    from strae.runs import RunRecord
+    from strae.runtime import StoppedBySignal
+
+    shape, model = tiny_model()
+    ids, _ = collate(patterned_sentences(4), shape.special, 64)
+    inputs, labels = mask_for_mlm(ids, shape.special, torch.Generator().manual_seed(0))
+
+    def forward_backward(step):
+        if step == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+        loss = mlm_loss(model, pack(inputs, labels, shape.special, 64))
+        loss.backward()
+        return loss.detach(), {}
+
+    handlers = []
+    save = StepLoop.save
+
+    def recording_save(self, elapsed, write_record=True):
+        handlers.append(signal.getsignal(signal.SIGTERM))
+        save(self, elapsed, write_record)
+
+    monkeypatch.setattr(StepLoop, "save", recording_save)
+    previous = signal.getsignal(signal.SIGTERM)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(3, 0))
+    with pytest.raises(StoppedBySignal):
+        run_steps(run_dir=tmp_path, record=RunRecord(), model=model, optimizer=optimizer, scheduler=scheduler,
+                  total_steps=3, forward_backward=forward_backward, clip_grad_norm=1.0, checkpoint_every_steps=100,
+                  log_every=1, max_minutes=None, description="test")
+    assert len(handlers) == 1  # the stop checkpoint only
+    assert handlers[0] not in (signal.SIG_DFL, previous) and callable(handlers[0])
+    assert signal.getsignal(signal.SIGTERM) is previous  # restored once the stop is done
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--steps", "0", "argument --steps: must be >= 1, got 0"),
+    ("--checkpoint-every-steps", "0", "argument --checkpoint-every-steps/--checkpoint-every: must be >= 1, got 0"),
+    ("--log-every", "-1", "argument --log-every: must be >= 1, got -1"),
+    ("--batch-size", "0", "argument --batch-size: must be >= 1, got 0"),
+    ("--grad-accumulation", "0", "argument --grad-accumulation: must be >= 1, got 0"),
+    ("--lr", "nan", "argument --lr: must be a finite number, got nan"),
+    ("--lr", "inf", "argument --lr: must be a finite number, got inf"),
+    ("--lr", "0", "argument --lr: must be a finite number > 0, got 0"),
+    ("--lr", "fast", "argument --lr: not a number: 'fast'"),
+])
+def test_train_roberta_refuses_impossible_settings_naming_the_option(option, value, message, capsys):
+    from baselines.roberta.train import parse_args
+
+    with pytest.raises(SystemExit) as refused:
+        parse_args(["--lang", "en", "--seed", "0", "--out", "run", f"{option}={value}"])
+    assert refused.value.code == 2 and message in capsys.readouterr().err

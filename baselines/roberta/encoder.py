@@ -130,6 +130,31 @@ def trained_length(config: dict[str, Any]) -> int:
     return int(max(lengths)) if lengths else 512
 
 
+def recorded_tokenizer_sha256(config: dict[str, Any]) -> str | None:
+    """The sha256 of the tokenizer a RoBERTa / SimCSE run trained with, as its train.json records it: an MLM run's
+    ``config.tokenizer``; a SimCSE run's is the MLM run's it continues (``config.init_config.tokenizer``), whose
+    tokenizer.model it copies. None for a record that names none."""
+    for source in (config, config.get("init_config") or {}):
+        sha = (source.get("tokenizer") or {}).get("sha256")
+        if sha:
+            return sha
+    return None
+
+
+def check_run_tokenizer(tokenizer_file: Path, config: dict[str, Any], record_file: Path) -> None:
+    """A run's tokenizer.model must be the file it trained with: another one (e.g. the --tokenizer of a refused
+    rerun, which the trainer once copied in before its resume check) maps text to pieces the weights never saw,
+    and every score would be silently wrong."""
+    if not tokenizer_file.is_file():
+        raise SystemExit(f"{tokenizer_file}: missing; is {tokenizer_file.parent} a completed RoBERTa / SimCSE run?")
+    expected = recorded_tokenizer_sha256(config)
+    found = sha256_file(tokenizer_file)
+    if expected is not None and found != expected:
+        raise SystemExit(f"{tokenizer_file}: sha256 {found[:12]}…, not the tokenizer {record_file} records for this "
+                         f"run ({expected[:12]}…); copy the run's own tokenizer back (train.json config.tokenizer.path"
+                         " or the --init run's) or retrain")
+
+
 class RobertaEncoder(Encoder):
     def __init__(self, run_dir: str | Path, word_occurrences: int | str = "all", word_context: str = "corpus",
                  corpus: str | None = None, device: str = "auto", precision: str = "fp32",
@@ -154,6 +179,7 @@ class RobertaEncoder(Encoder):
             raise SystemExit(f"--encoder-option word_context={word_context}: expected corpus or none")
         self.word_context = word_context
         self.tokenizer_path = self.run_dir / "tokenizer.model"
+        check_run_tokenizer(self.tokenizer_path, self.record.config, self.run_dir / TRAIN_JSON)
         # text is split the way the training corpus was before its pieces were made (a strae run's encoder does the
         # same); the paper-variant files go in unchanged (strae.evaluate.harness.variant_encoder_options)
         self.pretokenize = pretokenize or corpus_pretokenize(self.record.config)

@@ -32,6 +32,7 @@ import torch
 from tqdm import tqdm
 
 from strae import paths
+from strae.argtypes import positive_float, positive_int
 from strae.data.batching import batch_at_step
 from strae.io import provenance, read_json, sha256_file
 from strae.runs import (
@@ -160,12 +161,14 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
                 loop.save(clock.elapsed())
             if clock.over_budget() and loop.step < total_steps:
                 break
-    if stop.requested and loop.step < total_steps:
-        # train.json is the train rule's declared output, and a Snakemake stopped by the same signal deletes it as
-        # incomplete meanwhile: rewritten now, it would look complete to the next run (see strae.train.stopped)
-        loop.sessions.close(loop.step, stop.name)
-        loop.save(clock.elapsed(), write_record=False)
-        raise StoppedBySignal(stop, stop.stopped_line(run_dir, f"step {loop.step}/{total_steps}"))
+        if stop.requested and loop.step < total_steps:
+            # Inside the with-block: its handlers stay installed while the checkpoint is written, so a supervisor's
+            # further SIGTERM is ignored as StopRequest promises instead of killing the save (as strae.train does).
+            # train.json is the train rule's declared output, and a Snakemake stopped by the same signal deletes it
+            # as incomplete meanwhile: rewritten now, it would look complete to the next run (strae.train.stopped)
+            loop.sessions.close(loop.step, stop.name)
+            loop.save(clock.elapsed(), write_record=False)
+            raise StoppedBySignal(stop, stop.stopped_line(run_dir, f"step {loop.step}/{total_steps}"))
     loop.sessions.close(loop.step, "max_minutes" if loop.step < total_steps else None)
     loop.finish(clock.elapsed())
     if loop.step < total_steps:
@@ -370,16 +373,30 @@ class LossWindow:
         return entry
 
 
-def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str, Any], encoder_fields: dict) -> int:
-    """Write model.pt, train.json and (last) encoder.json for a completed run; report a stopped one."""
+# exit status of a run the --max-minutes budget stopped (checkpointed, unfinished): sysexits' EX_TEMPFAIL, "try again
+# later", the status tools/campaign_chunk.sh gives a stopped chunk whose next call resumes it. Not 0: train.json is
+# the workflow's declared output and exists by then, so a 0 would make Snakemake count the unfinished run as trained.
+# (A signal's stop exits 128 + signal instead, as in every strae trainer: StopRequest.exit_status.)
+RESUME_EXIT_STATUS = 75
+
+
+def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str, Any], encoder_fields: dict,
+               tokenizer: Path) -> int:
+    """Write model.pt, tokenizer.model, train.json and (last) encoder.json for a completed run; report a stopped one
+    (exit :data:`RESUME_EXIT_STATUS`)."""
     from strae.encode import write_encoder_manifest
 
     if status == "stopped":  # mid-training weights: no model.pt or encoder.json, so nothing evaluates them
         record.blocks["stopped_reason"] = "time budget (--max-minutes) reached; rerun the same command to resume"
         record.to_disk(run_dir)
-        print(f"{run_dir}: stopped at step {record.timings['steps_done']} (time budget); resumable", file=sys.stderr)
-        return 0
+        print(f"{run_dir}: stopped at step {record.timings['steps_done']} by the time budget (--max-minutes), "
+              f"checkpoint written, not finished: exit {RESUME_EXIT_STATUS}; the same command resumes from there",
+              file=sys.stderr)
+        return RESUME_EXIT_STATUS
     save_weights(run_dir, weights)
+    # copied only now, the resume check passed and the run finished: a command refused for other settings (another
+    # --tokenizer) must leave the tokenizer a finished run was trained with, which its encoder loads
+    copy_tokenizer(tokenizer, run_dir)
     record.status = "completed"
     record.to_disk(run_dir)
     write_encoder_manifest(run_dir, "roberta", **encoder_fields)
@@ -399,7 +416,7 @@ def train_and_finish(args: argparse.Namespace, record: RunRecord, *, weights: Ca
     except StoppedBySignal as stop:
         print(stop, file=sys.stderr)
         return stop.exit_status
-    return finish_run(args.out, record, status, weights(), encoder_fields)
+    return finish_run(args.out, record, status, weights(), encoder_fields, args.tokenizer_source)
 
 
 def new_record(*, language: str, model: str, setting: str, seed: int, config: dict[str, Any],
@@ -413,10 +430,11 @@ def new_record(*, language: str, model: str, setting: str, seed: int, config: di
 
 
 def start_record(args: argparse.Namespace, argv: list[str] | None, tokenizer: Path, **labels: Any) -> RunRecord:
-    """The run directory with its own tokenizer copy and a train.json (status running) before the first step, so
-    a run killed early is still recognisable. ``labels``: :func:`new_record`'s keywords but argv."""
+    """The run directory with a train.json (status running) before the first step, so a run killed early is still
+    recognisable. ``tokenizer`` is copied into it when the run completes (:func:`finish_run`; kept meanwhile as
+    ``args.tokenizer_source``). ``labels``: :func:`new_record`'s keywords but argv."""
     args.out.mkdir(parents=True, exist_ok=True)
-    copy_tokenizer(tokenizer, args.out)
+    args.tokenizer_source = Path(tokenizer)
     record = new_record(**labels, determinism=args.determinism, extra_provenance={"argv": list(argv or sys.argv[1:])})
     # With a checkpoint there, train.json is first rewritten after the resume check passes: a command refused for
     # other settings must not turn a finished run's record back into "running".
@@ -499,15 +517,17 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, required=True)
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     parser.add_argument("--corpus", default=None, help="UTF-8 text file, one sentence per line (instead of --data-dir)")
-    parser.add_argument("--max-sentences", type=int, default=None, help="read at most this many --corpus lines")
+    parser.add_argument("--max-sentences", type=positive_int, default=None,
+                        help="read at most this many --corpus lines")
     parser.add_argument("--device", default="auto", help="auto | cpu | cuda")
     parser.add_argument("--precision", default="auto", help="auto (bf16 autocast where supported) | fp32 | bf16")
     # one name across the trainers (strae train, train-multiview); the earlier spelling still parses (recorded argv)
-    parser.add_argument("--checkpoint-every-steps", "--checkpoint-every", dest="checkpoint_every_steps", type=int,
-                        default=1000, help="steps between resumable checkpoints")
-    parser.add_argument("--log-every", type=int, default=50, help="steps per train.json history entry")
+    parser.add_argument("--checkpoint-every-steps", "--checkpoint-every", dest="checkpoint_every_steps",
+                        type=positive_int, default=1000, help="steps between resumable checkpoints")
+    parser.add_argument("--log-every", type=positive_int, default=50, help="steps per train.json history entry")
     parser.add_argument("--max-minutes", type=float, default=None,
-                        help="stop (checkpointed, resumable) after this much wall time")
+                        help=f"stop after this much wall time (checkpointed, unfinished: exit {RESUME_EXIT_STATUS}; "
+                             "the same command resumes)")
     parser.add_argument("--clip-grad-norm", type=float, default=1.0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--record-failure", action="store_true", help="exit 0 on divergence (recorded as failed)")
@@ -551,11 +571,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--tokenizer", default=None,
                         help="SentencePiece model (default <resources>/tokenizers/LANG.model)")
     parser.add_argument("--setting", default="medium_mlm", help="run label (run-directory level under roberta/)")
-    parser.add_argument("--steps", type=int, default=200_000)
+    parser.add_argument("--steps", type=positive_int, default=200_000)
     parser.add_argument("--warmup-fraction", type=float, default=0.1)
-    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--lr", type=positive_float, default=5e-5)
     parser.add_argument("--weight-decay", type=float, default=0.0)
-    parser.add_argument("--batch-size", type=int, default=64, help="sentences per optimiser step (effective batch)")
+    parser.add_argument("--batch-size", type=positive_int, default=64,
+                        help="sentences per optimiser step (effective batch)")
     parser.add_argument("--max-length", type=int, default=128,
                         help="ids per sentence incl. <s> and </s> (longer ones truncated); also the packed row length")
     parser.add_argument("--mask-probability", type=float, default=0.15)
@@ -567,7 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ffn", type=int, default=None, help="override the shape's feed-forward size")
     parser.add_argument("--packing", choices=("sentences", "none"), default="sentences",
                         help="sentences: several per row, block-diagonal attention; none: pad each to the longest")
-    parser.add_argument("--grad-accumulation", type=int, default=1,
+    parser.add_argument("--grad-accumulation", type=positive_int, default=1,
                         help="forward/backward passes per step (the effective batch stays --batch-size)")
     parser.add_argument("--attention", choices=ATTENTION_IMPLEMENTATIONS, default="sdpa",
                         help="sdpa: fused kernel, position scores as its additive mask; eager: explicit softmax")
@@ -581,8 +602,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
-    if args.grad_accumulation < 1:
-        raise SystemExit(f"--grad-accumulation {args.grad_accumulation}: must be >= 1")
     if args.max_length < 3:
         raise SystemExit(f"--max-length {args.max_length}: must be >= 3 (<s>, one piece, </s>)")
     return args
