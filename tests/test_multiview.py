@@ -542,6 +542,55 @@ def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, 
     assert len(json.loads((straight / "train.json").read_text())["timings"]["sessions"]) == 1
 
 
+def test_the_stop_checkpoint_is_written_while_the_signal_handlers_are_still_installed(tmp_path, monkeypatch):
+    """After SIGTERM the loop checkpoints inside StopRequest: a supervisor's second SIGTERM during that save is
+    ignored, not the default handler's kill (which would leave no checkpoint)."""
+    import os
+    import signal
+
+    from baselines.multiview import train
+
+    step, save = train.train_step, train.save_progress
+    handlers = []
+
+    def step_then_signal(job, progress):
+        metrics = step(job, progress)
+        if progress.step == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return metrics
+
+    def recording_save(job, progress, write_record=True):
+        handlers.append(signal.getsignal(signal.SIGTERM))
+        save(job, progress, write_record)
+
+    monkeypatch.setattr(train, "train_step", step_then_signal)
+    monkeypatch.setattr(train, "save_progress", recording_save)
+    previous = signal.getsignal(signal.SIGTERM)
+    out = tmp_path / "stopped"
+    assert train.main(_tiny_train_args(tmp_path, checkpoint_every_steps=100) + ["--out", str(out)]) == 128 + 15
+    assert torch.load(out / "checkpoint.pt", weights_only=False)["step"] == 1
+    assert len(handlers) == 1  # the stop checkpoint only
+    assert handlers[0] not in (signal.SIG_DFL, previous) and callable(handlers[0])
+    assert signal.getsignal(signal.SIGTERM) is previous  # restored once the stop is done
+
+
+@pytest.mark.parametrize(("option", "value", "message"), [
+    ("--lr", "nan", "argument --lr: must be a finite number, got nan"),
+    ("--lr", "-1e-3", "argument --lr: must be a finite number > 0, got -1e-3"),
+    ("--batch-size", "0", "argument --batch-size: must be >= 1, got 0"),
+    ("--max-steps", "0", "argument --max-steps: must be >= 1, got 0"),
+    ("--checkpoint-every-steps", "0", "argument --checkpoint-every-steps: must be >= 1, got 0"),
+    ("--max-sentences", "0", "argument --max-sentences: must be >= 1, got 0"),
+    ("--sentences-per-book", "x", "argument --sentences-per-book: not an integer: 'x'"),
+])
+def test_train_multiview_refuses_impossible_settings_naming_the_option(option, value, message, capsys):
+    from baselines.multiview.train import build_parser
+
+    with pytest.raises(SystemExit) as refused:
+        build_parser().parse_args(["--parses", "p", "--lang", "xx", "--seed", "0", "--out", "run", f"{option}={value}"])
+    assert refused.value.code == 2 and message in capsys.readouterr().err
+
+
 # ------------------------------------------------------------------------------------------------ workflow
 def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     from test_workflow import copy_workdir, snakemake

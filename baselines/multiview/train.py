@@ -32,6 +32,7 @@ from baselines.multiview import DEFAULT_EMBEDDING_DIM, DEFAULT_HIDDEN, default_s
 from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, load_parsed, select_training
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, bilstm_path
 from baselines.multiview.parse import META_FILE
+from strae.argtypes import positive_float, positive_int
 from strae.encode import write_encoder_manifest
 from strae.io import provenance, read_json, write_json
 from strae.runs import (
@@ -72,15 +73,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep case in the vocabulary (default: lowercase tokens)")
     p.add_argument("--embedding-dim", type=int, default=DEFAULT_EMBEDDING_DIM)
     p.add_argument("--hidden", type=int, default=DEFAULT_HIDDEN, help="sentence-vector size of each view")
-    p.add_argument("--lr", type=float, default=5e-3)
+    p.add_argument("--lr", type=positive_float, default=5e-3)
     p.add_argument("--clip-grad-norm", type=float, default=5.0)
-    p.add_argument("--batch-size", type=int, default=100)
+    p.add_argument("--batch-size", type=positive_int, default=100)
     p.add_argument("--max-tokens", type=int, default=64, help="drop longer sentences (kept as context gaps)")
-    p.add_argument("--sentences-per-book", type=int, default=None,
+    p.add_argument("--sentences-per-book", type=positive_int, default=None,
                    help="train on each book's first N kept sentences (all books contribute; corpus order kept)")
-    p.add_argument("--max-sentences", type=int, default=None, help="then on the first N of those")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after N steps (recorded)")
-    p.add_argument("--checkpoint-every-steps", type=int, default=50)
+    p.add_argument("--max-sentences", type=positive_int, default=None, help="then on the first N of those")
+    p.add_argument("--max-steps", type=positive_int, default=None, help="stop after N steps (recorded)")
+    p.add_argument("--checkpoint-every-steps", type=positive_int, default=50)
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--setting", default=None, help="run label (default: the model name + hidden size)")
@@ -340,18 +341,29 @@ def train(job: Job, progress: Progress) -> int:
                     progress.close_session()  # before the last checkpoint, which a later --max-steps extends
                 if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:
                     save_progress(job, progress)
+            if progress.step < job.total_steps:
+                # inside the with-block: its handlers stay installed while the checkpoint is written, so a
+                # supervisor's further SIGTERM is ignored as StopRequest promises instead of killing the save
+                bar.close()
+                return stopped(job, progress, stop)
     except TrainingFailed as error:  # (a programming error elsewhere, a ValueError included, is no run failure)
         bar.close()
         progress.close_session(stopped_by="failure")
         write_train_json(job, progress)
         return job.record.fail(job.out, str(error), job.args.record_failure)
     bar.close()
-    if progress.step < job.total_steps:  # SIGTERM / SIGINT: checkpoint where it stands, train.json untouched
-        progress.close_session(stopped_by=stop.name)
-        save_progress(job, progress, write_record=False)  # (a Snakemake stopped by the same signal deletes it)
-        print(stop.stopped_line(job.out, f"step {progress.step}/{job.total_steps}"), file=sys.stderr)
-        return stop.exit_status
     return finish(job, progress)
+
+
+def stopped(job: Job, progress: Progress, stop: StopRequest) -> int:
+    """SIGTERM / SIGINT / SIGHUP stopped the loop: checkpoint.pt where it stands, train.json untouched (it is the
+    train rule's declared output, and a Snakemake stopped by the same signal deletes it as incomplete meanwhile:
+    rewritten now, it would look complete to the next run); exit 128 + signal. Called while ``stop`` still holds
+    the signals."""
+    progress.close_session(stopped_by=stop.name)
+    save_progress(job, progress, write_record=False)
+    print(stop.stopped_line(job.out, f"step {progress.step}/{job.total_steps}"), file=sys.stderr)
+    return stop.exit_status
 
 
 def train_step(job: Job, progress: Progress) -> dict[str, Any]:
