@@ -394,3 +394,145 @@ def test_a_corpus_that_is_not_utf8_is_named_with_its_line(tmp_path):
     corpus.write_bytes(b"a fine line\nbad \xff byte\n")
     with pytest.raises(SystemExit, match=r"train.txt:2: not UTF-8"):
         list(iter_lines(corpus))
+
+
+# -- robustness of train-glove ------------------------------------------------------------------------------
+def _tiny_glove_args(corpus, out, *extra):
+    return ["--lang", "en", "--seed", "0", "--corpus", str(corpus), "--out", str(out), "--dim", "4",
+            "--min-count", "1", "--batch-size", "32", *extra]
+
+
+def test_a_count_cache_killed_half_written_is_never_read_with_the_old_key(tmp_path, monkeypatch):
+    """The cache key lives in vocab.json, the counts in cooccurrence.npz. A recount with other settings (window 3)
+    killed after writing the matrix but before the key must not leave the old key (window 2) beside the new
+    matrix: a rerun with the old settings would train on window-3 counts."""
+    import scipy.sparse as sp
+
+    import baselines.glove.train as glove_train
+
+    corpus = _toy_corpus(tmp_path / "train.txt", n_lines=60)
+    out = tmp_path / "run"
+
+    def killed(*_args, **_kwargs):
+        raise KeyboardInterrupt("killed")
+
+    # window 2: counted and cached, then killed before the first epoch ended (no checkpoint: the dir is reusable)
+    monkeypatch.setattr(glove_train, "build_model", killed)
+    with pytest.raises(KeyboardInterrupt):
+        glove_train.main(_tiny_glove_args(corpus, out, "--window", "2", "--epochs", "1"))
+    monkeypatch.undo()
+    # window 3: recounts, killed between the matrix and the key
+    real_write_json = glove_train.write_json
+
+    def write_json(path, obj):
+        if path.name == glove_train.VOCAB_FILE:
+            raise KeyboardInterrupt("killed")
+        real_write_json(path, obj)
+
+    monkeypatch.setattr(glove_train, "write_json", write_json)
+    with pytest.raises(KeyboardInterrupt):
+        glove_train.main(_tiny_glove_args(corpus, out, "--window", "3", "--epochs", "1"))
+    monkeypatch.undo()
+    # window 2 again: must count window-2 co-occurrences, as a fresh directory does
+    assert glove_train.main(_tiny_glove_args(corpus, out, "--window", "2", "--epochs", "1")) == 0
+    assert glove_train.main(_tiny_glove_args(corpus, tmp_path / "fresh", "--window", "2", "--epochs", "1")) == 0
+    reused = sp.load_npz(out / glove_train.COUNTS_FILE)
+    fresh = sp.load_npz(tmp_path / "fresh" / glove_train.COUNTS_FILE)
+    assert reused.shape == fresh.shape and abs(reused - fresh).max() == 0
+    np.testing.assert_array_equal(load_run(out).encode_words(["cat"]),
+                                  load_run(tmp_path / "fresh").encode_words(["cat"]))
+
+
+@pytest.mark.parametrize("option, value, why", [
+    ("--epochs", "0", "must be >= 1, got 0"), ("--batch-size", "0", "must be >= 1, got 0"),
+    ("--window", "0", "must be >= 1, got 0"), ("--dim", "-3", "must be >= 1, got -3"),
+    ("--lr", "nan", "must be a finite number"), ("--lr", "inf", "must be a finite number"),
+    ("--lr", "0", "must be a finite number > 0"), ("--x-max", "-1", "must be a finite number > 0"),
+    ("--alpha", "-0.5", "must be a finite number >= 0"),
+    ("--alpha", "nan", "must be a finite number"), ("--epochs", "two", "not an integer: 'two'"),
+])
+def test_numeric_options_are_checked_when_parsed(option, value, why, tmp_path, capsys):
+    from baselines.glove.train import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--lang", "en", "--seed", "0", "--out", str(tmp_path / "run"), "--corpus", str(tmp_path / "none.txt"),
+              option, value])
+    assert exit_info.value.code == 2  # argparse's usage error, before any file is read or written
+    assert f"argument {option}: {why}" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_tables_that_diverge_on_the_last_update_fail_the_run(tmp_path):
+    """One batch, one epoch: the only loss is checked before the only update, which an lr of 1e39 (finite, so
+    allowed) sends to inf. The run is recorded as failed, as a non-finite loss is, with no vectors written."""
+    from baselines.glove.train import main
+
+    corpus = _toy_corpus(tmp_path / "train.txt", n_lines=60)
+    out = tmp_path / "run"
+    argv = _tiny_glove_args(corpus, out, "--window", "2", "--epochs", "1", "--lr", "1e39") + [
+        "--batch-size", "100000", "--record-failure"]
+    assert main(argv) == 0  # --record-failure: exit 0 after recording it
+    record = json.loads((out / "train.json").read_text())
+    assert record["status"] == "failed"
+    assert record["failure_reason"] == "non-finite word/context tables after the last update of epoch 1"
+    assert not (out / "vectors.bin").exists() and not (out / "encoder.json").exists()
+    assert not (out / "checkpoint.pt").exists()
+
+
+class _ReachedTheSignal(Exception):
+    pass
+
+
+def test_a_sigterm_mid_epoch_stops_at_a_batch_and_keeps_the_last_epoch_checkpoint(tmp_path, monkeypatch, capsys):
+    """GloVe resumes per epoch, so a stop mid-epoch drops that epoch's part and exits 128 + SIGTERM at the next
+    batch; the previous epoch's checkpoint stays, and the same command then ends where an unstopped run ends."""
+    import os
+    import signal
+
+    import baselines.glove.train as glove_train
+
+    corpus = _toy_corpus(tmp_path / "train.txt", n_lines=60)
+    argv = _tiny_glove_args(corpus, tmp_path / "run", "--window", "2", "--epochs", "3")
+    real_step, after_the_signal = glove_train.glove_step, []
+
+    def glove_step(model, optimizer, triples, indices, where):
+        if after_the_signal or where == "epoch 2 at entry 32":
+            after_the_signal.append(where)
+        if where == "epoch 2 at entry 32":
+            os.kill(os.getpid(), signal.SIGTERM)  # arrives during this batch
+        return real_step(model, optimizer, triples, indices, where)
+
+    def unhandled(*_):  # without the trainer's own handler the test fails here instead of killing pytest
+        raise _ReachedTheSignal
+
+    monkeypatch.setattr(glove_train, "glove_step", glove_step)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        status = glove_train.main(argv)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert status == 128 + signal.SIGTERM
+    assert after_the_signal == ["epoch 2 at entry 32"]  # the batch under way finished; no further one began
+    assert "stopped by SIGTERM in epoch 2/3 at entry 64" in capsys.readouterr().err
+    out = tmp_path / "run"
+    state = torch.load(out / "checkpoint.pt", weights_only=False)
+    assert state["epoch"] == 0 and len(state["history"]) == 1
+    record = json.loads((out / "train.json").read_text())
+    assert record["status"] == "running" and len(record["history"]) == 1
+    assert not (out / "encoder.json").exists()
+    monkeypatch.undo()
+    assert glove_train.main(argv) == 0
+    assert glove_train.main(_tiny_glove_args(corpus, tmp_path / "full", "--window", "2", "--epochs", "3")) == 0
+    np.testing.assert_array_equal(load_run(out).encode_words(["cat", "saw"]),
+                                  load_run(tmp_path / "full").encode_words(["cat", "saw"]))
+
+
+def test_a_prepared_corpus_names_its_source_in_the_run_record(tmp_path):
+    """GloVe's data block carries the corpus source of a prepared corpus (meta.json beside train.txt), as every
+    strae run's does, so a table of GloVe cells says which corpus they trained on."""
+    from baselines.glove.train import corpus_source
+
+    (tmp_path / "train.txt").write_text("a b\n")
+    assert corpus_source(tmp_path / "train.txt") == {}
+    (tmp_path / "meta.json").write_text(json.dumps({"corpus_source": "paper_source"}))
+    assert corpus_source(tmp_path / "train.txt") == {"corpus_source": "paper_source"}

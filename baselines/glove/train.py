@@ -17,6 +17,10 @@ languages/corpora where a word vocabulary is too sparse.
 Run directory: ``vocab.json`` + ``cooccurrence.npz`` (cached counts, reused on resume), ``checkpoint.pt``
 (after every epoch: tables, optimiser state, epoch, history), ``vectors.bin`` (gensim word2vec binary of
 w + w~), ``tokenizer.model`` (subword only), ``train.json``, and ``encoder.json`` written last.
+
+Stops: SIGTERM / SIGINT / SIGHUP end the run at the next batch with exit status 128 + signal. An epoch is
+GloVe's unit of resumption, so a stop mid-epoch drops that epoch's partial work and keeps the last epoch's
+checkpoint (the same command resumes after it); a stop that lands while an epoch ends loses nothing.
 """
 from __future__ import annotations
 
@@ -43,6 +47,7 @@ from baselines.glove.cooccurrence import (
 )
 from baselines.glove.model import OPTIMIZERS, GloveModel, RowOptimizer, glove_weight
 from strae import paths
+from strae.argtypes import nonnegative_float, positive_float, positive_int
 from strae.data.batching import batch_indices, epoch_order
 from strae.data.pretokenize import PRETOKENIZERS
 from strae.io import atomic_open, atomic_path, provenance, read_json, sha256_file, write_json
@@ -59,6 +64,7 @@ from strae.runs import (
     save_checkpoint,
     snapshot_block,
 )
+from strae.runtime import StoppedBySignal, StopRequest
 
 VECTORS_FILE = "vectors.bin"
 VOCAB_FILE = "vocab.json"  # the co-occurrence cache: vocabulary + its key
@@ -83,24 +89,24 @@ def build_parser() -> argparse.ArgumentParser:
                    "run on the CPU (numpy segment sums), any other value is recorded and ignored")
     p.add_argument("--stopwords-language", help="stop-word list language code for the `stopwords=remove` "
                    "encoder option (default: --lang)")
-    p.add_argument("--window", type=int, default=10)
-    p.add_argument("--dim", type=int, default=256)
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--window", type=positive_int, default=10)
+    p.add_argument("--dim", type=positive_int, default=256)
+    p.add_argument("--epochs", type=positive_int, default=15)
+    p.add_argument("--lr", type=positive_float, default=1e-3)
     p.add_argument("--optimizer", choices=OPTIMIZERS, default="adam")
-    p.add_argument("--x-max", type=float, default=100.0)
-    p.add_argument("--alpha", type=float, default=0.75)
-    p.add_argument("--batch-size", type=int, default=4096, help="co-occurrence entries per Adam step (lr 1e-3 "
+    p.add_argument("--x-max", type=positive_float, default=100.0)
+    p.add_argument("--alpha", type=nonnegative_float, default=0.75)
+    p.add_argument("--batch-size", type=positive_int, default=4096, help="co-occurrence entries per Adam step (lr 1e-3 "
                    "needs many steps: 4096 beat 32768 after one epoch, STS avg 18.9 vs 13.5)")
     p.add_argument("--pretokenize", choices=PRETOKENIZERS, default="none",
                    help="words mode: split each corpus line as this pretokeniser does first, keeping PTB clitics "
                         "('s, n't, ...) whole words - how the paper's WikiText-103 and the paper-variant evaluation "
                         "files are tokenised; the encoder then reads text the same way (default none: raw lines)")
-    p.add_argument("--min-count", type=int, default=5, help="words mode: drop rarer words (GloVe default 5)")
-    p.add_argument("--max-vocab", type=int, help="words mode: keep at most this many most frequent words")
-    p.add_argument("--max-lines", type=int, help="read only the first N corpus lines (quick runs)")
-    p.add_argument("--chunk-tokens", type=int, default=1_000_000, help="co-occurrence counting chunk (memory)")
-    p.add_argument("--threads", type=int, help="torch intra-op threads (default: torch's choice)")
+    p.add_argument("--min-count", type=positive_int, default=5, help="words mode: drop rarer words (GloVe default 5)")
+    p.add_argument("--max-vocab", type=positive_int, help="words mode: keep at most this many most frequent words")
+    p.add_argument("--max-lines", type=positive_int, help="read only the first N corpus lines (quick runs)")
+    p.add_argument("--chunk-tokens", type=positive_int, default=1_000_000, help="co-occurrence counting chunk (memory)")
+    p.add_argument("--threads", type=positive_int, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("--setting", help="run setting label (default {tokenization}_w{window}_d{dim})")
     p.add_argument("--export-checkpoint", type=Path, metavar="DIR",
                    help="do not train: export OUT/checkpoint.pt (the last finished epoch) as a loadable run "
@@ -195,7 +201,10 @@ def cached_counts(out: Path, config: dict) -> tuple[list[str], np.ndarray, sp.cs
 
 def save_counts(out: Path, config: dict, corpus: IdCorpus, vocab: Vocabulary, matrix: sp.csr_array,
                 seconds: float) -> None:
-    """The cache :func:`cached_counts` reads: the matrix first, the vocabulary (which validates it) last."""
+    """The cache :func:`cached_counts` reads: the matrix first, the vocabulary (which holds the key that validates
+    it) last. The old vocabulary goes before the matrix is replaced: a run killed in between must leave no key at
+    all (a recount), never the old key beside the new matrix, which a rerun with the old settings would accept."""
+    (out / VOCAB_FILE).unlink(missing_ok=True)
     with atomic_open(out / COUNTS_FILE, "wb") as handle:  # a file object: save_npz would rename a bare path
         sp.save_npz(handle, matrix)
     write_json(out / VOCAB_FILE, {
@@ -250,19 +259,35 @@ def save_vectors(path: Path, tokens: list[str], vectors: np.ndarray, counts: np.
 
 def train_epochs(
     model: GloveModel, optimizer: RowOptimizer, triples, args, start_epoch: int, history: list,
-    on_epoch_end,
+    on_epoch_end, stop: StopRequest,
 ) -> None:
+    """Epochs ``start_epoch`` .. --epochs, each checkpointed by ``on_epoch_end``. Raises TrainingFailed when the
+    tables stop being finite, StoppedBySignal on a stop (module docstring)."""
     for epoch in range(start_epoch, args.epochs):
         started = time.time()
-        loss = run_epoch(model, optimizer, triples, args, epoch)
+        loss = run_epoch(model, optimizer, triples, args, epoch, stop)
         seconds = time.time() - started
+        # glove_step checks each loss before its update, so the epoch's last update is checked only here: the
+        # checkpoint (and so vectors.bin, written from these tables) never holds diverged weights
+        if not all(torch.isfinite(table).all() for table in (model.word, model.context)):
+            raise TrainingFailed(f"non-finite word/context tables after the last update of epoch {epoch + 1}")
         history.append({"epoch": epoch + 1, "loss": loss, "seconds": round(seconds, 2),
                         "pairs_per_s": round(len(triples[0]) / max(seconds, 1e-9), 1),
                         "optimizer_steps": optimizer.steps})
         on_epoch_end(epoch)
+        if stop.requested and epoch + 1 < args.epochs:
+            raise StoppedBySignal(stop, stop.stopped_line(args.out, f"the end of epoch {epoch + 1}/{args.epochs}"))
 
 
-def run_epoch(model: GloveModel, optimizer: RowOptimizer, triples, args, epoch: int) -> float:
+def stopped_mid_epoch(stop: StopRequest, args, epoch: int, entry: int) -> StoppedBySignal:
+    """A stop inside an epoch: the checkpoint stays the previous epoch's (resume is per epoch, not per batch)."""
+    kept = (f"the same command resumes after epoch {epoch} from {args.out / CHECKPOINT_FILE}" if epoch
+            else "no epoch had finished: the same command starts again from epoch 1")
+    return StoppedBySignal(stop, f"{args.out}: stopped by {stop.name} in epoch {epoch + 1}/{args.epochs} at entry "
+                                 f"{entry}; this epoch's work is dropped (GloVe resumes at epoch boundaries), {kept}")
+
+
+def run_epoch(model: GloveModel, optimizer: RowOptimizer, triples, args, epoch: int, stop: StopRequest) -> float:
     """One pass over every non-zero co-occurrence; the mean loss per pair."""
     nnz = len(triples[0])
     # Shuffle from (seed, epoch) alone, so a resumed run sees exactly the same order.
@@ -271,6 +296,8 @@ def run_epoch(model: GloveModel, optimizer: RowOptimizer, triples, args, epoch: 
     with tqdm(total=nnz, unit="pair", unit_scale=True, desc=f"epoch {epoch + 1}/{args.epochs}",
               mininterval=2.0) as bar:
         for number, indices in enumerate(batches):
+            if stop.requested:
+                raise stopped_mid_epoch(stop, args, epoch, number * args.batch_size)
             total_loss += glove_step(model, optimizer, triples, indices,
                                      f"epoch {epoch + 1} at entry {number * args.batch_size}")
             total_seen += len(indices)
@@ -348,6 +375,17 @@ def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: i
     write_manifest(dest, args, setting, config.get("corpus_label", config["corpus"]))
 
 
+def corpus_source(corpus: Path) -> dict[str, str]:
+    """Which of its language block's sources a prepared corpus came from (``corpus_source`` in the meta.json `strae
+    prepare-corpus` writes beside it: the authors' corpus or the mirror's substitute), for the tables' notes as
+    every strae run's data block carries it; nothing for a text file of another origin."""
+    meta = corpus.parent / "meta.json"
+    if not meta.is_file():
+        return {}
+    source = read_json(meta).get("corpus_source")
+    return {"corpus_source": source} if source else {}
+
+
 # ------------------------------------------------------------------------------------------ strae train-glove
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
@@ -370,10 +408,14 @@ def main(argv: list[str] | None = None) -> int:
     model, optimizer = build_model(args, len(tokens))
     start_epoch = resume(args.out, record, model, optimizer)
     try:
-        train_epochs(model, optimizer, triples, args, start_epoch, record.history,
-                     epoch_checkpointer(args.out, record, model, optimizer))
+        with StopRequest() as stop:  # the training loop only: counting (above) is not resumable part-way anyway
+            train_epochs(model, optimizer, triples, args, start_epoch, record.history,
+                         epoch_checkpointer(args.out, record, model, optimizer), stop)
     except TrainingFailed as error:
         return record.fail(args.out, str(error), args.record_failure, stream=sys.stdout)
+    except StoppedBySignal as stopped:  # train.json stays as the last epoch left it (status running)
+        print(stopped, file=sys.stderr)
+        return stopped.exit_status
     return finish(args, record, tokens, counts, model, began)
 
 
@@ -457,7 +499,7 @@ def load_data(args, record: RunRecord) -> tuple[list[str], np.ndarray, tuple[tor
     )
     del rows, cols, values
     record.blocks["data"] = {"vocab_size": len(tokens), "nnz": int(len(triples[0])),
-                             "n_corpus_tokens": int(counts.sum())}
+                             "n_corpus_tokens": int(counts.sum()), **corpus_source(Path(record.config["corpus"]))}
     print(f"GloVe: vocab {len(tokens):,}, non-zero co-occurrences {record.blocks['data']['nnz']:,}")
     return tokens, counts, triples
 
