@@ -363,3 +363,29 @@ def test_the_mirror_csv_reader_names_bad_files_like_the_other_formats(tmp_path):
             read_pairs(path, "sentence")
     (tmp_path / "ok.csv").write_text(header + "a b,c d,0.5\n", encoding="utf-8")
     assert read_pairs(tmp_path / "ok.csv", "sentence").gold_text == ["0.5"]
+
+
+def test_every_format_refuses_an_infinite_score_and_the_mirror_csv_an_empty_text(tmp_path):
+    """float() reads "inf" and "-Infinity": such a gold score is refused like NaN, in every format (one _gold). The
+    mirror's CSV refuses an empty or blank text field as the other formats do ("... is empty"), naming the row's
+    first line; its texts are otherwise kept as written."""
+    from strae.evaluate.tasks import EvalFileError
+
+    cases = {
+        ("inf.csv", "mirror_csv", "sentence"): ("sent1,sent2,score\na b,c d,1\na b,c d,inf\n",
+                                                r"inf\.csv:3: score 'inf' is infinite"),
+        ("neg.tsv", "sts_tsv", "sentence"): ("1\ta\tb\n-Infinity\ta\tb\n",
+                                             r"neg\.tsv:2: score '-Infinity' is infinite"),
+        ("w.csv", "word_pairs", "word"): ("cat,dog,1e999\n", r"w\.csv:1: score '1e999' is infinite"),
+        ("empty1.csv", "mirror_csv", "sentence"): ("sent1,sent2,score\na b,c d,1\n,c d,2\n",
+                                                   r"empty1\.csv:3: sent1 is empty"),
+        ("blank2.csv", "mirror_csv", "word"): ("word1,word2,score\ncat,\"  \",2\n", r"blank2\.csv:2: word2 is empty"),
+    }
+    for (name, file_format, level), (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(EvalFileError, match=message):
+            read_pairs(path, level, file_format=file_format)
+    (tmp_path / "kept.csv").write_text("sent1,sent2,score\n a  b,c d,-2.5\n", encoding="utf-8")
+    pairs = read_pairs(tmp_path / "kept.csv", "sentence")
+    assert pairs.left == [" a  b"] and pairs.gold.tolist() == [-2.5]

@@ -440,3 +440,22 @@ def test_rows_are_in_sentevals_order(tmp_path):
                        "  - {language: en, name: X, reader: binary, protocol: inner_kfold,\n"
                        "     files: {neg: a, pos: b}, label_ids: {negative: 0, pos: 1}}\n")
         senteval.load_senteval_tasks(bad)
+
+
+@pytest.mark.parametrize("reader, label, row, message", [
+    ("sick", "relatedness", "7\ta b\tc d\tfour\tNEUTRAL", r"bad\.txt:4: relatedness_score 'four' is not a number"),
+    ("sick", "relatedness", "7\ta b\tc d\tnan\tNEUTRAL", r"bad\.txt:4: relatedness_score 'nan' is not finite"),
+    ("mrpc", None, "yes\t1\t2\ta b\tc d", r"bad\.txt:4: Quality 'yes' is not 0 or 1"),
+    ("mrpc", None, "2\t1\t2\ta b\tc d", r"bad\.txt:4: Quality '2' is not 0 or 1"),
+])
+def test_sick_and_mrpc_name_the_line_of_a_bad_score_or_label(tmp_path, reader, label, row, message):
+    """A bad relatedness score or MRPC label is a SentevalError naming file and line (a raw ValueError traceback
+    before; a NaN score failed later, in relatedness_targets, naming neither). Line numbers count the blank line."""
+    header = {"sick": "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment",
+              "mrpc": "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String"}[reader]
+    good = {"sick": "1\ta b\tc d\t4.5\tNEUTRAL", "mrpc": "1\t1\t2\ta b\tc d"}[reader]
+    files = {"bad": _write(tmp_path / "bad.txt", [header, good, "", row])}
+    task = SentevalTask(name="X", reader=reader, protocol="relatedness" if label else "split",
+                        files={"train": "bad"}, **({"label": label} if label else {}))
+    with pytest.raises(senteval.SentevalError, match=message):
+        read_task(task, files.__getitem__)

@@ -134,6 +134,25 @@ def _lines(path: Path, encoding: str) -> list[str]:
         return [line.rstrip("\r\n") for line in handle]
 
 
+def _sick_score(path: Path, n: int, text: str) -> float:
+    """SICK's relatedness_score column, a finite number (float() alone takes "nan" and "inf")."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise SentevalError(f"{path}:{n}: relatedness_score {text.strip()!r} is not a number") from None
+    if not np.isfinite(value):
+        raise SentevalError(f"{path}:{n}: relatedness_score {text.strip()!r} is not finite")
+    return value
+
+
+def _mrpc_label(path: Path, n: int, text: str) -> int:
+    """MRPC's Quality column: 1 paraphrase, 0 not (the first line's field may carry the file's byte-order mark)."""
+    label = text.lstrip("\ufeff").strip()
+    if label not in ("0", "1"):
+        raise SentevalError(f"{path}:{n}: Quality {label!r} is not 0 or 1")
+    return int(label)
+
+
 def _tokens(text: str) -> str:
     """SentEval splits on whitespace and hands the tokens on; we hand the encoder the re-joined string."""
     return " ".join(text.split())
@@ -179,21 +198,23 @@ def read_task(task: SentevalTask, resolve: Callable[[str], Path]) -> tuple[dict[
                 labels.append(target)
             splits[role] = Split(np.asarray(labels), texts=texts)
         elif task.reader in ("sick", "mrpc"):
-            rows = [line.split("\t") for line in _lines(path, task.encoding)[1:] if line.strip()]
+            # (line number, columns) of the rows after the header; blank lines skipped but still counted
+            rows = [(n, line.split("\t")) for n, line in enumerate(_lines(path, task.encoding), 1)
+                    if n > 1 and line.strip()]
             left, right, y = [], [], []
-            for n, cols in enumerate(rows, 2):
+            for n, cols in rows:
                 if task.reader == "sick":
                     if len(cols) < 5:
                         raise SentevalError(f"{path}:{n}: expected 5 tab-separated SICK columns")
                     left.append(_tokens(cols[1]))
                     right.append(_tokens(cols[2]))
-                    y.append(float(cols[3]) if task.label == "relatedness" else cols[4].strip())
+                    y.append(_sick_score(path, n, cols[3]) if task.label == "relatedness" else cols[4].strip())
                 else:
                     if len(cols) < 5:
                         raise SentevalError(f"{path}:{n}: expected 5 tab-separated MRPC columns")
                     left.append(_tokens(cols[3]))
                     right.append(_tokens(cols[4]))
-                    y.append(int(cols[0].lstrip("\ufeff")))
+                    y.append(_mrpc_label(path, n, cols[0]))
             splits[role] = Split(np.asarray(y), left=left, right=right)
         elif task.reader == "probing":
             # SentEval's probing layout (senteval/probing.py loadFile): partition (tr/va/te) <TAB> label <TAB> ...

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -347,6 +348,8 @@ def _gold(path: Path, line_no: int, file_format: str, text: str) -> tuple[float,
         raise _file_error(path, line_no, file_format, f"score {text!r} is not a number") from None
     if value != value:  # NaN
         raise _file_error(path, line_no, file_format, "score is NaN")
+    if not math.isfinite(value):  # float() reads "inf" / "-Infinity": no rank or Pearson survives one
+        raise _file_error(path, line_no, file_format, f"score {text!r} is infinite")
     return value, text
 
 
@@ -471,6 +474,10 @@ def _read_mirror_csv(path: Path, handle, level: str) -> tuple[list, list, list, 
         if len(row) != 3:
             raise _file_error(path, start, DEFAULT_FORMAT, f"{len(row)} fields, not 3")
         value, text = _gold(path, start, DEFAULT_FORMAT, row[2])
+        # the text itself stays as the mirror wrote it (cleaning it here could change published scores); only a
+        # field that cleaning would empty is refused, as the other formats' _clean refuses it
+        for column, field in zip(HEADERS[level][:2], row[:2]):
+            _clean(path, start, DEFAULT_FORMAT, field, column)
         gold.append(value)
         gold_text.append(text)
         left.append(row[0])
