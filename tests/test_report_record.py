@@ -91,6 +91,7 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     assert "| Banyan | STS-13 | 66.10 ± 0.30 | 4 | 69.10 ± 2.00 | -3.00 | no | no |" in summary
     assert "| Banyan | STS-15 | 70.00 | 1 | 69.20 ± 0.50 | +0.80 | no | yes |" in summary
     assert "| Banyan | STS-12 | 51.70 ± 0.20 | 4 | 51.20 ± 0.001 | +0.50 | no | yes |" in summary
+    assert "| RoBERTa (M) | Params | 10400000.00 | 0 | ≈10000000.00 |" in summary  # printed "≈10M"
     text = readme.read_text()
     assert "old" not in text and "| [banyan/table1](" in text and text.endswith("## Layout\n")
     # cells with a paper value | within the paper's std | within max(std, 1.0) | mean |Δ| | seeds per cell | ...

@@ -219,6 +219,13 @@ def test_tables_say_how_their_runs_were_trained():
     notes = "\n".join(training_notes(cells, scores))
     assert "`epochs=1;loss_precision=bf16`" in notes and "`corpus`" in notes and "`banyan`" in notes
     assert "x=1" not in notes and "strae_0_1" not in notes  # only runs that fill a cell
+    assert "banyan `corpus`" in notes and "the offline mirror's substitute" in notes
+    # a model whose records name no corpus source (GloVe before 2026-11-29) is not credited with another's
+    both = pd.concat([cells, pd.DataFrame([{"status": "ok", "language": "en", "model": "glove", "setting": "g"}])])
+    glove = pd.DataFrame([{"language": "en", "model": "glove", "setting": "g", "recipe": "", "recipe_overrides": "",
+                           "corpus_source": ""}])
+    notes = "\n".join(training_notes(both, pd.concat([scores, glove])))
+    assert "banyan `corpus`; glove not recorded" in notes
     assert training_notes(cells, scores.drop(columns=["recipe"])) == []  # older scores.csv: nothing claimed
     # a row of a labelled evaluation (`SETTING@LABEL`, e.g. GloVe's stop-word removal) reads its run's record too
     labelled = cells.assign(setting=["s1@stopword_rm", "s2"])

@@ -222,10 +222,12 @@ def write_summary(record: Path, tables: list[tuple[str, dict[str, Any], pd.DataF
                 std = cell.get("std", math.nan)
                 std = "" if math.isnan(std) or math.isnan(n_seeds) or n_seeds < 2 else f" ± {std:.2f}"
                 paper_std = "" if math.isnan(cell["paper_std"]) else f" ± {report.paper_std_text(cell['paper_std'])}"
+                # a value printed as an approximation ("≈10M") says so, as the table's own cell does
+                approx = "" if math.isnan(cell.get("paper_tolerance", math.nan)) else "≈"
                 half = f"{cell['half']} | " if halves else ""
                 out.append(f"| {half}{cell.get('row', '')} | {cell.get('column', '')} | {cell['mean']:.2f}{std} | "
                            f"{int(n_seeds) if not math.isnan(n_seeds) else ''} | "
-                           f"{cell['paper_mean']:.2f}{paper_std} | {_fmt(cell['delta'])} | "
+                           f"{approx}{cell['paper_mean']:.2f}{paper_std} | {_fmt(cell['delta'])} | "
                            f"{'yes' if cell['within_std'] else 'no'} | {'yes' if cell['within'] else 'no'} |")
             out.append("")
     with atomic_open(record / "summary.md", "w", encoding="utf-8") as handle:

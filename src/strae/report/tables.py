@@ -499,14 +499,31 @@ def training_notes(cells: pd.DataFrame, scores: pd.DataFrame) -> list[str]:
     rows = scores.merge(used, on=["language", "model", selected]) if len(used) else scores.iloc[0:0]
     lines = []
     for column, label in (("recipe_overrides", "recipe overrides"), ("corpus_source", "training corpus source")):
-        values = sorted({str(v) for v in rows[column].dropna() if str(v) not in ("", "nan")})
-        if values:
-            lines.append(f"Runs in this table were trained with {label}: " + " | ".join(f"`{v}`" for v in values)
+        # per model: a table of several models (Banyan Table 3: Banyan and GloVe) must not credit one model's
+        # record to all of them (GloVe's train.json names no corpus source; its corpus is in its config block)
+        per_model = {model: sorted({str(v) for v in group[column].dropna() if str(v) not in ("", "nan")})
+                     for model, group in rows.groupby("model", sort=True)}
+        if any(per_model.values()):
+            parts = [f"{model} " + (" | ".join(f"`{v}`" for v in values) if values else "not recorded")
+                     for model, values in per_model.items()]
+            meaning = ""
+            if column == "corpus_source":
+                used = sorted({v for values in per_model.values() for v in values})
+                meaning = " (" + "; ".join(f"`{v}`: {CORPUS_SOURCES.get(v, 'see the run')}" for v in used) + ")"
+            lines.append(f"Runs in this table were trained with {label}: " + "; ".join(parts) + meaning
                          + (" (see each run's train.json)" if column == "recipe_overrides" else ""))
     recipes_used = sorted({str(v) for v in rows["recipe"].dropna() if str(v) not in ("", "nan")})
     if recipes_used:
         lines.append("Recipes (src/strae/recipes.yaml): " + ", ".join(f"`{r}`" for r in recipes_used))
     return lines
+
+
+# what a run's data block `corpus_source` names (strae.data.corpus.choose_sources: the language block's key used)
+CORPUS_SOURCES = {
+    "corpus": "the language block's `corpus` - for the papers' languages the offline mirror's substitute, not "
+              "the authors' corpus",
+    "paper_source": "the language block's `paper_source` - the authors' own corpus",
+}
 
 
 def _write_csv(frame: pd.DataFrame, path: str | Path) -> None:
