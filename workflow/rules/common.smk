@@ -2,6 +2,8 @@
 # input functions. The plan lives in strae.plan and every path in strae.paths (importable, unit-tested); this file
 # only adapts them to Snakemake: a `*_PATTERN` is a strae.paths function applied to wildcards, a `get_*` function
 # the same path for one job.
+import functools
+
 import yaml
 
 from strae import paths, plan
@@ -128,6 +130,49 @@ def get_run_dir(wildcards):
 
 def get_train_flags(wildcards):
     return plan.train_flags(config, wildcards.model, wildcards.setting, wildcards.lang)
+
+
+def get_train_recipe(wildcards):
+    """The recipe's values the run trains with (src/strae/recipes.yaml, the config's overrides applied) as a param:
+    the flags name the recipe only, so an edited recipe would otherwise leave its finished runs in place."""
+    import json
+
+    run = plan.Run(wildcards.lang, wildcards.model, wildcards.setting, int(wildcards.seed))
+    recipe = plan.run_recipe(config, run)
+    return json.dumps(recipe.values() if recipe is not None else {}, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=None)
+def _task_catalog(path):
+    from strae.evaluate.tasks import load_tasks
+
+    return load_tasks(path)
+
+
+def get_eval_task_specs(wildcards):
+    """What each task of the evaluation reads and how it scores (file, format, rows, aggregation, pooling, ...;
+    config/tasks.yaml and the language's inline sets, notes left out) as a param: the task names alone would leave
+    a changed definition's scores in place (the evaluation files' manifest is ancient)."""
+    import dataclasses
+    import json
+
+    from strae.evaluate.tasks import language_tasks
+
+    catalog = _task_catalog((config.get("data") or {}).get("tasks") or "config/tasks.yaml")
+    specs = [{k: v for k, v in dataclasses.asdict(task).items() if k != "note"}
+             for task in language_tasks(catalog, config, wildcards.lang, wildcards.variant)]
+    return json.dumps(specs, sort_keys=True, default=str)
+
+
+def get_measure_settings(wildcards):
+    """What a measurement reads besides its inputs: its figure's spec in config/tables.yaml and the report keys
+    `strae measure` takes from the config (a param, so the tables file's other edits re-run no measurement)."""
+    import json
+
+    report_keys = {k: v for k, v in (config.get("report") or {}).items()
+                   if k in ("node_count_batch_sizes", "geometry_pairs")}
+    return json.dumps({"figure": FIGURES.get(wildcards.measurement), "report": report_keys}, sort_keys=True,
+                      default=str)
 
 
 def get_eval_tasks(wildcards):

@@ -16,6 +16,7 @@ rule evaluate:
     params:
         run_dir=get_run_dir,
         tasks=get_eval_tasks,
+        task_specs=get_eval_task_specs,  # not in the command: a changed task definition scores again
         eval_sets=get_eval_sets_settings,
         options=get_encoder_options,
         config=EFFECTIVE_CONFIG,

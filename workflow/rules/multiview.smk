@@ -71,6 +71,8 @@ rule multiview_evaluate_zero_shot:
     params:
         run_dir=get_run_dir,
         tasks=get_eval_tasks,
+        task_specs=get_eval_task_specs,  # as the evaluate rule's: a changed task or inline set scores again
+        eval_sets=get_eval_sets_settings,
         config=EFFECTIVE_CONFIG,
         device=DEVICE,
     log:
@@ -101,6 +103,7 @@ rule evaluate_senteval:
     params:
         model=mv_senteval_model,
         flags=mv_senteval_flags,
+        settings=mv_senteval_settings,  # not in the command: what the CLI reads from the config's senteval block
         config=EFFECTIVE_CONFIG,
         device=DEVICE,
     log:

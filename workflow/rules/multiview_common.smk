@@ -136,3 +136,10 @@ def mv_senteval_mem_mb(wildcards):
     # (strae evaluate --jobs: the job's threads) holds its own copy of a fold's training rows
     fits_beside = max(0, int(SCALE.get("eval_threads", 1)) - 1)
     return (16000 + 2000 * fits_beside) if wildcards.suite == "probing" else (8000 + 500 * fits_beside)
+
+
+def mv_senteval_settings(wildcards):
+    """The multi-view senteval block as the SentEval CLI reads it from the config (max_iter, ...) as a param."""
+    import json
+
+    return json.dumps(MV_SENTEVAL, sort_keys=True, default=str)

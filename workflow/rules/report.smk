@@ -7,8 +7,9 @@
 rule measure:
     # `param_counts`: every configured setting's model built, its non-embedding parameters counted;
     # a model-based figure's name: the runs and corpus it declares in config/tables.yaml, measured on DEVICE
+    # the tables file as a param, not an input: a label edited there re-runs no measurement; what a measurement
+    # reads of it (its figure's spec) and of the config's report block is the `settings` param
     input:
-        tables=TABLES_FILE,
         runs=get_measure_runs,
         tokenized=get_measure_tokenized,
     output:
@@ -17,6 +18,8 @@ rule measure:
         config=EFFECTIVE_CONFIG,
         corpus=get_measure_corpus_flag,
         device=DEVICE,
+        tables=TABLES_FILE,
+        settings=get_measure_settings,  # not in the command
         counted=get_counted_settings,  # not in the command: a setting added to the config counts again
     log:
         "logs/measure/{measurement}.log",
@@ -26,7 +29,7 @@ rule measure:
     conda:
         "../envs/strae.yaml"
     shell:
-        "strae measure {wildcards.measurement} --tables {input.tables} --config {params.config} --runs {input.runs} "
+        "strae measure {wildcards.measurement} --tables {params.tables} --config {params.config} --runs {input.runs} "
         "{params.corpus} --device {params.device} --out {output.measurement} > {log} 2>&1"
 
 

@@ -16,6 +16,7 @@ rule train:
         model="|".join(sorted(TRAINABLE_MODELS)),
     params:
         flags=get_train_flags,
+        recipe=get_train_recipe,  # not in the command (the flags name the recipe): an edited recipe trains again
         run_dir=get_run_dir,
         # explicit, not --resources-dir: the trainer reads exactly the files this rule declares as inputs
         data_dir=get_tokenized_dir,
