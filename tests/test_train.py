@@ -217,6 +217,10 @@ def test_a_cut_run_extended_to_the_end_has_the_uninterrupted_history_and_weights
     got, expected = (json.loads((d / "train.json").read_text()) for d in (out, reference))
     assert [(e["epoch"], e["global_step"], e["partial"], e["dev"]["loss"]) for e in got["history"]] == [
         (e["epoch"], e["global_step"], e["partial"], e["dev"]["loss"]) for e in expected["history"]]
+    # the replacing entry covers the whole epoch, the batches before each cut included
+    for mine, theirs in zip(got["history"], expected["history"]):
+        assert (mine["sentences"], mine["tokens"]) == (theirs["sentences"], theirs["tokens"])
+        assert mine["train"] == pytest.approx(theirs["train"], rel=1e-6)
     assert got["final_weights"] == expected["final_weights"]
     for name, tensor in final_state(reference).items():
         assert torch.equal(tensor, final_state(out)[name]), name
@@ -737,3 +741,23 @@ def test_a_non_finite_recipe_value_is_a_config_error_not_a_failed_seed(tiny, tmp
     with pytest.raises(SystemExit, match="temperature must be a finite number"):
         trainer.train(train_args(tiny, out, "--set", "temperature=.nan", "--record-failure"))
     assert not (out / "train.json").exists()
+
+
+def test_the_workflows_restart_stale_discards_a_checkpoint_of_other_settings(tiny, tmp_path, capsys):
+    """A job Snakemake reruns because its settings changed (an edited recipe) finds the old settings' checkpoint:
+    without --restart-stale strae train refuses it (the job would fail on every run); with it the checkpoint goes
+    and the run trains from scratch to a fresh run's weights. A checkpoint of the same settings still resumes."""
+    out, fresh = tmp_path / "run", tmp_path / "fresh"
+    assert trainer.train(train_args(tiny, out, "--max-steps", "4", "--set", "temperature=0.3")) == 0
+    with pytest.raises(SystemExit, match="different settings"):
+        trainer.train(train_args(tiny, out))
+    assert trainer.train(train_args(tiny, out, "--restart-stale")) == 0
+    assert "discarded with best.pt" in capsys.readouterr().err
+    assert trainer.train(train_args(tiny, fresh)) == 0
+    for name, tensor in final_state(fresh).items():
+        assert torch.equal(tensor, final_state(out)[name]), name
+    record = json.loads((out / "train.json").read_text())
+    assert record["recipe"]["values"]["temperature"] != 0.3 and len(record["timings"]["sessions"]) == 1
+    # the same settings: nothing discarded, the completed run is simply there
+    assert trainer.train(train_args(tiny, out, "--restart-stale")) == 0
+    assert "discarded" not in capsys.readouterr().err

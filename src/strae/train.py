@@ -59,6 +59,7 @@ from strae.runs import (
     CHECKPOINT_FILE,
     MODEL_FILE,
     TOKENIZER_FILE,
+    TRAIN_JSON,
     ProgressFile,
     RunRecord,
     Sessions,
@@ -157,6 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="fail if mean pairwise cosine exceeds this")
     p.add_argument("--collapse-std", type=finite_float, default=1e-6, help="fail if the embeddings' mean std is below")
     p.add_argument("--restart", action="store_true", help="discard an existing checkpoint/failed state; start over")
+    p.add_argument("--restart-stale", action="store_true",
+                   help="discard a checkpoint written with other settings, or trained past this command's epochs / "
+                   "steps, and train from scratch instead of refusing it (the workflow's train rule: Snakemake "
+                   "reruns a job whose settings changed, e.g. an edited recipe, after deleting its train.json)")
     p.add_argument(
         "--export-checkpoint",
         type=Path,
@@ -496,6 +501,8 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     if previous == "failed":
         return 0 if job.args.record_failure else 1
     state = build_state(job)
+    if job.args.restart_stale and discard_stale_checkpoint(job):
+        previous = None  # its train.json went with it
     resume(job, state)
     refuse_orphaned_record(job, state, previous)
     refuse_past_the_request(job, state)
@@ -658,8 +665,37 @@ def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any
     return saved
 
 
+def discard_stale_checkpoint(job: Job) -> bool:
+    """--restart-stale: a checkpoint this command would refuse (other settings, or trained past its epochs / steps)
+    is deleted with best.pt and the run's outputs, and the run starts over, said on stderr. Anything else about the
+    directory is checked as without the flag."""
+    path = job.out / CHECKPOINT_FILE
+    if not path.exists():
+        return False
+    saved = load_checkpoint(path, "delete it or pass --restart")
+    changed = fingerprint_changes(job, saved, path)
+    reason = (f"written with different settings ({', '.join(changed)})" if changed else
+              past_the_request(job, saved["epoch"], saved["batch_in_epoch"], saved["global_step"]))
+    if reason is None:
+        return False
+    log(f"warning: {path}: {reason}; discarded with {BEST_WEIGHTS_FILE} and the run's outputs, training from "
+        "scratch (--restart-stale)")
+    path.unlink()
+    (job.out / BEST_WEIGHTS_FILE).unlink(missing_ok=True)
+    invalidate_outputs(job.out)
+    (job.out / TRAIN_JSON).unlink(missing_ok=True)  # the old run's record: this one starts a new one
+    return True
+
+
 def check_fingerprint(job: Job, saved: Any, path: Path, remedy: str) -> None:
     """A loaded checkpoint (``path``) must have been written with this command's settings."""
+    changed = fingerprint_changes(job, saved, path)
+    if changed:
+        raise SystemExit(f"{path}: written with different settings ({', '.join(changed)}); {remedy}")
+
+
+def fingerprint_changes(job: Job, saved: Any, path: Path) -> list[str]:
+    """The fingerprint keys a loaded checkpoint (``path``) was written with other values of (none: resumable)."""
     written = saved.get("fingerprint") if isinstance(saved, dict) else None
     if written is None:
         raise SystemExit(f"{path}: not a `strae train` checkpoint (another trainer's?); use another --out, or delete "
@@ -668,9 +704,7 @@ def check_fingerprint(job: Job, saved: Any, path: Path, remedy: str) -> None:
     written.setdefault("recipe", {})
     written.setdefault("dev", job.fingerprint["dev"])  # written before the dev split was part of it (2026-11-29)
     written.setdefault("selection", job.fingerprint["selection"])  # written before the selection was (2026-11-29)
-    if written != job.fingerprint:
-        changed = _diff_keys(written, job.fingerprint)
-        raise SystemExit(f"{path}: written with different settings ({', '.join(changed)}); {remedy}")
+    return _diff_keys(written, job.fingerprint) if written != job.fingerprint else []
 
 
 def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None:
@@ -696,14 +730,21 @@ def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None
 def refuse_past_the_request(job: Job, state: State) -> None:
     """A checkpoint already trained past this command's --epochs or --max-steps is refused: finishing there would
     record the epochs asked for beside weights trained further (epochs and max-steps may only grow)."""
+    past = past_the_request(job, state.epoch, state.batch_in_epoch, state.global_step)
+    if past is not None:
+        raise SystemExit(f"{job.out}/{CHECKPOINT_FILE}: {past}; ask for at least that much, or pass --restart (or use "
+                         "another --out) to train it again")
+
+
+def past_the_request(job: Job, epoch: int, batch_in_epoch: int, global_step: int) -> str | None:
+    """Why a checkpoint at this position is past the command's --epochs / --max-steps, or None."""
     epochs, max_steps = job.settings.epochs, job.settings.max_steps
-    past_epochs = state.epoch > epochs or (state.epoch == epochs and state.batch_in_epoch > 0)
-    past_steps = max_steps is not None and state.global_step > max_steps
-    if past_epochs or past_steps:
-        asked = f"--epochs {epochs}" + (f" --max-steps {max_steps}" if max_steps is not None else "")
-        raise SystemExit(f"{job.out}/{CHECKPOINT_FILE}: trained to epoch {state.epoch} (+{state.batch_in_epoch} "
-                         f"batches), step {state.global_step}: past this command's {asked}; ask for at least that "
-                         "much, or pass --restart (or use another --out) to train it again")
+    past_epochs = epoch > epochs or (epoch == epochs and batch_in_epoch > 0)
+    past_steps = max_steps is not None and global_step > max_steps
+    if not (past_epochs or past_steps):
+        return None
+    asked = f"--epochs {epochs}" + (f" --max-steps {max_steps}" if max_steps is not None else "")
+    return f"trained to epoch {epoch} (+{batch_in_epoch} batches), step {global_step}: past this command's {asked}"
 
 
 def steps_exhausted(job: Job, state: State) -> bool:
@@ -899,7 +940,10 @@ def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: fl
         f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
         f"{collapse['mean_pairwise_cosine']:.3f}  gains {entry['function_gains']['compose']:.2f} / "
         f"{entry['function_gains']['decompose']:.2f}" + ("  (partial: --max-steps)" if partial else ""))
-    state.epoch_sums = {}
+    if not partial:
+        # a partial epoch's sums go on: a larger budget completes the epoch, and its entry (which replaces the
+        # partial one) then covers every batch of it, as an uninterrupted run's does
+        state.epoch_sums = {}
     keep_if_best(job, state)
     # Position "next epoch, batch 0" (or where --max-steps stopped: a later, larger --max-steps resumes).
     if not partial:

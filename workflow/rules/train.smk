@@ -2,7 +2,8 @@
 # every other hyper-parameter comes from config (models.<preset>, scale) as explicit flags (strae.plan.train_flags).
 # --record-failure: a diverged seed writes train.json with status "failed" and exits 0, so tables report it.
 # Interrupting leaves checkpoint.pt (not a declared output, so Snakemake keeps it; SIGTERM writes it after the
-# current step): a re-run resumes from it.
+# current step): a re-run resumes from it. --restart-stale: a job Snakemake reruns because its settings changed
+# (flags, the recipe's values) finds a checkpoint of the old settings, which it discards and starts over.
 
 
 rule train:
@@ -16,7 +17,9 @@ rule train:
         model="|".join(sorted(TRAINABLE_MODELS)),
     params:
         flags=get_train_flags,
-        recipe=get_train_recipe,  # not in the command (the flags name the recipe): an edited recipe trains again
+        # not in the command (the flags name the recipe): an edited recipe trains again, --restart-stale
+        # discarding the checkpoint the old recipe wrote (strae train would refuse it)
+        recipe=get_train_recipe,
         run_dir=get_run_dir,
         # explicit, not --resources-dir: the trainer reads exactly the files this rule declares as inputs
         data_dir=get_tokenized_dir,
@@ -36,4 +39,4 @@ rule train:
     shell:
         "OMP_NUM_THREADS={threads} strae train {params.flags} --lang {wildcards.lang} --seed {wildcards.seed} "
         "--setting {wildcards.setting} --data-dir {params.data_dir} --tokenizer {input.tokenizer} "
-        "--out {params.run_dir} --record-failure > {log} 2>&1"
+        "--out {params.run_dir} --record-failure --restart-stale > {log} 2>&1"
