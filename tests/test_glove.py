@@ -533,6 +533,24 @@ def test_a_prepared_corpus_names_its_source_in_the_run_record(tmp_path):
     from baselines.glove.train import corpus_source
 
     (tmp_path / "train.txt").write_text("a b\n")
-    assert corpus_source(tmp_path / "train.txt") == {}
-    (tmp_path / "meta.json").write_text(json.dumps({"corpus_source": "paper_source"}))
-    assert corpus_source(tmp_path / "train.txt") == {"corpus_source": "paper_source"}
+    assert corpus_source(tmp_path / "train.txt", "abc") == {}
+    (tmp_path / "meta.json").write_text(json.dumps({"corpus_source": "paper_source", "train": {"sha256": "abc"}}))
+    assert corpus_source(tmp_path / "train.txt", "abc") == {"corpus_source": "paper_source"}
+    assert corpus_source(tmp_path / "train.txt", "another file") == {}  # not the corpus the meta.json describes
+
+
+def test_a_second_process_on_the_run_directory_is_refused(tmp_path):
+    """Two `strae train-glove` on one --out would interleave checkpoints and train.json (the run directory lock every
+    trainer takes)."""
+    from strae.runs import lock_run_dir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("a b c\n" * 20)
+    import baselines.glove.train as glove_train
+
+    held = lock_run_dir(out, "strae train-glove")  # noqa: F841 - the other process
+    with pytest.raises(SystemExit, match="another `strae train-glove` process is training"):
+        glove_train.main(_tiny_glove_args(corpus, out, "--epochs", "1"))
+    assert not (out / "train.json").exists()

@@ -61,6 +61,7 @@ from strae.runs import (
     checkpoint_to_export,
     copy_tokenizer,
     load_checkpoint,
+    lock_run_dir,
     save_checkpoint,
     snapshot_block,
 )
@@ -375,15 +376,18 @@ def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: i
     write_manifest(dest, args, setting, config.get("corpus_label", config["corpus"]))
 
 
-def corpus_source(corpus: Path) -> dict[str, str]:
+def corpus_source(corpus: Path, corpus_sha256: str) -> dict[str, str]:
     """Which of its language block's sources a prepared corpus came from (``corpus_source`` in the meta.json `strae
     prepare-corpus` writes beside it: the authors' corpus or the mirror's substitute), for the tables' notes as
-    every strae run's data block carries it; nothing for a text file of another origin."""
-    meta = corpus.parent / "meta.json"
-    if not meta.is_file():
+    every strae run's data block carries it; nothing for a text file of another origin, or one that is not the
+    split the meta.json describes (its sha256)."""
+    meta_file = corpus.parent / "meta.json"
+    if not meta_file.is_file():
         return {}
-    source = read_json(meta).get("corpus_source")
-    return {"corpus_source": source} if source else {}
+    meta = read_json(meta_file)
+    described = {(meta.get(split) or {}).get("sha256") for split in ("train", "dev")}
+    source = meta.get("corpus_source")
+    return {"corpus_source": source} if source and corpus_sha256 in described else {}
 
 
 # ------------------------------------------------------------------------------------------ strae train-glove
@@ -398,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         return export_checkpoint(args)
     corpus = resolve_inputs(args)
     args.out.mkdir(parents=True, exist_ok=True)
+    # two processes on one --out would interleave checkpoints and train.json (a rerun beside a running job)
+    lock = lock_run_dir(args.out, "strae train-glove")  # noqa: F841 - held until this function returns
     record = new_record(args, corpus)
     refuse_unresumable(args, record)  # before anything in the directory changes
     if already_completed(args):
@@ -410,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with StopRequest() as stop:  # the training loop only: counting (above) is not resumable part-way anyway
             train_epochs(model, optimizer, triples, args, start_epoch, record.history,
-                         epoch_checkpointer(args.out, record, model, optimizer), stop)
+                         epoch_checkpointer(args.out, record, model, optimizer, stop), stop)
     except TrainingFailed as error:
         return record.fail(args.out, str(error), args.record_failure, stream=sys.stdout)
     except StoppedBySignal as stopped:  # train.json stays as the last epoch left it (status running)
@@ -498,8 +504,9 @@ def load_data(args, record: RunRecord) -> tuple[list[str], np.ndarray, tuple[tor
         torch.from_numpy(glove_weight(values, args.x_max, args.alpha).astype(np.float32)),
     )
     del rows, cols, values
+    source = corpus_source(Path(record.config["corpus"]), record.config.get("corpus_sha256") or "")
     record.blocks["data"] = {"vocab_size": len(tokens), "nnz": int(len(triples[0])),
-                             "n_corpus_tokens": int(counts.sum()), **corpus_source(Path(record.config["corpus"]))}
+                             "n_corpus_tokens": int(counts.sum()), **source}
     print(f"GloVe: vocab {len(tokens):,}, non-zero co-occurrences {record.blocks['data']['nnz']:,}")
     return tokens, counts, triples
 
@@ -526,9 +533,12 @@ def resume(out: Path, record: RunRecord, model: GloveModel, optimizer: RowOptimi
     return state["epoch"] + 1
 
 
-def epoch_checkpointer(out: Path, record: RunRecord, model: GloveModel, optimizer: RowOptimizer):
+def epoch_checkpointer(out: Path, record: RunRecord, model: GloveModel, optimizer: RowOptimizer,
+                       stop: StopRequest | None = None):
     """``on_epoch_end(epoch)``: checkpoint.pt after every epoch (an epoch is GloVe's unit of resumption: the
-    shuffle is per epoch), then train.json. ``train_s`` adds this session's time to the earlier sessions'."""
+    shuffle is per epoch), then train.json — not once ``stop`` has a signal: train.json is the train rule's declared
+    output, which a Snakemake stopped by the same signal deletes meanwhile (strae.train.stopped). ``train_s`` adds
+    this session's time to the earlier sessions'."""
     train_started, previous_train_s = time.time(), record.timings.get("train_s", 0.0)
 
     def on_epoch_end(epoch: int) -> None:
@@ -536,7 +546,8 @@ def epoch_checkpointer(out: Path, record: RunRecord, model: GloveModel, optimize
         save_checkpoint(out / CHECKPOINT_FILE, {
             "model": model.state_dict(), "optimizer": optimizer.state_dict(), "epoch": epoch,
             "history": record.history, "config": record.config, "timings": record.timings})
-        record.to_disk(out)
+        if stop is None or not stop.requested:
+            record.to_disk(out)
 
     return on_epoch_end
 
