@@ -796,3 +796,21 @@ def test_train_roberta_refuses_impossible_settings_naming_the_option(option, val
     with pytest.raises(SystemExit) as refused:
         parse_args(["--lang", "en", "--seed", "0", "--out", "run", f"{option}={value}"])
     assert refused.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_second_process_on_the_run_directory_is_refused(tmp_path):
+    """Two RoBERTa/SimCSE trainers on one --out would interleave checkpoints and train.json: start_record takes the
+    run-directory lock every trainer takes, and holds it on args until the command ends."""
+    import argparse
+
+    from baselines.roberta.train import start_record
+    from strae.runs import lock_run_dir
+
+    out = tmp_path / "run"
+    out.mkdir()
+    held = lock_run_dir(out, "strae train-roberta")  # noqa: F841 - the other process
+    args = argparse.Namespace(out=out, determinism={})
+    with pytest.raises(SystemExit, match="another `strae train-roberta` process is training"):
+        start_record(args, [], tmp_path / "t.model", language="xx", model="roberta", setting="s", seed=0,
+                     config={})
+    assert not (out / "train.json").exists()

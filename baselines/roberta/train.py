@@ -44,6 +44,7 @@ from strae.runs import (
     TrainingFailed,
     copy_tokenizer,
     load_checkpoint,
+    lock_run_dir,
     save_checkpoint,
     save_weights,
 )
@@ -393,9 +394,17 @@ def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str,
               f"checkpoint written, not finished: exit {RESUME_EXIT_STATUS}; the same command resumes from there",
               file=sys.stderr)
         return RESUME_EXIT_STATUS
-    save_weights(run_dir, weights)
+    from baselines.roberta.encoder import recorded_tokenizer_sha256
+
     # copied only now, the resume check passed and the run finished: a command refused for other settings (another
-    # --tokenizer) must leave the tokenizer a finished run was trained with, which its encoder loads
+    # --tokenizer) must leave the tokenizer a finished run was trained with, which its encoder loads; and the file
+    # must still be the one the run started with (resources/ rewritten during a session would hand it another)
+    expected, found = recorded_tokenizer_sha256(record.config), sha256_file(tokenizer)
+    if expected is not None and found != expected:
+        raise SystemExit(f"{tokenizer}: sha256 {found[:12]}…, not the tokenizer this run trained with "
+                         f"({expected[:12]}…, its train.json); the file changed while the run trained: put it back "
+                         "and rerun the same command (the checkpoint is kept)")
+    save_weights(run_dir, weights)
     copy_tokenizer(tokenizer, run_dir)
     record.status = "completed"
     record.to_disk(run_dir)
@@ -434,6 +443,9 @@ def start_record(args: argparse.Namespace, argv: list[str] | None, tokenizer: Pa
     recognisable. ``tokenizer`` is copied into it when the run completes (:func:`finish_run`; kept meanwhile as
     ``args.tokenizer_source``). ``labels``: :func:`new_record`'s keywords but argv."""
     args.out.mkdir(parents=True, exist_ok=True)
+    # two processes on one --out would interleave checkpoints and train.json: held (on args) until the command ends
+    command = "strae train-simcse" if labels.get("model") == "roberta_simcse" else "strae train-roberta"
+    args.run_lock = lock_run_dir(args.out, command)
     args.tokenizer_source = Path(tokenizer)
     record = new_record(**labels, determinism=args.determinism, extra_provenance={"argv": list(argv or sys.argv[1:])})
     # With a checkpoint there, train.json is first rewritten after the resume check passes: a command refused for
