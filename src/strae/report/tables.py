@@ -500,16 +500,19 @@ def training_notes(cells: pd.DataFrame, scores: pd.DataFrame) -> list[str]:
     lines = []
     for column, label in (("recipe_overrides", "recipe overrides"), ("corpus_source", "training corpus source")):
         # per model: a table of several models (Banyan Table 3: Banyan and GloVe) must not credit one model's
-        # record to all of them (GloVe's train.json names no corpus source; its corpus is in its config block)
+        # record to all of them (GloVe records before 2026-11-29 name no corpus source; GloVe has no recipe, so no
+        # overrides: only the corpus line says "not recorded")
         per_model = {model: sorted({str(v) for v in group[column].dropna() if str(v) not in ("", "nan")})
                      for model, group in rows.groupby("model", sort=True)}
+        if column == "recipe_overrides":
+            per_model = {model: values for model, values in per_model.items() if values}
         if any(per_model.values()):
             parts = [f"{model} " + (" | ".join(f"`{v}`" for v in values) if values else "not recorded")
                      for model, values in per_model.items()]
             meaning = ""
             if column == "corpus_source":
-                used = sorted({v for values in per_model.values() for v in values})
-                meaning = " (" + "; ".join(f"`{v}`: {CORPUS_SOURCES.get(v, 'see the run')}" for v in used) + ")"
+                sources = sorted({v for values in per_model.values() for v in values})
+                meaning = " (" + "; ".join(f"`{v}`: {CORPUS_SOURCES.get(v, 'see the run')}" for v in sources) + ")"
             lines.append(f"Runs in this table were trained with {label}: " + "; ".join(parts) + meaning
                          + (" (see each run's train.json)" if column == "recipe_overrides" else ""))
     recipes_used = sorted({str(v) for v in rows["recipe"].dropna() if str(v) not in ("", "nan")})
