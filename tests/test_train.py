@@ -761,3 +761,11 @@ def test_the_workflows_restart_stale_discards_a_checkpoint_of_other_settings(tin
     # the same settings: nothing discarded, the completed run is simply there
     assert trainer.train(train_args(tiny, out, "--restart-stale")) == 0
     assert "discarded" not in capsys.readouterr().err
+
+
+def test_a_partial_entry_before_the_last_is_no_candidate_for_the_kept_weights():
+    """Histories written before a completed epoch replaced its cut's partial entry keep both: the cut (a point its
+    epoch went past) never wins the best-dev-loss pick; a partial last entry (a run ended by --max-steps) does."""
+    history = [{"dev": {"loss": 2.0}}, {"dev": {"loss": 0.5}, "partial": True}, {"dev": {"loss": 1.0}}]
+    assert trainer.best_entry(history) is history[2]
+    assert trainer.best_entry(history[:2]) is history[1]

@@ -989,8 +989,12 @@ def epoch_entry(state: State, dev: dict, collapse: dict, partial: bool, wall_ela
 
 
 def best_entry(history: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The epoch-end entry with the lowest dev loss (the earliest on ties: the references save on ``<``)."""
-    return min(history, key=lambda entry: entry["dev"]["loss"], default=None)
+    """The epoch-end entry with the lowest dev loss (the earliest on ties: the references save on ``<``). A partial
+    (--max-steps) entry competes only as the last: one before it is a cut its epoch later went past (histories
+    written before such entries were replaced, 2026-11-29, keep them)."""
+    candidates = [entry for position, entry in enumerate(history)
+                  if not entry.get("partial") or position == len(history) - 1]
+    return min(candidates, key=lambda entry: entry["dev"]["loss"], default=None)
 
 
 def keep_if_best(job: Job, state: State) -> None:
