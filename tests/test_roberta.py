@@ -789,6 +789,10 @@ def test_the_stop_checkpoint_is_written_while_the_signal_handlers_are_still_inst
     ("--lr", "inf", "argument --lr: must be a finite number, got inf"),
     ("--lr", "0", "argument --lr: must be a finite number > 0, got 0"),
     ("--lr", "fast", "argument --lr: not a number: 'fast'"),
+    ("--mask-probability", "1", "argument --mask-probability: must be in (0, 1), got 1"),
+    ("--warmup-fraction", "1.5", "argument --warmup-fraction: must be in [0, 1), got 1.5"),
+    ("--clip-grad-norm", "nan", "argument --clip-grad-norm: must be a finite number, got nan"),
+    ("--max-minutes", "-1", "argument --max-minutes: must be a finite number >= 0, got -1"),
 ])
 def test_train_roberta_refuses_impossible_settings_naming_the_option(option, value, message, capsys):
     from baselines.roberta.train import parse_args

@@ -445,6 +445,7 @@ def test_rows_are_in_sentevals_order(tmp_path):
 @pytest.mark.parametrize("reader, label, row, message", [
     ("sick", "relatedness", "7\ta b\tc d\tfour\tNEUTRAL", r"bad\.txt:4: relatedness_score 'four' is not a number"),
     ("sick", "relatedness", "7\ta b\tc d\tnan\tNEUTRAL", r"bad\.txt:4: relatedness_score 'nan' is not finite"),
+    ("sick", "relatedness", "7\ta b\tc d\t5.5\tNEUTRAL", r"bad\.txt:4: relatedness_score '5.5' is outside SICK's"),
     ("mrpc", None, "yes\t1\t2\ta b\tc d", r"bad\.txt:4: Quality 'yes' is not 0 or 1"),
     ("mrpc", None, "2\t1\t2\ta b\tc d", r"bad\.txt:4: Quality '2' is not 0 or 1"),
 ])

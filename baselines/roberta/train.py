@@ -32,7 +32,7 @@ import torch
 from tqdm import tqdm
 
 from strae import paths
-from strae.argtypes import positive_float, positive_int
+from strae.argtypes import fraction, nonnegative_float, positive_float, positive_int, probability
 from strae.data.batching import batch_at_step
 from strae.io import provenance, read_json, sha256_file
 from strae.runs import (
@@ -537,10 +537,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every-steps", "--checkpoint-every", dest="checkpoint_every_steps",
                         type=positive_int, default=1000, help="steps between resumable checkpoints")
     parser.add_argument("--log-every", type=positive_int, default=50, help="steps per train.json history entry")
-    parser.add_argument("--max-minutes", type=float, default=None,
+    parser.add_argument("--max-minutes", type=nonnegative_float, default=None,
                         help=f"stop after this much wall time (checkpointed, unfinished: exit {RESUME_EXIT_STATUS}; "
                              "the same command resumes)")
-    parser.add_argument("--clip-grad-norm", type=float, default=1.0)
+    parser.add_argument("--clip-grad-norm", type=nonnegative_float, default=1.0)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--record-failure", action="store_true", help="exit 0 on divergence (recorded as failed)")
     parser.add_argument("--nondeterministic", action="store_true",
@@ -584,14 +584,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="SentencePiece model (default <resources>/tokenizers/LANG.model)")
     parser.add_argument("--setting", default="medium_mlm", help="run label (run-directory level under roberta/)")
     parser.add_argument("--steps", type=positive_int, default=200_000)
-    parser.add_argument("--warmup-fraction", type=float, default=0.1)
+    parser.add_argument("--warmup-fraction", type=fraction, default=0.1)
     parser.add_argument("--lr", type=positive_float, default=5e-5)
-    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--weight-decay", type=nonnegative_float, default=0.0)
     parser.add_argument("--batch-size", type=positive_int, default=64,
                         help="sentences per optimiser step (effective batch)")
     parser.add_argument("--max-length", type=int, default=128,
                         help="ids per sentence incl. <s> and </s> (longer ones truncated); also the packed row length")
-    parser.add_argument("--mask-probability", type=float, default=0.15)
+    parser.add_argument("--mask-probability", type=probability, default=0.15)
     parser.add_argument("--shape", choices=sorted(SHAPES), default="table6",
                         help="table6: hidden 256, Banyan Table 6's ≈10M (default); turc_medium: hidden 512 (25.2M)")
     parser.add_argument("--layers", type=int, default=None, help="override the shape's layer count")

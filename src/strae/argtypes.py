@@ -52,3 +52,19 @@ def nonnegative_float(text: str) -> float:
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
+
+
+def fraction(text: str) -> float:
+    """A finite number in [0, 1) (a warm-up share of the steps)."""
+    value = finite_float(text)
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
+    return value
+
+
+def probability(text: str) -> float:
+    """A finite number in (0, 1) (a masking probability: 0 masks nothing to learn from, 1 leaves no context)."""
+    value = finite_float(text)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1), got {text}")
+    return value

@@ -142,6 +142,8 @@ def _sick_score(path: Path, n: int, text: str) -> float:
         raise SentevalError(f"{path}:{n}: relatedness_score {text.strip()!r} is not a number") from None
     if not np.isfinite(value):
         raise SentevalError(f"{path}:{n}: relatedness_score {text.strip()!r} is not finite")
+    if not 1.0 <= value <= 5.0:  # SICK's scale; SentEval's label encoding (relatedness_targets) needs it
+        raise SentevalError(f"{path}:{n}: relatedness_score {text.strip()!r} is outside SICK's 1..5")
     return value
 
 
