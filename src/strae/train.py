@@ -517,9 +517,11 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
                     return stopped(job, state)
                 if outcome == "max_steps":
                     break  # --max-steps ended the epoch early
-            if steps_exhausted(job, state) and state.epoch_sums:
+            entered = bool(state.history) and state.history[-1]["global_step"] == state.global_step
+            if steps_exhausted(job, state) and state.epoch_sums and not entered:
                 # stopped by a signal at its --max-steps step, before that epoch's dev evaluation and history
-                # entry: they are made now, as an uninterrupted run made them
+                # entry: they are made now, as an uninterrupted run made them (a partial epoch's sums outlive its
+                # entry, for the budget that completes it: `entered` tells the two apart)
                 end_epoch(job, state, record, state.batch_in_epoch < len(epoch_batches(job, state.epoch)),
                           time.perf_counter())
         except TrainingFailed as failure:
