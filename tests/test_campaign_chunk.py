@@ -444,6 +444,9 @@ def test_campaign_record_refuses_evaluations_no_archive_brought(tmp_path):
     box = tmp_path / "box"
     (box / "results/eval/xx/banyan/a").mkdir(parents=True)
     (box / "results/eval/xx/banyan/a/seed0.paper.json").write_text("{}")
+    for run in ("a/seed0", "c/seed0"):  # c: trained, its evaluation never made (a chunk cut before it)
+        (box / f"results/runs/xx/banyan/{run}").mkdir(parents=True)
+        (box / f"results/runs/xx/banyan/{run}/train.json").write_text("{}")
     with tarfile.open(tmp_path / "campaign.tar.xz", "w:xz") as tar:
         tar.add(box / "results", arcname="results")
     local = tmp_path / "results/eval/xx/glove/b/seed1.paper.json"
@@ -478,6 +481,10 @@ def test_campaign_record_refuses_evaluations_no_archive_brought(tmp_path):
     (tmp_path / "strae-calls.txt").unlink()
     kept = record(KEEP_LOCAL="1")  # goes on to aggregate (here: the stand-in strae, which fails)
     assert "strae aggregate" in (tmp_path / "strae-calls.txt").read_text() and kept.returncode != 0
+    # the evaluated run's train.json came with it; the unevaluated one's was left out, and said so
+    assert (tmp_path / "results/runs/xx/banyan/a/seed0/train.json").exists()
+    assert not (tmp_path / "results/runs/xx/banyan/c").exists()
+    assert "results/runs/xx/banyan/c/seed0: no evaluation of it in the archives" in kept.stderr
 
 
 def test_a_chunk_without_a_target_is_refused_before_snakemake_runs(tmp_path):

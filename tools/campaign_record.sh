@@ -6,8 +6,9 @@
 # NAME: the new record (reproductions/NAME); CARRY: the newest earlier record, whose runs and scores join this one
 # (strae aggregate --carry, strae record --carry), or `none` for a campaign's first record; ARCHIVE: the chunks'
 # archives, oldest first (a later one's files replace an earlier one's). Steps:
-#   1. each archive's finished runs' train.json and evaluation JSONs copied into results/ (snapshots are left out:
-#      they are partial runs); its campaign.txt (as campaign-N.txt) and log tails kept for the record's campaign/
+#   1. each archive's evaluation JSONs and the train.json of the runs they evaluate copied into results/ (snapshots
+#      and runs without an evaluation are left out: partial runs); its campaign.txt (as campaign-N.txt) and log
+#      tails kept for the record's campaign/
 #   2. results/scores.csv: results/eval's evaluations + CARRY's scores (strae aggregate --carry)
 #   3. the parameter counts (snakemake results/measure/param_counts.json), every paper table (strae report tables)
 #      and the figures drawn from scores alone (`from_scores: true` in config/tables.yaml; strae figure)
@@ -73,8 +74,19 @@ for archive in "$@"; do
     if [ -d "$unpacked/results/eval" ]; then
         (cd "$unpacked" && find results/eval -name 'seed*.json' -print0 | xargs -0 -r cp --parents -t "$REPO")
     fi
+    # a run's train.json only beside an evaluation of it (this archive's or an earlier one's): a run a chunk stopped
+    # before its evaluation (or still training) is no result of this record, and strae record would pair it with
+    # nothing
     if [ -d "$unpacked/results/runs" ]; then
-        (cd "$unpacked" && find results/runs -name train.json -print0 | xargs -0 -r cp --parents -t "$REPO")
+        while IFS= read -r -d '' record; do
+            run=${record%/train.json}
+            if compgen -G "$unpacked/results/eval/${run#results/runs/}.*.json" >/dev/null \
+                || compgen -G "results/eval/${run#results/runs/}.*.json" >/dev/null; then
+                (cd "$unpacked" && cp --parents -t "$REPO" "$record")
+            else
+                echo "campaign_record: $run: no evaluation of it in the archives; its train.json is left out" >&2
+            fi
+        done < <(cd "$unpacked" && find results/runs -name train.json -print0)
     fi
     [ -f "$unpacked/results/config.effective.yaml" ] && cp "$unpacked/results/config.effective.yaml" results/
     # a box's campaign.txt grows call after call: each archive's copy is kept (campaign-1.txt, campaign-2.txt, ...)
