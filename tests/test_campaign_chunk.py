@@ -444,6 +444,10 @@ def test_campaign_record_refuses_evaluations_no_archive_brought(tmp_path):
     box = tmp_path / "box"
     (box / "results/eval/xx/banyan/a").mkdir(parents=True)
     (box / "results/eval/xx/banyan/a/seed0.paper.json").write_text("{}")
+    (box / "results/eval/xx/glove/g@stopword_rm").mkdir(parents=True)  # evaluated only with an option
+    (box / "results/eval/xx/glove/g@stopword_rm/seed0.paper.json").write_text("{}")
+    (box / "results/runs/xx/glove/g/seed0").mkdir(parents=True)
+    (box / "results/runs/xx/glove/g/seed0/train.json").write_text("{}")
     for run in ("a/seed0", "c/seed0"):  # c: trained, its evaluation never made (a chunk cut before it)
         (box / f"results/runs/xx/banyan/{run}").mkdir(parents=True)
         (box / f"results/runs/xx/banyan/{run}/train.json").write_text("{}")
@@ -483,6 +487,7 @@ def test_campaign_record_refuses_evaluations_no_archive_brought(tmp_path):
     assert "strae aggregate" in (tmp_path / "strae-calls.txt").read_text() and kept.returncode != 0
     # the evaluated run's train.json came with it; the unevaluated one's was left out, and said so
     assert (tmp_path / "results/runs/xx/banyan/a/seed0/train.json").exists()
+    assert (tmp_path / "results/runs/xx/glove/g/seed0/train.json").exists()
     assert not (tmp_path / "results/runs/xx/banyan/c").exists()
     assert "results/runs/xx/banyan/c/seed0: no evaluation of it in the archives" in kept.stderr
 

@@ -761,6 +761,12 @@ def test_the_workflows_restart_stale_discards_a_checkpoint_of_other_settings(tin
     # the same settings: nothing discarded, the completed run is simply there
     assert trainer.train(train_args(tiny, out, "--restart-stale")) == 0
     assert "discarded" not in capsys.readouterr().err
+    # another run's directory (a mistyped --out: another seed) is never discarded, only refused
+    other = [a if a != "3" else "4" for a in train_args(tiny, out, "--restart-stale")]
+    with pytest.raises(SystemExit, match="different settings"):
+        trainer.train(other)
+    assert (out / "checkpoint.pt").exists() and (out / "encoder.json").exists()
+    assert json.loads((out / "train.json").read_text())["status"] == "completed"
 
 
 def test_a_partial_entry_before_the_last_is_no_candidate_for_the_kept_weights():

@@ -80,8 +80,11 @@ for archive in "$@"; do
     if [ -d "$unpacked/results/runs" ]; then
         while IFS= read -r -d '' record; do
             run=${record%/train.json}
-            if compgen -G "$unpacked/results/eval/${run#results/runs/}.*.json" >/dev/null \
-                || compgen -G "results/eval/${run#results/runs/}.*.json" >/dev/null; then
+            rel=${run#results/runs/}  # LANG/MODEL/SETTING/seedN; evaluated as SETTING/ or SETTING@OPTION/seedN.*.json
+            if compgen -G "$unpacked/results/eval/$rel.*.json" >/dev/null \
+                || compgen -G "$unpacked/results/eval/${rel%/*}@*/${rel##*/}.*.json" >/dev/null \
+                || compgen -G "results/eval/$rel.*.json" >/dev/null \
+                || compgen -G "results/eval/${rel%/*}@*/${rel##*/}.*.json" >/dev/null; then
                 (cd "$unpacked" && cp --parents -t "$REPO" "$record")
             else
                 echo "campaign_record: $run: no evaluation of it in the archives; its train.json is left out" >&2

@@ -599,9 +599,7 @@ def prepare(args: argparse.Namespace) -> Job:
 def previous_status(job: Job) -> str | None:
     """The status train.json already records (None after --restart, which also discards the checkpoint)."""
     if job.args.restart:
-        (job.out / CHECKPOINT_FILE).unlink(missing_ok=True)
-        (job.out / BEST_WEIGHTS_FILE).unlink(missing_ok=True)
-        invalidate_outputs(job.out)
+        discard_training(job)
         return None
     previous = RunRecord.from_disk(job.out)
     # A divergence is deterministic (same seed, same data): a failed run stays failed until --restart.
@@ -667,12 +665,21 @@ def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any
     return saved
 
 
+def discard_training(job: Job) -> None:
+    """What a run directory holds of a training (checkpoint, best weights, completion mark): --restart's and
+    --restart-stale's clean slate."""
+    (job.out / CHECKPOINT_FILE).unlink(missing_ok=True)
+    (job.out / BEST_WEIGHTS_FILE).unlink(missing_ok=True)
+    invalidate_outputs(job.out)
+
+
 def discard_stale_checkpoint(job: Job) -> bool:
     """--restart-stale: a checkpoint this command would refuse (other settings, or trained past its epochs / steps)
     is deleted with best.pt and the run's outputs, and the run starts over, said on stderr. Anything else about the
-    directory is checked as without the flag."""
+    directory is checked as without the flag: a train.json naming another run (language, model, setting, seed: a
+    mistyped --out) keeps everything, and the command is refused as without it."""
     path = job.out / CHECKPOINT_FILE
-    if not path.exists():
+    if not path.exists() or _other_runs_labels(job):
         return False
     saved = load_checkpoint(path, "delete it or pass --restart")
     changed = fingerprint_changes(job, saved, path)
@@ -682,9 +689,7 @@ def discard_stale_checkpoint(job: Job) -> bool:
         return False
     log(f"warning: {path}: {reason}; discarded with {BEST_WEIGHTS_FILE} and the run's outputs, training from "
         "scratch (--restart-stale)")
-    path.unlink()
-    (job.out / BEST_WEIGHTS_FILE).unlink(missing_ok=True)
-    invalidate_outputs(job.out)
+    discard_training(job)
     (job.out / TRAIN_JSON).unlink(missing_ok=True)  # the old run's record: this one starts a new one
     return True
 
@@ -709,17 +714,24 @@ def fingerprint_changes(job: Job, saved: Any, path: Path) -> list[str]:
     return _diff_keys(written, job.fingerprint) if written != job.fingerprint else []
 
 
+def _other_runs_labels(job: Job) -> list[str]:
+    """The labels of train.json (if any) that name another run than this command's (new_record writes the job's
+    settings' labels)."""
+    recorded = RunRecord.from_disk(job.out)
+    if recorded is None:
+        return []
+    return [f"{key} {getattr(recorded, key)!r} (this command: {getattr(job.settings, key)!r})"
+            for key in ("language", "model", "setting", "seed")
+            if getattr(recorded, key) is not None and getattr(recorded, key) != getattr(job.settings, key)]
+
+
 def refuse_orphaned_record(job: Job, state: State, previous: str | None) -> None:
     """A train.json that names another run (its labels are not in the checkpoint's fingerprint), or a completed
     run whose checkpoint is gone (deleted to save disk: starting over would silently replace its weights), is
     refused. A run that stopped before its first checkpoint has lost nothing and simply starts."""
     if previous is None or previous == "failed":
         return
-    recorded = RunRecord.from_disk(job.out)
-    # the labels train.json records are the job's settings' (new_record)
-    mismatched = [f"{key} {getattr(recorded, key)!r} (this command: {getattr(job.settings, key)!r})"
-                  for key in ("language", "model", "setting", "seed")
-                  if getattr(recorded, key) is not None and getattr(recorded, key) != getattr(job.settings, key)]
+    mismatched = _other_runs_labels(job)
     if mismatched:
         raise SystemExit(f"{job.out}/train.json: another run's directory ({'; '.join(mismatched)}); use another "
                          "--out, or --restart to discard it")
