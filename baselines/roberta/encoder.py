@@ -141,18 +141,19 @@ def recorded_tokenizer_sha256(config: dict[str, Any]) -> str | None:
     return None
 
 
-def check_run_tokenizer(tokenizer_file: Path, config: dict[str, Any], record_file: Path) -> None:
+def check_run_tokenizer(tokenizer_file: Path, config: dict[str, Any], record_file: Path,
+                        remedy: str = "copy the run's own tokenizer back (train.json config.tokenizer.path or the "
+                                      "--init run's) or retrain") -> None:
     """A run's tokenizer.model must be the file it trained with: another one (e.g. the --tokenizer of a refused
     rerun, which the trainer once copied in before its resume check) maps text to pieces the weights never saw,
-    and every score would be silently wrong."""
+    and every score would be silently wrong. The trainer checks the file it is about to copy in the same way."""
     if not tokenizer_file.is_file():
         raise SystemExit(f"{tokenizer_file}: missing; is {tokenizer_file.parent} a completed RoBERTa / SimCSE run?")
     expected = recorded_tokenizer_sha256(config)
     found = sha256_file(tokenizer_file)
     if expected is not None and found != expected:
         raise SystemExit(f"{tokenizer_file}: sha256 {found[:12]}…, not the tokenizer {record_file} records for this "
-                         f"run ({expected[:12]}…); copy the run's own tokenizer back (train.json config.tokenizer.path"
-                         " or the --init run's) or retrain")
+                         f"run ({expected[:12]}…); {remedy}")
 
 
 class RobertaEncoder(Encoder):

@@ -38,6 +38,7 @@ from strae.io import provenance, read_json, sha256_file
 from strae.runs import (
     BEST_WEIGHTS_FILE,
     CHECKPOINT_FILE,
+    TRAIN_JSON,
     ProgressFile,
     RunRecord,
     Sessions,
@@ -394,16 +395,14 @@ def finish_run(run_dir: Path, record: RunRecord, status: str, weights: dict[str,
               f"checkpoint written, not finished: exit {RESUME_EXIT_STATUS}; the same command resumes from there",
               file=sys.stderr)
         return RESUME_EXIT_STATUS
-    from baselines.roberta.encoder import recorded_tokenizer_sha256
+    from baselines.roberta.encoder import check_run_tokenizer
 
     # copied only now, the resume check passed and the run finished: a command refused for other settings (another
     # --tokenizer) must leave the tokenizer a finished run was trained with, which its encoder loads; and the file
     # must still be the one the run started with (resources/ rewritten during a session would hand it another)
-    expected, found = recorded_tokenizer_sha256(record.config), sha256_file(tokenizer)
-    if expected is not None and found != expected:
-        raise SystemExit(f"{tokenizer}: sha256 {found[:12]}…, not the tokenizer this run trained with "
-                         f"({expected[:12]}…, its train.json); the file changed while the run trained: put it back "
-                         "and rerun the same command (the checkpoint is kept)")
+    check_run_tokenizer(Path(tokenizer), record.config, run_dir / TRAIN_JSON,
+                        remedy="the file changed while the run trained: put it back and rerun the same command (the "
+                               "checkpoint is kept)")
     save_weights(run_dir, weights)
     copy_tokenizer(tokenizer, run_dir)
     record.status = "completed"
