@@ -501,9 +501,8 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     if previous == "failed":
         return 0 if job.args.record_failure else 1
     state = build_state(job)
-    if job.args.restart_stale and discard_stale_checkpoint(job):
+    if resume(job, state) == "discarded":
         previous = None  # its train.json went with it
-    resume(job, state)
     refuse_orphaned_record(job, state, previous)
     refuse_past_the_request(job, state)
     if already_completed(job, state, previous):
@@ -640,12 +639,16 @@ def build_state(job: Job) -> State:
                  propagation=propagation)
 
 
-def resume(job: Job, state: State) -> None:
-    """Continue from checkpoint.pt when there is one: weights, optimizer, RNG states and position."""
+def resume(job: Job, state: State) -> str | None:
+    """Continue from checkpoint.pt when there is one: weights, optimizer, RNG states and position ("resumed");
+    "discarded" when --restart-stale threw it away (discard_stale_checkpoint); None without one. Loaded once."""
     path = job.out / CHECKPOINT_FILE
     if not path.exists():
-        return
-    saved = load_matching_checkpoint(job, path, "use another --out or pass --restart to discard it")
+        return None
+    saved = load_checkpoint(path, "delete it or pass --restart")
+    if job.args.restart_stale and discard_stale_checkpoint(job, saved):
+        return "discarded"
+    check_fingerprint(job, saved, path, "use another --out or pass --restart to discard it")
     _load_weights(state.model, saved["model"], path, "model state")
     _load_weights(state.optimizer, saved["optimizer"], path, "optimizer state")
     if saved.get("engine_sha256") not in (None, state.engine_sha):
@@ -656,13 +659,7 @@ def resume(job: Job, state: State) -> None:
         setattr(state, key, saved[key])
     state.sessions = Sessions.from_checkpoint(state.timings.get("sessions"), state.global_step)
     log(f"resuming {job.out} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step}")
-
-
-def load_matching_checkpoint(job: Job, path: Path, remedy: str) -> dict[str, Any]:
-    """checkpoint.pt, refused when it was written with other settings than this command's."""
-    saved = load_checkpoint(path, "delete it or pass --restart")
-    check_fingerprint(job, saved, path, remedy)
-    return saved
+    return "resumed"
 
 
 def discard_training(job: Job) -> None:
@@ -673,15 +670,14 @@ def discard_training(job: Job) -> None:
     invalidate_outputs(job.out)
 
 
-def discard_stale_checkpoint(job: Job) -> bool:
+def discard_stale_checkpoint(job: Job, saved: dict[str, Any]) -> bool:
     """--restart-stale: a checkpoint this command would refuse (other settings, or trained past its epochs / steps)
     is deleted with best.pt and the run's outputs, and the run starts over, said on stderr. Anything else about the
     directory is checked as without the flag: a train.json naming another run (language, model, setting, seed: a
-    mistyped --out) keeps everything, and the command is refused as without it."""
+    mistyped --out) keeps everything, and the command is refused as without it. ``saved``: the loaded checkpoint."""
     path = job.out / CHECKPOINT_FILE
-    if not path.exists() or _other_runs_labels(job):
+    if _other_runs_labels(job):
         return False
-    saved = load_checkpoint(path, "delete it or pass --restart")
     changed = fingerprint_changes(job, saved, path)
     reason = (f"written with different settings ({', '.join(changed)})" if changed else
               past_the_request(job, saved["epoch"], saved["batch_in_epoch"], saved["global_step"]))
