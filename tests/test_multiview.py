@@ -322,6 +322,29 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch, capsys):
     with torch.no_grad():
         expected = torch.cat([encoder.model.target(batch), encoder.model.context(batch)], dim=-1)[0].numpy()
     np.testing.assert_allclose(vectors[0], expected, rtol=1e-5, atol=1e-6)
+    # token_counts: running totals of the tokens parsed and of those outside the vocabulary (the fake parses' words
+    # are w0..w39: "zz" and "." are not in it)
+    encoder.token_counts.update(tokens=0, unknown=0)
+    encoder.parse(["w1 zz .", "W2"])  # lowercased like the training tokens: W2 is w2
+    assert encoder.token_counts == {"tokens": 4, "unknown": 2}
+    # vectors=random-token: the floor's seeded vector per vocabulary entry (the one "<unk>" for the rest), pooled
+    from strae.evaluate.random_token import RandomTokenEncoder
+
+    floor = MultiviewEncoder(straight, device="cpu", nlp=_FakeNLP(), vectors="random-token", dim=8)
+    plain = RandomTokenEncoder(dim=8)
+    got = floor.encode_sentences(["w1 zz .", "W2", ""])
+    np.testing.assert_allclose(got[0], np.mean([plain.token_vector(t) for t in ("w1", "<unk>", "<unk>")], axis=0))
+    np.testing.assert_array_equal(got[1], plain.token_vector("w2"))
+    assert np.isnan(got[2]).all() and floor.token_counts == {"tokens": 4, "unknown": 2}
+    assert floor.encoder_id.endswith("seed1@random-token-dim8")
+    assert floor.run_info()["setting"].endswith("@random-token-dim8")  # its own table row, never the model's
+    assert floor.describe()["vectors"] == "random-token" and encoder.describe()["vectors"] == "model"
+    with pytest.raises(SystemExit, match="dim: only with vectors=random-token"):
+        MultiviewEncoder(straight, device="cpu", nlp=_FakeNLP(), dim=8)
+    with pytest.raises(SystemExit, match="vectors=trained: use one of"):
+        MultiviewEncoder(straight, device="cpu", nlp=_FakeNLP(), vectors="trained")
+    with pytest.raises(SystemExit, match="view=target: the random-token vectors have no views"):
+        MultiviewEncoder(straight, device="cpu", nlp=_FakeNLP(), vectors="random-token", view="target")
     # loaded here by package name: the pipeline that parses the evaluation texts is recorded beside the training
     # corpus' own, and a difference is said
     from baselines.multiview import encoder as encoder_module
@@ -582,6 +605,10 @@ def test_the_stop_checkpoint_is_written_while_the_signal_handlers_are_still_inst
     ("--checkpoint-every-steps", "0", "argument --checkpoint-every-steps: must be >= 1, got 0"),
     ("--max-sentences", "0", "argument --max-sentences: must be >= 1, got 0"),
     ("--sentences-per-book", "x", "argument --sentences-per-book: not an integer: 'x'"),
+    ("--hidden", "0", "argument --hidden: must be >= 1, got 0"),
+    ("--vocab-size", "0", "argument --vocab-size: must be >= 1, got 0"),
+    ("--clip-grad-norm", "0", "argument --clip-grad-norm: must be a finite number > 0, got 0"),
+    ("--max-tokens", "-1", "argument --max-tokens: must be >= 1, got -1"),
 ])
 def test_train_multiview_refuses_impossible_settings_naming_the_option(option, value, message, capsys):
     from baselines.multiview.train import build_parser

@@ -793,6 +793,8 @@ def test_the_stop_checkpoint_is_written_while_the_signal_handlers_are_still_inst
     ("--warmup-fraction", "1.5", "argument --warmup-fraction: must be in [0, 1), got 1.5"),
     ("--clip-grad-norm", "nan", "argument --clip-grad-norm: must be a finite number, got nan"),
     ("--max-minutes", "-1", "argument --max-minutes: must be a finite number >= 0, got -1"),
+    ("--heads", "0", "argument --heads: must be >= 1, got 0"),
+    ("--hidden", "-8", "argument --hidden: must be >= 1, got -8"),
 ])
 def test_train_roberta_refuses_impossible_settings_naming_the_option(option, value, message, capsys):
     from baselines.roberta.train import parse_args
@@ -800,6 +802,15 @@ def test_train_roberta_refuses_impossible_settings_naming_the_option(option, val
     with pytest.raises(SystemExit) as refused:
         parse_args(["--lang", "en", "--seed", "0", "--out", "run", f"{option}={value}"])
     assert refused.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_train_roberta_refuses_a_hidden_size_the_heads_do_not_divide():
+    """Refused when parsed (HF's config would raise only after the corpus is loaded, as a traceback)."""
+    from baselines.roberta.train import parse_args
+
+    with pytest.raises(SystemExit, match="hidden size 250 is not a multiple of 4 attention heads"):
+        parse_args(["--lang", "en", "--seed", "0", "--out", "run", "--hidden", "250", "--heads", "4"])
+    assert parse_args(["--lang", "en", "--seed", "0", "--out", "run", "--hidden", "256", "--heads", "4"]).hidden == 256
 
 
 def test_a_second_process_on_the_run_directory_is_refused(tmp_path):

@@ -99,6 +99,33 @@ def test_binary_separable_is_100_and_uninformative_is_majority(tmp_path):
                                rows={"neg": 9}), lambda name: files[name])
 
 
+class CountingKeywordEncoder(KeywordEncoder):
+    """KeywordEncoder whose vocabulary is KEYWORDS: it keeps ``token_counts`` as a word-vocabulary model does."""
+
+    def __init__(self):
+        self.token_counts = {"tokens": 0, "unknown": 0}
+
+    def encode_sentences(self, sentences, batch_size=256):
+        for s in sentences:
+            self.token_counts["tokens"] += len(s.split())
+            self.token_counts["unknown"] += sum(w not in KEYWORDS for w in s.split())
+        return super().encode_sentences(sentences, batch_size)
+
+
+def test_a_word_vocabulary_encoders_unknown_tokens_are_recorded_per_task(tmp_path):
+    """An encoder with ``token_counts`` gets each task's unknown-token share in the result (its distinct texts: the
+    repeated "good 0" is read once); one without gets no such field."""
+    files = {"neg": _write(tmp_path / "neg", [f"bad x{i}" for i in range(10)]),
+             "pos": _write(tmp_path / "pos", ["good 0"] * 2 + [f"good {i}" for i in range(1, 9)])}
+    task = SentevalTask(name="BIN", reader="binary", protocol="inner_kfold", files={"neg": "neg", "pos": "pos"},
+                        folds=5, c_grid=(1.0,))
+    encoder = CountingKeywordEncoder()
+    encoder.token_counts["tokens"] = 7  # what an earlier task read is not this one's
+    record = evaluate_task(encoder, task, lambda name: files[name])["BIN"]
+    assert record.details["unknown_tokens"] == {"tokens": 38, "unknown": 19, "share": 0.5}
+    assert "unknown_tokens" not in evaluate_task(KeywordEncoder(), task, lambda name: files[name])["BIN"].details
+
+
 def test_inner_kfold_picks_c_on_inner_folds_only():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(60, 3))

@@ -5,6 +5,13 @@ one input become one tree, later roots under the first), its tokens mapped to th
 by both views. ``view=both`` (default, the paper's test-time vector) concatenates [target; context]; ``target``
 or ``context`` gives one view. Batching by length is an inference knob only; it changes a vector by rounding at
 most (the CPU's BiLSTM groups a batch's sentences by length).
+
+``vectors=random-token`` replaces the trained views by the random-token floor over what the model sees: the same
+parse, tokens and vocabulary (an out-of-vocabulary token is the one ``<unk>``), each vocabulary entry the floor's
+seeded vector (``strae.evaluate.random_token``, ``dim`` 256 by default, seed 0), mean-pooled. Against the plain
+floor (whitespace tokens, every word its own vector) it tells how much of a task the 20k-word vocabulary and the
+tokenisation leave to a model that knows nothing else. ``token_counts`` (tokens parsed, how many were outside the
+vocabulary) is read by the SentEval suite per task.
 """
 from __future__ import annotations
 
@@ -25,17 +32,33 @@ from strae.runs import RunRecord, load_weights_file
 from strae.runtime import describe_device, resolve_device
 
 VIEW_CHOICES = ("both", "target", "context")
+VECTOR_CHOICES = ("model", "random-token")
+UNKNOWN_KEY = "<unk>"  # the floor's token string for the vocabulary's <unk> id
 
 
 class MultiviewEncoder(Encoder):
-    def __init__(self, run_dir: str | Path, device: str = "auto", view: str = "both", nlp=None) -> None:
+    def __init__(self, run_dir: str | Path, device: str = "auto", view: str = "both", nlp=None,
+                 vectors: str = "model", dim: int | str | None = None) -> None:
         self.run_dir = Path(run_dir)
         for name in ("model.pt", "vocab.json", "parser.json"):
             if not (self.run_dir / name).exists():
                 raise SystemExit(f"{self.run_dir / name}: missing; is {self.run_dir} a finished train-multiview run?")
         if view not in VIEW_CHOICES:
             raise SystemExit(f"--encoder-option view={view}: use one of {VIEW_CHOICES}")
+        if vectors not in VECTOR_CHOICES:
+            raise SystemExit(f"--encoder-option vectors={vectors}: use one of {VECTOR_CHOICES}")
+        if vectors == "model" and dim is not None:
+            raise SystemExit("--encoder-option dim: only with vectors=random-token (the model's width is its own)")
+        if vectors == "random-token" and view != "both":
+            raise SystemExit(f"--encoder-option view={view}: the random-token vectors have no views")
         self.view = view
+        self.vectors = vectors
+        self.floor = None
+        if vectors == "random-token":
+            from strae.evaluate.random_token import load as load_floor
+
+            self.floor = load_floor(dim=256 if dim is None else dim)
+        self.token_counts = {"tokens": 0, "unknown": 0}  # running totals of parse(), for the evaluation's record
         payload = load_weights_file(self.run_dir / "model.pt")
         self.config = MultiviewConfig.from_dict(payload["config"])
         self.device = resolve_device(device)
@@ -59,17 +82,38 @@ class MultiviewEncoder(Encoder):
         record = self.record
         self.encoder_id = (f"{record.model or 'multiview'}/{record.setting or '?'}/"
                            f"seed{'?' if record.seed is None else record.seed}"
-                           + ("" if view == "both" else f"@{view}"))
+                           + (f"@{self.label}" if self.label else ""))
+
+    @property
+    def label(self) -> str | None:
+        """The option that makes these vectors another table row than the paper's (``SETTING@LABEL``), if any."""
+        if self.floor is not None:
+            return f"random-token-dim{self.floor.dim}"
+        return None if self.view == "both" else self.view
 
     def parse(self, texts: Sequence[str]) -> list[tuple[list[int], list[int]]]:
         trees = []
         for doc in self.nlp.pipe(list(texts), batch_size=256):  # an empty text -> no tokens -> NaN row
             tokens, heads = doc_to_tree(doc)
-            trees.append((self.vocab.ids(tokens), heads))
+            ids = self.vocab.ids(tokens)
+            self.token_counts["tokens"] += len(ids)
+            self.token_counts["unknown"] += sum(i == self.vocab.unk_id for i in ids)
+            trees.append((ids, heads))
         return trees
+
+    def _floor_vectors(self, trees: Sequence[tuple[list[int], list[int]]]) -> np.ndarray:
+        """The random-token floor over the vocabulary's entries: one seeded vector per entry, mean-pooled."""
+        out = np.full((len(trees), self.floor.dim), np.nan, dtype=np.float32)
+        for row, (ids, _) in enumerate(trees):
+            if ids:
+                out[row] = np.mean([self.floor.token_vector(self.vocab.tokens[i] if i < len(self.vocab.tokens)
+                                                            else UNKNOWN_KEY) for i in ids], axis=0)
+        return out
 
     @torch.no_grad()
     def encode_trees(self, trees: Sequence[tuple[list[int], list[int]]], batch_size: int = 256) -> np.ndarray:
+        if self.floor is not None:
+            return self._floor_vectors(trees)
         order = np.argsort([len(t[0]) for t in trees], kind="stable")
         hidden = self.config.hidden
         width = {"both": 2 * hidden, "target": hidden, "context": hidden}[self.view]
@@ -96,14 +140,18 @@ class MultiviewEncoder(Encoder):
         return self.encode_sentences(words, batch_size)
 
     def describe(self) -> dict[str, Any]:
+        vectors = ({"vectors": "model"} if self.floor is None else
+                   {"vectors": "random-token", "random_token": self.floor.describe(),
+                    "vocabulary_sha256": sha256_file(self.run_dir / "vocab.json")})
         return {"encoder_id": self.encoder_id, "run_dir": str(self.run_dir), "kind": "multiview", "view": self.view,
+                **vectors,
                 "weights_sha256": sha256_file(self.run_dir / "model.pt"), "config": self.config.to_dict(),
                 "parser": self.parser_info if self.parser_loaded is None else self.parser_loaded,
                 "training_parser": self.parser_info, "device": describe_device(self.device),
                 "seed": self.record.seed}
 
     def run_info(self) -> dict[str, Any]:
-        return self.record.run_info(setting_suffix=self.view if self.view != "both" else None)
+        return self.record.run_info(setting_suffix=self.label)
 
 
 def load_run(run_dir: Path, **options: Any) -> MultiviewEncoder:

@@ -593,10 +593,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--mask-probability", type=probability, default=0.15)
     parser.add_argument("--shape", choices=sorted(SHAPES), default="table6",
                         help="table6: hidden 256, Banyan Table 6's ≈10M (default); turc_medium: hidden 512 (25.2M)")
-    parser.add_argument("--layers", type=int, default=None, help="override the shape's layer count")
-    parser.add_argument("--heads", type=int, default=None, help="override the shape's attention heads")
-    parser.add_argument("--hidden", type=int, default=None, help="override the shape's hidden size")
-    parser.add_argument("--ffn", type=int, default=None, help="override the shape's feed-forward size")
+    parser.add_argument("--layers", type=positive_int, default=None, help="override the shape's layer count")
+    parser.add_argument("--heads", type=positive_int, default=None, help="override the shape's attention heads")
+    parser.add_argument("--hidden", type=positive_int, default=None, help="override the shape's hidden size")
+    parser.add_argument("--ffn", type=positive_int, default=None, help="override the shape's feed-forward size")
     parser.add_argument("--packing", choices=("sentences", "none"), default="sentences",
                         help="sentences: several per row, block-diagonal attention; none: pad each to the longest")
     parser.add_argument("--grad-accumulation", type=positive_int, default=1,
@@ -615,6 +615,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     if args.max_length < 3:
         raise SystemExit(f"--max-length {args.max_length}: must be >= 3 (<s>, one piece, </s>)")
+    dims = shape_dimensions(args)
+    if dims["hidden_size"] % dims["num_attention_heads"]:
+        # the attention splits the hidden vector into one slice per head
+        raise SystemExit(f"--shape {args.shape} with --hidden/--heads: hidden size {dims['hidden_size']} is not a "
+                         f"multiple of {dims['num_attention_heads']} attention heads")
     return args
 
 
@@ -642,15 +647,23 @@ def load_data(args: argparse.Namespace) -> TrainingData:
     return TrainingData(tokenizer_path, tokenizer, data_dir, corpus, args.corpus)
 
 
-def model_shape(args: argparse.Namespace, n_pieces: int):
-    """--shape with any single dimension overridden; positions cover --max-length (at least RoBERTa's 514)."""
-    from baselines.roberta.model import SHAPES, RobertaShape
+def shape_dimensions(args: argparse.Namespace) -> dict[str, int]:
+    """--shape with any single dimension overridden."""
+    from baselines.roberta.model import SHAPES
 
     dims = dict(SHAPES[args.shape])
     for key, value in (("num_hidden_layers", args.layers), ("num_attention_heads", args.heads),
                        ("hidden_size", args.hidden), ("intermediate_size", args.ffn)):
         if value is not None:
             dims[key] = value
+    return dims
+
+
+def model_shape(args: argparse.Namespace, n_pieces: int):
+    """The model's shape; positions cover --max-length (at least RoBERTa's 514)."""
+    from baselines.roberta.model import RobertaShape
+
+    dims = shape_dimensions(args)
     return RobertaShape(n_pieces=n_pieces, max_position_embeddings=max(514, args.max_length), **dims)
 
 

@@ -28,7 +28,9 @@ from strae.runs import CHECKPOINT_FILE, TRAIN_JSON
 class Encoder(Protocol):
     """Sentences -> (n, d) float32 array; words -> (n, d) float32 array (NaN rows = no vector).
 
-    Encoders subclass it (for the defaults below); any object with these members is accepted."""
+    Encoders subclass it (for the defaults below); any object with these members is accepted. Optional, not part of
+    the protocol: ``token_counts``, running totals ``{"tokens": n, "unknown": m}`` of the tokens the encoder has read
+    and how many were outside its vocabulary (a word-vocabulary model); the SentEval suite records each task's."""
 
     #: short identifier written into every result (e.g. "banyan/ce_diagonal_entangled_k128_u2/seed0")
     encoder_id: str = "encoder"
@@ -107,7 +109,7 @@ ENCODERS: dict[str, EncoderKind] = {
     "roberta": EncoderKind(_roberta, options=("device", "word_occurrences", "word_context", "corpus", "precision",
                                               "max_length", "occurrence_seed", "pooler", "pretokenize")),
     # strae train-multiview
-    "multiview": EncoderKind(_multiview, options=("device", "view")),
+    "multiview": EncoderKind(_multiview, options=("device", "view", "vectors", "dim")),
     # the sanity floor, no training
     "random-token": EncoderKind(_random_token, builtin=True, network=False, options=("device", "seed", "dim")),
 }

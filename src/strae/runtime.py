@@ -369,9 +369,10 @@ class StopRequest:
     # was started to ignore it (nohup), it stops as for SIGTERM instead of dying between checkpoints
     SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 
-    def __init__(self) -> None:
+    def __init__(self, stopping: str = "after the current step, with a checkpoint there") -> None:
         self.signal: int | None = None
         self._previous: dict[int, Any] = {}
+        self.stopping = stopping  # what the first signal's banner says the loop will do (a trainer's own unit)
 
     @property
     def requested(self) -> bool:
@@ -404,8 +405,8 @@ class StopRequest:
             _detach_from_terminal()  # its terminal is gone: a write there would fail the loop before its checkpoint
         if first:
             try:
-                print(f"\n{self.name}: stopping after the current step, with a checkpoint there (Ctrl-C again stops "
-                      "at once, losing the work since the last checkpoint)", file=sys.stderr, flush=True)
+                print(f"\n{self.name}: stopping {self.stopping} (Ctrl-C again stops at once, losing the work since "
+                      "the last checkpoint)", file=sys.stderr, flush=True)
             except OSError:
                 pass
 

@@ -464,17 +464,31 @@ def f1_positive(y_true: np.ndarray, y_pred: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------------------------- one task
 class _Embedder:
-    """Encodes texts once per task (unique strings), NaN rows -> zeros (counted)."""
+    """Encodes texts once per task (unique strings), NaN rows -> zeros (counted); with an encoder that keeps
+    ``token_counts``, how many of the task's tokens its vocabulary lacked."""
 
     def __init__(self, encoder, batch_size: int | None):
         self.encoder = encoder
         self.batch_size = batch_size
         self.n_nan = 0
+        self.tokens = {"tokens": 0, "unknown": 0}
+
+    def unknown_tokens(self) -> dict[str, Any] | None:
+        """Over each split's distinct texts (each encoded once), or None for an encoder that does not count."""
+        if getattr(self.encoder, "token_counts", None) is None:
+            return None
+        n, unknown = self.tokens["tokens"], self.tokens["unknown"]
+        return {"tokens": n, "unknown": unknown, "share": round(unknown / n, 4) if n else None}
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         from strae.evaluate.harness import encode_texts
 
+        counts = getattr(self.encoder, "token_counts", None)
+        before = dict(counts) if counts is not None else None
         vectors = encode_texts(self.encoder, texts, "sentence", self.batch_size)
+        if before is not None:
+            for key in self.tokens:
+                self.tokens[key] += int(counts[key]) - int(before[key])
         bad = ~np.isfinite(vectors).all(axis=1)
         self.n_nan += int(bad.sum())
         vectors = np.array(vectors, dtype=np.float32)
@@ -528,6 +542,9 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
         sizes = {"train": len(tr), "dev": len(dev), "test": len(te)}
         split_name = "test"
     n_items = sizes.get("test", sizes.get("all"))
+    unknown = embed.unknown_tokens()
+    if unknown is not None:
+        base["unknown_tokens"] = unknown
     record = {**base, "metric": result.pop("metric", task.metric), **result, "sizes": sizes, "split": split_name,
               "n_pairs": n_items, "n_oov": embed.n_nan, "n_scored": n_items, "subsets": {},
               "seconds": round(time.perf_counter() - started, 2)}
