@@ -291,6 +291,9 @@ def test_profiles_name_real_rules_and_dry_run(workdir):
     rules_text = "\n".join(p.read_text() for p in (REPO / "workflow/rules").glob("*.smk"))
     for rule in list(slurm["set-resources"]) + list(slurm.get("set-threads", {})):
         assert re.search(rf"^rule {rule}:", rules_text, re.M), f"profiles/slurm names unknown rule {rule!r}"
+    for rule, resources in slurm["set-resources"].items():  # a job asking for more cpus than it has threads idles them
+        if resources.get("cpus_per_task", 1) > 1:
+            assert slurm["set-threads"].get(rule) == resources["cpus_per_task"], rule
     result = snakemake(workdir, "-n", "--profile", "profiles/local", "results/table2.csv")
     assert result.returncode == 0, result.stderr + result.stdout
     gpu = yaml.safe_load((REPO / "profiles/gpu/config.yaml").read_text())
