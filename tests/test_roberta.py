@@ -502,6 +502,45 @@ def test_dev_selection_keeps_the_best_scored_weights_and_survives_a_resume(tmp_p
     assert all(torch.allclose(v, model.state_dict()[k], atol=1e-6) for k, v in resumed.state_dict().items())
 
 
+def test_a_resume_inside_a_log_window_logs_the_whole_windows_mean(tmp_path):
+    """The steps since the last history entry are in the checkpoint: stopped after step 1 of a 4-step window and
+    resumed, the entry at step 4 is the mean of all four losses, as without the stop (it was of steps 2-4 only)."""
+    from baselines.roberta.train import run_steps
+    from strae.runs import RunRecord
+
+    special = tiny_model()[0].special
+    ids, _ = collate(patterned_sentences(4), special, 64)
+    inputs, labels = mask_for_mlm(ids, special, torch.Generator().manual_seed(0))
+
+    def run(run_dir, max_minutes):
+        torch.manual_seed(0)
+        _, model = tiny_model()
+        losses = []
+
+        def forward_backward(step):
+            loss = mlm_loss(model, pack(inputs, labels, special, 64))
+            loss.backward()
+            losses.append(float(loss.detach()))
+            return loss.detach(), {}
+
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_warmup_decay(4, 0))
+        record = RunRecord()
+        status = run_steps(run_dir=run_dir, record=record, model=model, optimizer=optimizer, scheduler=scheduler,
+                           total_steps=4, forward_backward=forward_backward, clip_grad_norm=1.0,
+                           checkpoint_every_steps=100, log_every=4, max_minutes=max_minutes, description="test")
+        return status, record, losses
+
+    status, straight, losses = run(tmp_path / "straight", None)
+    assert status == "completed" and [h["step"] for h in straight.history] == [4]
+    assert straight.history[0]["loss"] == pytest.approx(sum(losses) / 4)
+    assert run(tmp_path / "resumed", 0)[0] == "stopped"  # after its first step
+    status, resumed, resumed_losses = run(tmp_path / "resumed", None)
+    assert status == "completed" and len(resumed_losses) == 3 and [h["step"] for h in resumed.history] == [4]
+    assert resumed.history[0]["loss"] == pytest.approx(straight.history[0]["loss"], rel=1e-5)
+    assert resumed.history[0]["loss"] != pytest.approx(sum(resumed_losses) / 3, rel=1e-5)
+
+
 def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_weights(tmp_path, monkeypatch):
     """RoBERTa / SimCSE's step loop under a time-boxed chunk's SIGTERM: the step under way finishes, checkpoint.pt
     is written there, train.json is left alone (a workflow deletes it as incomplete meanwhile), the command exits

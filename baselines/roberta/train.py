@@ -142,7 +142,7 @@ def run_steps(*, run_dir: Path, record: RunRecord, model: torch.nn.Module, optim
         if loop.selection:  # resumed: the scores so far must have been made the way the next ones will be
             check_dev_settings(loop.checkpoint_path, loop.selection, dev.describe())
         record.blocks["final_weights"] = loop.selection = loop.selection or dev.describe()
-    clock, window = SessionClock(loop.elapsed_before, max_minutes), LossWindow()
+    clock, window = SessionClock(loop.elapsed_before, max_minutes), loop.window
     model.train()
     with StopRequest() as stop, tqdm(total=total_steps, initial=loop.step, desc=description, dynamic_ncols=True,
                                      mininterval=5) as bar:
@@ -237,6 +237,9 @@ class StepLoop:
     elapsed_before: float = 0.0  # training seconds of earlier sessions of a resumed run
     selection: dict[str, Any] = field(default_factory=dict)  # DevSelection's scores so far and the best step
     sessions: Sessions = field(default_factory=Sessions)  # train.json timings.sessions: every process's commit
+    # the steps since the last history entry: in the checkpoint, so a resume between --log-every boundaries still
+    # logs the whole window's mean (not only the resumed steps')
+    window: LossWindow = field(default_factory=lambda: LossWindow())
     progress: ProgressFile = field(init=False)  # progress.json: where the run stands, for a time limit's decision
 
     def __post_init__(self) -> None:
@@ -265,6 +268,7 @@ class StepLoop:
         self.record.history = state["history"]
         self.selection = state.get("selection") or {}
         self.sessions = Sessions.from_checkpoint(state.get("sessions"), self.step)
+        self.window = LossWindow.from_state(state.get("window"))  # (checkpoints before 2026-11-29: an empty one)
         self.record.timings["resumed_from_step"] = self.step
         print(f"resuming {self.run_dir} at step {self.step}/{self.total_steps}", file=sys.stderr)
 
@@ -313,7 +317,7 @@ class StepLoop:
             model=self.model.state_dict(), optimizer=self.optimizer.state_dict(),
             scheduler=self.scheduler.state_dict(), rng=capture_rng_states(self.device), step=self.step,
             total_steps=self.total_steps, elapsed_s=elapsed, history=self.record.history, signature=self.signature,
-            selection=self.selection, sessions=self.sessions.entries))
+            selection=self.selection, sessions=self.sessions.entries, window=self.window.state()))
         # train.json after the checkpoint: it never reports steps a resumed run would not find
         self.record.timings.update(steps_done=self.step, train_seconds=round(elapsed, 1))
         if write_record:
@@ -361,6 +365,7 @@ class LossWindow:
     loss: float = 0.0
     steps: int = 0
     start: float = field(default_factory=time.monotonic)
+    seconds_before: float = 0.0  # the window's training seconds in earlier sessions (a resumed run)
 
     def add(self, loss: float) -> None:
         self.loss += loss
@@ -370,9 +375,20 @@ class LossWindow:
         """The history entry of the window ending at ``step``; the next window starts now."""
         now = time.monotonic()
         entry = {"step": step, "loss": self.loss / self.steps, "lr": lr,
-                 "steps_per_s": self.steps / max(now - self.start, 1e-9), **metrics}
-        self.loss, self.steps, self.start = 0.0, 0, now
+                 "steps_per_s": self.steps / max(self.seconds_before + now - self.start, 1e-9), **metrics}
+        self.loss, self.steps, self.start, self.seconds_before = 0.0, 0, now, 0.0
         return entry
+
+    def state(self) -> dict[str, Any]:
+        return {"loss": self.loss, "steps": self.steps,
+                "seconds": self.seconds_before + time.monotonic() - self.start}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any] | None) -> LossWindow:
+        """The window a checkpoint saved, continuing from now."""
+        if not state:
+            return cls()
+        return cls(loss=float(state["loss"]), steps=int(state["steps"]), seconds_before=float(state["seconds"]))
 
 
 # exit status of a run the --max-minutes budget stopped (checkpointed, unfinished): sysexits' EX_TEMPFAIL, "try again
