@@ -515,7 +515,7 @@ def test_a_sigterm_mid_epoch_stops_at_a_batch_and_keeps_the_last_epoch_checkpoin
     assert after_the_signal == ["epoch 2 at entry 32"]  # the batch under way finished; no further one began
     err = capsys.readouterr().err
     assert "stopped by SIGTERM in epoch 2/3 at entry 64" in err
-    assert "SIGTERM: stopping at the current batch, keeping the last finished epoch's checkpoint" in err
+    assert "SIGTERM: stopping after the current batch, keeping the last finished epoch's checkpoint" in err
     out = tmp_path / "run"
     state = torch.load(out / "checkpoint.pt", weights_only=False)
     assert state["epoch"] == 0 and len(state["history"]) == 1

@@ -337,8 +337,10 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch, capsys):
     np.testing.assert_array_equal(got[1], plain.token_vector("w2"))
     assert np.isnan(got[2]).all() and floor.token_counts == {"tokens": 4, "unknown": 2}
     assert floor.encoder_id.endswith("seed1@random-token-dim8")
-    assert floor.run_info()["setting"].endswith("@random-token-dim8")  # its own table row, never the model's
+    # the run's labels: the table row is the evaluation's label, SETTING@dim-8_vectors-random-token (strae evaluate)
+    assert floor.run_info()["setting"] == encoder.run_info()["setting"]
     assert floor.describe()["vectors"] == "random-token" and encoder.describe()["vectors"] == "model"
+    assert floor.describe()["random_token"]["tokenization"].startswith("the run's parser and vocab.json")
     with pytest.raises(SystemExit, match="dim: only with vectors=random-token"):
         MultiviewEncoder(straight, device="cpu", nlp=_FakeNLP(), dim=8)
     with pytest.raises(SystemExit, match="vectors=trained: use one of"):

@@ -415,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     start_epoch = resume(args.out, record, model, optimizer)
     try:
         # the training loop only: counting (above) is not resumable part-way anyway
-        with StopRequest("at the current batch, keeping the last finished epoch's checkpoint") as stop:
+        with StopRequest("after the current batch, keeping the last finished epoch's checkpoint") as stop:
             train_epochs(model, optimizer, triples, args, start_epoch, record.history,
                          epoch_checkpointer(args.out, record, model, optimizer, stop), stop)
     except TrainingFailed as error:

@@ -7,7 +7,7 @@ or ``context`` gives one view. Batching by length is an inference knob only; it 
 most (the CPU's BiLSTM groups a batch's sentences by length).
 
 ``vectors=random-token`` replaces the trained views by the random-token floor over what the model sees: the same
-parse, tokens and vocabulary (an out-of-vocabulary token is the one ``<unk>``), each vocabulary entry the floor's
+parse, tokens and vocabulary (every out-of-vocabulary token is the one ``<unk>``), each vocabulary entry the floor's
 seeded vector (``strae.evaluate.random_token``, ``dim`` 256 by default, seed 0), mean-pooled. Against the plain
 floor (whitespace tokens, every word its own vector) it tells how much of a task the 20k-word vocabulary and the
 tokenisation leave to a model that knows nothing else. ``token_counts`` (tokens parsed, how many were outside the
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.multiview.data import Vocabulary
+from baselines.multiview.data import PAD, UNK, Vocabulary
 from baselines.multiview.model import MultiviewConfig, MultiviewModel, make_batch
 from baselines.multiview.parse import doc_to_tree, load_pipeline, pipeline_info
 from strae.encode import Encoder
@@ -33,7 +33,6 @@ from strae.runtime import describe_device, resolve_device
 
 VIEW_CHOICES = ("both", "target", "context")
 VECTOR_CHOICES = ("model", "random-token")
-UNKNOWN_KEY = "<unk>"  # the floor's token string for the vocabulary's <unk> id
 
 
 class MultiviewEncoder(Encoder):
@@ -82,14 +81,8 @@ class MultiviewEncoder(Encoder):
         record = self.record
         self.encoder_id = (f"{record.model or 'multiview'}/{record.setting or '?'}/"
                            f"seed{'?' if record.seed is None else record.seed}"
-                           + (f"@{self.label}" if self.label else ""))
-
-    @property
-    def label(self) -> str | None:
-        """The option that makes these vectors another table row than the paper's (``SETTING@LABEL``), if any."""
-        if self.floor is not None:
-            return f"random-token-dim{self.floor.dim}"
-        return None if self.view == "both" else self.view
+                           + (f"@random-token-dim{self.floor.dim}" if self.floor is not None
+                              else "" if view == "both" else f"@{view}"))
 
     def parse(self, texts: Sequence[str]) -> list[tuple[list[int], list[int]]]:
         trees = []
@@ -103,12 +96,8 @@ class MultiviewEncoder(Encoder):
 
     def _floor_vectors(self, trees: Sequence[tuple[list[int], list[int]]]) -> np.ndarray:
         """The random-token floor over the vocabulary's entries: one seeded vector per entry, mean-pooled."""
-        out = np.full((len(trees), self.floor.dim), np.nan, dtype=np.float32)
-        for row, (ids, _) in enumerate(trees):
-            if ids:
-                out[row] = np.mean([self.floor.token_vector(self.vocab.tokens[i] if i < len(self.vocab.tokens)
-                                                            else UNKNOWN_KEY) for i in ids], axis=0)
-        return out
+        names = self.vocab.tokens + [PAD, UNK]  # by id: pad_id, unk_id follow the entries (Vocabulary)
+        return self.floor.pool([[names[i] for i in ids] for ids, _ in trees])
 
     @torch.no_grad()
     def encode_trees(self, trees: Sequence[tuple[list[int], list[int]]], batch_size: int = 256) -> np.ndarray:
@@ -141,7 +130,10 @@ class MultiviewEncoder(Encoder):
 
     def describe(self) -> dict[str, Any]:
         vectors = ({"vectors": "model"} if self.floor is None else
-                   {"vectors": "random-token", "random_token": self.floor.describe(),
+                   {"vectors": "random-token",
+                    "random_token": {**{k: v for k, v in self.floor.describe().items()
+                                        if k not in ("encoder_id", "kind", "device")},
+                                     "tokenization": f"the run's parser and vocab.json (outside it: {UNK})"},
                     "vocabulary_sha256": sha256_file(self.run_dir / "vocab.json")})
         return {"encoder_id": self.encoder_id, "run_dir": str(self.run_dir), "kind": "multiview", "view": self.view,
                 **vectors,
@@ -151,7 +143,9 @@ class MultiviewEncoder(Encoder):
                 "seed": self.record.seed}
 
     def run_info(self) -> dict[str, Any]:
-        return self.record.run_info(setting_suffix=self.label)
+        # the run's own labels: an option's table row (SETTING@LABEL) is the evaluation's label, which strae
+        # evaluate makes from the options (strae.evaluate.harness.evaluation_setting)
+        return self.record.run_info()
 
 
 def load_run(run_dir: Path, **options: Any) -> MultiviewEncoder:

@@ -39,13 +39,17 @@ class RandomTokenEncoder(Encoder):
     def tokens(text: str) -> list[str]:
         return text.lower().split()
 
-    def _encode(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.full((len(texts), self.dim), np.nan, dtype=np.float32)
-        for row, text in enumerate(texts):
-            tokens = self.tokens(text)
+    def pool(self, token_lists: Sequence[Sequence[str]]) -> np.ndarray:
+        """The mean of each list's token vectors; an empty list has no vector (NaN row). Also the multi-view
+        encoder's floor over its own tokens (``vectors=random-token``)."""
+        out = np.full((len(token_lists), self.dim), np.nan, dtype=np.float32)
+        for row, tokens in enumerate(token_lists):
             if tokens:
                 out[row] = np.mean([self.token_vector(t) for t in tokens], axis=0)
         return out
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.pool([self.tokens(text) for text in texts])
 
     def encode_sentences(self, sentences: Sequence[str], batch_size: int = 256) -> np.ndarray:
         return self._encode(sentences)

@@ -487,8 +487,9 @@ class _Embedder:
         before = dict(counts) if counts is not None else None
         vectors = encode_texts(self.encoder, texts, "sentence", self.batch_size)
         if before is not None:
+            after = self.encoder.token_counts  # read again: an encoder may replace the dict rather than update it
             for key in self.tokens:
-                self.tokens[key] += int(counts[key]) - int(before[key])
+                self.tokens[key] += int(after[key]) - int(before[key])
         bad = ~np.isfinite(vectors).all(axis=1)
         self.n_nan += int(bad.sum())
         vectors = np.array(vectors, dtype=np.float32)
