@@ -51,8 +51,7 @@ class MultiviewEncoder(Encoder):
         if vectors == "random-token" and view != "both":
             raise SystemExit(f"--encoder-option view={view}: the random-token vectors have no views")
         self.view = view
-        self.vectors = vectors
-        self.floor = None
+        self.floor = None  # the random-token floor, when vectors=random-token
         if vectors == "random-token":
             from strae.evaluate.random_token import load as load_floor
 
