@@ -130,6 +130,18 @@ def test_random_token_is_seeded_pooled_and_lowercased():
     assert not np.allclose(other_seed, words[1])
 
 
+def test_random_token_width_is_its_run_not_an_evaluation_label():
+    """``--encoder-option dim=2000`` makes the floor the run random-token/dim2000, so it carries no evaluation label
+    (it would read ``dim2000@dim-2000``); the same option given to a trained run's encoder is a label."""
+    from strae.evaluate.harness import evaluation_setting
+
+    assert load(dim="2000").describe()["encoder_id"] == "random-token/dim2000/seed0"
+    assert evaluation_setting({"dim": 2000, "device": "cpu"}, {}, "random-token").label is None
+    assert evaluation_setting({"dim": 2000, "seed": 1}, {}, "random-token").options == {}
+    assert evaluation_setting({"dim": 2000, "vectors": "random-token"}, {}, "multiview_ctl").label == \
+        "dim-2000_vectors-random-token"
+
+
 def test_random_token_stable_across_processes():
     code = ("from strae.evaluate.random_token import load; import sys; "
             "sys.stdout.write(load(seed=7, dim=8).encode_words(['stable'])[0].tobytes().hex())")

@@ -648,6 +648,16 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert all(re.search(rf"--seed {seed} --model ctl\b", result.stdout) for seed in range(4))
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed3\.senteval\.json", result.stdout)
+    # floors at several widths (multiview.senteval.random_token): one evaluation each, its width passed to the
+    # encoder; `model` = the models' test vector, 2 x quick.yaml's hidden 64
+    (workdir / "floors.yaml").write_text("multiview: {senteval: {random_token: [256, model]}}\n")
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
+                       "floors.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    floors = [line for line in result.stdout.splitlines() if "--model random-token" in line]
+    assert len(floors) == 2
+    assert any("--encoder-option dim=256" in f and "random-token/dim256/seed0.senteval.json" in f for f in floors)
+    assert any("--encoder-option dim=128" in f and "random-token/dim128/seed0.senteval.json" in f for f in floors)
 
 
 def _results_from_record(committed: Path, work: Path):
@@ -673,9 +683,10 @@ def _results_from_record(committed: Path, work: Path):
         target.parent.mkdir(parents=True)
         shutil.copy2(record, target)
     for source in (committed / "eval").glob("*.json"):
-        model, rest = source.name.split(".", 1)  # rest: seedN.VARIANT.json, or VARIANT.json for the floor
+        model, rest = source.name.split(".", 1)  # rest: seedN.VARIANT.json, or [dimN.]VARIANT.json for a floor
         if model == "random-token":
-            target = work / "results/eval/en/random-token/dim256" / f"seed0.{rest}"
+            width, rest = rest.split(".", 1) if rest.startswith("dim") else ("dim256", rest)
+            target = work / "results/eval/en/random-token" / width / f"seed0.{rest}"
         else:
             target = work / "results/eval/en" / model / f"{model.removeprefix('multiview_')}_h1000_e300" / rest
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -719,6 +730,42 @@ def test_every_committed_multiview_record_rebuilds_from_its_own_files(tmp_path, 
     made = record("rebuilt")
     assert made.returncode == 0, made.stdout + made.stderr
     _assert_rebuilt(committed, tmp_path / "work/reproductions/rebuilt")
+
+
+def test_multiview_record_keeps_a_floor_per_configured_width_and_a_row_each(tmp_path):
+    """Floors at several widths (multiview.senteval.random_token: [256, model]): each the record's own file, its own
+    Table 1 row; a width the config does not ask for stays out. The 2,000-d floor here is the 256-d one's JSON
+    relabelled (the record script copies files; it does not score them)."""
+    committed = Path(__file__).resolve().parents[1] / "reproductions" / REFUSALS_RECORD
+    work = tmp_path / "work"
+    record = _results_from_record(committed, work)
+    floors = work / "results/eval/en/random-token"
+    for width in (2000, 512):
+        document = json.loads((floors / "dim256/seed0.senteval.json").read_text())
+        document["run"]["setting"] = f"dim{width}"
+        (floors / f"dim{width}").mkdir()
+        (floors / f"dim{width}/seed0.senteval.json").write_text(json.dumps(document))
+    (work / "results/config.effective.yaml").write_text(
+        "multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3], senteval: {random_token: [256, model]}}\n")
+    made = record("floors")
+    assert made.returncode == 0, made.stdout + made.stderr
+    out = work / "reproductions/floors"
+    assert (out / "eval/random-token.dim2000.senteval.json").exists()
+    assert (out / "eval/random-token.senteval.json").exists() and not list(out.glob("eval/*dim512*"))
+    import pandas as pd
+
+    table = pd.read_csv(out / "table1.csv")
+    rows = table.loc[table["model"] == "random-token"].drop_duplicates("row")
+    assert list(zip(rows["row"], rows["setting"])) == [("random-token floor (256-d)", "dim256"),
+                                                        ("random-token floor (2000-d)", "dim2000")]
+    assert (table.loc[table["model"] == "random-token", "status"] == "ok").all()
+    assert "each width of multiview.senteval.random_token (256, 2000)" in (out / "table1.md").read_text()
+    # floors of another language beside them: which to keep is the user's call
+    (work / "results/eval/af/random-token/dim256").mkdir(parents=True)
+    floor = (floors / "dim256/seed0.senteval.json").read_bytes()
+    (work / "results/eval/af/random-token/dim256/seed0.senteval.json").write_bytes(floor)
+    refused = record("languages")
+    assert refused.returncode != 0 and "floors of several languages" in refused.stderr
 
 
 def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_path):

@@ -487,3 +487,29 @@ def test_multiview_rows_read_the_setting_the_config_trains(repo_root, tmp_path):
     # the paper config trains the paper's sizes: the rows as declared, no note
     _, _, markdown = ctl_cells(load_config(repo_root / "config/config.yaml"))
     assert "reads multiview_" not in markdown
+
+
+def test_the_floor_row_becomes_one_row_per_configured_width():
+    """multiview.senteval.random_token: a list = one floor row per width (``model`` = 2 x hidden, duplicates once),
+    with a note; ``true`` (the committed records' configs) = the row as declared; ``false`` = no floor run."""
+    from baselines.multiview import floor_dims
+
+    tables = {"tables": {"t": {"title": "t", "columns": {"MR": {"task": "MR"}}, "rows": [
+        {"label": "CTL", "model": "multiview_ctl", "setting": "ctl_h1000_e300"},
+        {"label": "random-token floor", "model": "random-token", "setting": "dim256", "per_floor_width": True}]}}}
+
+    def config(chosen, hidden=1000):
+        return {"multiview": {"enabled": True, "models": ["ctl"], "train": {"hidden": hidden},
+                              "senteval": {"random_token": chosen}}}
+
+    assert floor_dims(config(True)) == [256] and floor_dims(config(False)) == [] and floor_dims({}) == [256]
+    assert floor_dims(config([256, "model", 2000])) == [256, 2000]
+    assert floor_dims(config(["model", 64], hidden=64)) == [128, 64]
+    expanded, notes = report.with_config_settings(tables, "t", config([256, "model"]))
+    rows = expanded["tables"]["t"]["rows"]
+    assert [(r["label"], r["setting"]) for r in rows] == [
+        ("CTL", "ctl_h1000_e300"), ("random-token floor (256-d)", "dim256"), ("random-token floor (2000-d)", "dim2000")]
+    assert notes and "(256, 2000)" in notes[0]
+    for chosen in (True, False):
+        same, notes = report.with_config_settings(tables, "t", config(chosen))
+        assert same["tables"]["t"]["rows"] == tables["tables"]["t"]["rows"] and notes == []

@@ -285,6 +285,21 @@ def test_no_language_or_grid_lists_in_workflow_code():
         assert "k128" not in text and "ceco_linear" not in text, f"{path.name} hard-codes a setting"
 
 
+# commands that run numeric or tokeniser work (torch, numpy, SentencePiece), which take every core unless told
+THREADED_COMMANDS = ("strae train", "strae evaluate", "strae measure", "strae tokenize-corpus", "strae parse-corpus")
+
+
+def test_every_threaded_command_is_held_to_its_jobs_threads():
+    """A job declares `threads:` so the scheduler can share cores; each command that would otherwise take every core
+    is given exactly that many (OMP_NUM_THREADS={threads} or --threads {threads})."""
+    for path in sorted((REPO / "workflow/rules").glob("*.smk")):
+        for block in re.split(r"^rule ", path.read_text(), flags=re.M)[1:]:
+            name, shell = block.split(":", 1)[0], block.partition("shell:")[2]
+            commands = [c for c in THREADED_COMMANDS if re.search(rf"{c}\b", shell)]
+            if commands:
+                assert "threads:" in block and "{threads}" in shell, f"{path.name}: rule {name} ({commands})"
+
+
 def test_profiles_name_real_rules_and_dry_run(workdir):
     slurm = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
     assert slurm["executor"] == "slurm" and slurm["set-resources"]["train"]["gpu"] == 1

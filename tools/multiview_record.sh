@@ -6,13 +6,14 @@
 #   parse_meta.json                       the runs' parse (meta.json of the directory their train.json names)
 #   runs/<model>/seed<N>/train.json       each run of the config's models x seeds, failed seeds too (results/runs/<lang>/multiview_*/...)
 #   eval/<model>.seed<N>.<variant>.json   its evaluations: senteval (Table 1), probing (Table 2) where scored,
-#                                         paper (zero-shot); the random-token floor's as random-token.<variant>.json
+#                                         paper (zero-shot); the random-token floors' as random-token.<variant>.json
+#                                         (256-d) and random-token.dim<N>.<variant>.json (the config's other widths)
 #   scores.csv                            strae aggregate of eval/ (source_json = the record's own files)
 #   table1.{csv,md}, table2.{csv,md}      strae report table of scores.csv
 # README.md is for you to write (what ran, where, how long, what the tables say). Refused before anything is
 # written: an existing NAME (records are immutable), a run still under way (train.json status neither completed nor
 # failed; a failed seed is recorded as failed), a model x seed of results/config.effective.yaml without a run, runs
-# of two parses or of two settings of one model, a run without its senteval JSON, two random-token floors. An
+# of two parses or of two settings of one model, a run without its senteval JSON, floors of two languages. An
 # interrupted or failed build leaves no reproductions/NAME. The record is the model x seed set of
 # results/config.effective.yaml: run directories of other seeds still under way (a seed training beside it) are left
 # out, each named on stderr; a finished run outside that set is refused, since that file is the config of the last
@@ -109,12 +110,19 @@ meta = next((m for m in metas if json.dumps(parse_identity(json.loads(m.read_tex
 if meta is None:
     sys.exit(f"multiview_record: no meta.json of the runs' parse in {sorted(map(str, parses))} (parsed again since?)")
 copies.append((str(meta), "parse_meta.json"))
-floors = sorted(Path("results/eval").glob("*/random-token/*/seed0.*.json"))
-if len({f.parent for f in floors}) > 1:
-    sys.exit(f"multiview_record: several random-token floors under results/eval ({sorted({str(f.parent) for f in floors})}); "
-             "keep the one of this record's language")
+floors = sorted(Path("results/eval").glob("*/random-token/dim*/seed0.*.json"))
+if block:  # the widths the config scores (multiview.senteval.random_token); another width's floor is not this record's
+    from baselines.multiview import floor_dims
+
+    widths = {f"dim{dim}" for dim in floor_dims({"multiview": block})}
+    floors = [f for f in floors if f.parent.name in widths]
+if len({f.parts[-4] for f in floors}) > 1:
+    sys.exit(f"multiview_record: random-token floors of several languages under results/eval "
+             f"({sorted({str(f.parent) for f in floors})}); keep the ones of this record's language")
 for floor in floors:
-    copies.append((str(floor), f"eval/random-token.{floor.name.split('.', 1)[1]}"))
+    # the 256-d floor keeps the name records have always given it; another width is named by its setting
+    name = "random-token" if floor.parent.name == "dim256" else f"random-token.{floor.parent.name}"
+    copies.append((str(floor), f"eval/{name}.{floor.name.split('.', 1)[1]}"))
 (stage / "copies.tsv").write_text("".join(f"{a}\t{b}\n" for a, b in copies))
 print(f"multiview_record: {len(runs)} runs, {sum(b.startswith('eval/') for _, b in copies)} evaluations, parse {meta.parent}")
 EOF

@@ -9,6 +9,10 @@ batched level-by-level Tree-LSTM, the contrastive loss), ``data`` (vocabulary, c
 # the paper's sizes (§4.2): `strae train-multiview`'s defaults, and what a config's `multiview.train` leaves unset
 DEFAULT_HIDDEN = 1000
 DEFAULT_EMBEDDING_DIM = 300
+# the random-token floor's width when `multiview.senteval.random_token` is `true` (the first records' floor, and
+# strae.evaluate.random_token's default); `model` in a list of widths = the models' test vector, [target; context]
+FLOOR_DIM = 256
+FLOOR_MODEL_WIDTH = "model"
 
 
 def default_setting(model: str, hidden: int = DEFAULT_HIDDEN, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> str:
@@ -28,3 +32,18 @@ def config_settings(config: dict) -> dict[str, str]:
     return {f"multiview_{model}": default_setting(model, train.get("hidden", DEFAULT_HIDDEN),
                                                   train.get("embedding_dim", DEFAULT_EMBEDDING_DIM))
             for model in block.get("models", [])}
+
+
+def floor_dims(config: dict) -> list[int]:
+    """The widths of the random-token floors a config scores beside its multi-view runs, in its order
+    (``multiview.senteval.random_token``): ``true`` = [256], ``false`` = [], a list = those widths, ``model`` being the
+    models' test vector (2 x ``multiview.train.hidden``: the paper's 2,000; a probe's accuracy grows with the width of
+    even random features, so the floor a 2,000-d model should clear is the 2,000-d one)."""
+    block = config.get("multiview") or {}
+    chosen = (block.get("senteval") or {}).get("random_token", True)
+    if chosen is True:
+        return [FLOOR_DIM]
+    if not chosen:
+        return []
+    width = 2 * int((block.get("train") or {}).get("hidden", DEFAULT_HIDDEN))
+    return list(dict.fromkeys(width if dim == FLOOR_MODEL_WIDTH else int(dim) for dim in chosen))

@@ -64,6 +64,9 @@ class EncoderKind:
     # the --encoder-option keys its loader takes; load_encoder refuses any other (a typo would otherwise be ignored,
     # or recorded as the evaluation's label while the default ran). None: not checked (a kind added at run time)
     options: tuple[str, ...] | None = None
+    # options that say which encoder it is, not how it is evaluated: a builtin's run labels (its setting, seed) are
+    # made of them (random-token's ``dim=2000`` is the run dim2000), so they are no evaluation label of their own
+    identity: tuple[str, ...] = ()
 
 
 # Each loader imports its module when called: a kind's module pulls its own heavy dependencies (torch, gensim,
@@ -111,8 +114,16 @@ ENCODERS: dict[str, EncoderKind] = {
     # strae train-multiview
     "multiview": EncoderKind(_multiview, options=("device", "view", "vectors", "dim")),
     # the sanity floor, no training
-    "random-token": EncoderKind(_random_token, builtin=True, network=False, options=("device", "seed", "dim")),
+    "random-token": EncoderKind(_random_token, builtin=True, network=False, options=("device", "seed", "dim"),
+                                identity=("seed", "dim")),
 }
+
+
+def identity_options(model: str | None) -> tuple[str, ...]:
+    """The encoder options of builtin ``model`` that name the encoder itself (``EncoderKind.identity``); none for a
+    trained run's model, whose identity is its run directory."""
+    entry = ENCODERS.get(model or "")
+    return entry.identity if entry is not None and entry.builtin else ()
 
 
 def _run_kinds() -> list[str]:

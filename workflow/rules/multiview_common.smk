@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from baselines.multiview import config_settings as _mv_config_settings
+from baselines.multiview import floor_dims as _mv_floor_dims
 from strae.data.registry import load_registry as _mv_load_registry
 
 MV = config.get("multiview") or {}
@@ -19,6 +20,8 @@ MV_PARSE_NAME = f"p{_MV_PARSE.get('paragraphs_per_book') or 'all'}_s{_MV_PARSE.g
 
 # run-directory setting of each multi-view model (strae train-multiview's default name); the tables' rows read it too
 MV_SETTINGS = _mv_config_settings(config)
+# widths of the random-token floors scored beside them (multiview.senteval.random_token), each its own run dim<N>
+MV_FLOOR_DIMS = _mv_floor_dims(config)
 
 
 def _mv_runs():
@@ -29,9 +32,8 @@ def _mv_runs():
 def _mv_senteval_jsons():
     jsons = [str(paths.eval_json(lang, model, setting, seed, "senteval")) for lang, model, setting, seed in _mv_runs()]
     for lang in MV.get("languages", []):
-        # the random-token floor: what the probes reach with no trained encoder at all
-        if MV_SENTEVAL.get("random_token", True):
-            jsons.append(str(paths.eval_json(lang, "random-token", "dim256", 0, "senteval")))
+        # the random-token floor: what the probes reach with no trained encoder at all, at each width asked for
+        jsons += [str(paths.eval_json(lang, "random-token", f"dim{dim}", 0, "senteval")) for dim in MV_FLOOR_DIMS]
         for extra in MV_SENTEVAL.get("extra_runs", []):
             jsons += [str(paths.eval_json(lang, extra["model"], extra["setting"], seed, "senteval"))
                       for seed in SCALE["seeds"]]
@@ -120,6 +122,8 @@ def mv_senteval_flags(wildcards):
     if wildcards.suite == "probing":
         return ""  # every probing task of the language (config/tasks.yaml, group probing)
     flags = [f"--tasks {','.join(MV_SENTEVAL['tasks'])}"] if MV_SENTEVAL.get("tasks") else []
+    if wildcards.model == "random-token":  # the floor's width is its setting (dim2000), which the encoder names
+        flags.append(f"--encoder-option dim={wildcards.setting.removeprefix('dim')}")
     if MV_SENTEVAL.get("inner_folds"):
         flags.append(f"--inner-folds {MV_SENTEVAL['inner_folds']}")
     return " ".join(flags)

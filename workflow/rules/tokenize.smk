@@ -16,7 +16,9 @@ rule tokenizer:
         "logs/tokenizer/{lang}.log",
     benchmark:
         "benchmarks/out/tokenizer/{lang}.tsv"
-    threads: 1
+    # SentencePiece trains with 2 threads whatever the job is given (train_sentencepiece's threads=2, fixed so that
+    # a tokenizer trained again is the one the records used): the job reserves them
+    threads: 2
     conda:
         "../envs/strae.yaml"
     resources:
@@ -50,5 +52,6 @@ rule tokenize_corpus:
         mem_mb=4000,
         runtime=60,
     shell:
-        "strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
+        # SentencePiece encodes with OMP_NUM_THREADS threads (every core when unset); ids do not depend on it
+        "OMP_NUM_THREADS={threads} strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
         "--tokenizer {input.tokenizer} --out-dir {params.out_dir} > {log} 2>&1"

@@ -23,7 +23,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from strae import paths
-from strae.encode import Encoder, load_encoder, runs_a_network
+from strae.encode import Encoder, identity_options, load_encoder, runs_a_network
 from strae.evaluate import metrics
 from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
 from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
@@ -168,8 +168,10 @@ def _run_record(encoder_info: dict[str, Any], language: str) -> dict[str, Any]:
 def evaluation_setting(options: dict[str, Any] | None, config: dict[str, Any], model: str | None) -> EvalSetting:
     """The evaluation setting of the encoder options a user (or the workflow) chose. Its label is data: the name the
     config gives that option set (``baselines.<model>.eval_options``, e.g. ``stopword_rm: [stopwords=remove]``),
-    else ``key-value_...`` (``options_label``); no options (runtime ones aside) = the plain evaluation."""
-    chosen = {key: value for key, value in (options or {}).items() if key not in RUNTIME_OPTIONS}
+    else ``key-value_...`` (``options_label``); no options (runtime ones aside) = the plain evaluation. A builtin's
+    identity options (random-token's ``dim``) are its run's setting and seed, so no label either."""
+    ignored = (*RUNTIME_OPTIONS, *identity_options(model))
+    chosen = {key: value for key, value in (options or {}).items() if key not in ignored}
     if not chosen:
         return EvalSetting(label=None, options={})
     named = (((config.get("baselines") or {}).get(model) or {}).get("eval_options")) or {}

@@ -202,15 +202,25 @@ def with_config_settings(tables: dict[str, Any], name: str,
                          config: dict[str, Any] | None) -> tuple[dict[str, Any], list[str]]:
     """``tables`` whose rows of a model the config trains under another setting than the row names read the
     config's setting, and a note per such row: a multi-view run's setting names its sizes (``ctl_h1000_e300``, the
-    paper's), so config/quick.yaml's small models (``ctl_h64_e32``) would otherwise read "not run"."""
-    from baselines.multiview import config_settings
+    paper's), so config/quick.yaml's small models (``ctl_h64_e32``) would otherwise read "not run". A
+    ``per_floor_width`` row (the random-token floor) becomes one row per width of a list in
+    ``multiview.senteval.random_token`` (``LABEL (2000-d)``, setting ``dim2000``); ``true`` leaves it as it is."""
+    from baselines.multiview import config_settings, floor_dims
 
     trained = config_settings(config or {})
-    if not trained or name not in tables.get("tables", {}):
+    chosen = (((config or {}).get("multiview") or {}).get("senteval") or {}).get("random_token")
+    widths = floor_dims(config or {}) if isinstance(chosen, list) else []
+    if not (trained or widths) or name not in tables.get("tables", {}):
         return tables, []
     table = dict(tables["tables"][name])
     rows, notes = [], []
     for row in table["rows"]:
+        if row.get("per_floor_width") and widths:
+            rows += [dict(row, label=f"{row['label']} ({width}-d)", setting=f"dim{width}") for width in widths]
+            notes.append(f"Rows `{row['label']} (N-d)`: the floor at each width of multiview.senteval.random_token "
+                         f"({', '.join(map(str, widths))}). A linear probe gains from width alone, so a model's floor "
+                         "is the one of its own width (its test vector: 2 x hidden).")
+            continue
         model = row.get("model") or table.get("model")
         setting = trained.get(model)
         if setting and row.get("setting") and row["setting"] != setting:
