@@ -656,7 +656,8 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     floors = [line for line in result.stdout.splitlines() if "--model random-token" in line]
     assert len(floors) == 2
-    assert any("--encoder-option dim=256" in f and "random-token/dim256/seed0.senteval.json" in f for f in floors)
+    # the default width's command is the one the records' 256-d floors were made with (no rerun of them)
+    assert any("--encoder-option" not in f and "random-token/dim256/seed0.senteval.json" in f for f in floors)
     assert any("--encoder-option dim=128" in f and "random-token/dim128/seed0.senteval.json" in f for f in floors)
 
 
@@ -760,12 +761,19 @@ def test_multiview_record_keeps_a_floor_per_configured_width_and_a_row_each(tmp_
                                                         ("random-token floor (2000-d)", "dim2000")]
     assert (table.loc[table["model"] == "random-token", "status"] == "ok").all()
     assert "each width of multiview.senteval.random_token (256, 2000)" in (out / "table1.md").read_text()
-    # floors of another language beside them: which to keep is the user's call
+    # another language's floor is not this record's; a width the config asks for and lacks is refused
     (work / "results/eval/af/random-token/dim256").mkdir(parents=True)
     floor = (floors / "dim256/seed0.senteval.json").read_bytes()
     (work / "results/eval/af/random-token/dim256/seed0.senteval.json").write_bytes(floor)
-    refused = record("languages")
-    assert refused.returncode != 0 and "floors of several languages" in refused.stderr
+    (floors / "dim2000/seed0.senteval.json").unlink()
+    refused = record("missing")
+    assert refused.returncode != 0 and "dim2000/seed0.senteval.json missing" in refused.stderr
+    assert not (work / "reproductions/missing").exists()
+    (work / "results/config.effective.yaml").write_text("multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3]}\n")
+    made = record("languages")
+    assert made.returncode == 0, made.stderr
+    assert sorted(p.name for p in (work / "reproductions/languages/eval").glob("random-token*")) == [
+        "random-token.paper.json", "random-token.senteval.json"]
 
 
 def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_path):

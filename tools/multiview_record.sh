@@ -7,13 +7,14 @@
 #   runs/<model>/seed<N>/train.json       each run of the config's models x seeds, failed seeds too (results/runs/<lang>/multiview_*/...)
 #   eval/<model>.seed<N>.<variant>.json   its evaluations: senteval (Table 1), probing (Table 2) where scored,
 #                                         paper (zero-shot); the random-token floors' as random-token.<variant>.json
-#                                         (256-d) and random-token.dim<N>.<variant>.json (the config's other widths)
+#                                         (256-d) and random-token.dim<N>.<variant>.json (the config's other widths;
+#                                         the runs' language; without results/config.effective.yaml the 256-d one)
 #   scores.csv                            strae aggregate of eval/ (source_json = the record's own files)
 #   table1.{csv,md}, table2.{csv,md}      strae report table of scores.csv
 # README.md is for you to write (what ran, where, how long, what the tables say). Refused before anything is
 # written: an existing NAME (records are immutable), a run still under way (train.json status neither completed nor
 # failed; a failed seed is recorded as failed), a model x seed of results/config.effective.yaml without a run, runs
-# of two parses or of two settings of one model, a run without its senteval JSON, floors of two languages. An
+# of two parses or of two settings of one model, a run or a configured floor without its senteval JSON. An
 # interrupted or failed build leaves no reproductions/NAME. The record is the model x seed set of
 # results/config.effective.yaml: run directories of other seeds still under way (a seed training beside it) are left
 # out, each named on stderr; a finished run outside that set is refused, since that file is the config of the last
@@ -110,15 +111,23 @@ meta = next((m for m in metas if json.dumps(parse_identity(json.loads(m.read_tex
 if meta is None:
     sys.exit(f"multiview_record: no meta.json of the runs' parse in {sorted(map(str, parses))} (parsed again since?)")
 copies.append((str(meta), "parse_meta.json"))
-floors = sorted(Path("results/eval").glob("*/random-token/dim*/seed0.*.json"))
-if block:  # the widths the config scores (multiview.senteval.random_token); another width's floor is not this record's
-    from baselines.multiview import floor_dims
+# the random-token floors of the runs' language at the widths the config scores (multiview.senteval.random_token;
+# without the config, the 256-d floor, the one row its table then has): another width's floor is not this record's
+from baselines.multiview import FLOOR_DIM, floor_dims
 
-    widths = {f"dim{dim}" for dim in floor_dims({"multiview": block})}
-    floors = [f for f in floors if f.parent.name in widths]
-if len({f.parts[-4] for f in floors}) > 1:
-    sys.exit(f"multiview_record: random-token floors of several languages under results/eval "
-             f"({sorted({str(f.parent) for f in floors})}); keep the ones of this record's language")
+languages = sorted({r.parts[-5] for r in runs})
+widths = floor_dims({"multiview": block}) if block else [FLOOR_DIM]
+floors = []
+for lang in languages:
+    for width in widths:
+        found = sorted(Path("results/eval", lang, "random-token", f"dim{width}").glob("seed0.*.json"))
+        if block and not any(f.name == "seed0.senteval.json" for f in found):
+            sys.exit(f"multiview_record: results/eval/{lang}/random-token/dim{width}/seed0.senteval.json missing (the "
+                     f"{width}-d floor {config_path} asks for); run `snakemake multiview` to the end")
+        floors += found
+if len(languages) > 1 and floors:
+    sys.exit(f"multiview_record: runs of several languages ({', '.join(languages)}) and their floors; one record, "
+             "one language")
 for floor in floors:
     # the 256-d floor keeps the name records have always given it; another width is named by its setting
     name = "random-token" if floor.parent.name == "dim256" else f"random-token.{floor.parent.name}"

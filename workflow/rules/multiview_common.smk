@@ -3,8 +3,10 @@
 from pathlib import Path
 
 from baselines.multiview import config_settings as _mv_config_settings
+from baselines.multiview import FLOOR_DIM as MV_FLOOR_DIM
 from baselines.multiview import floor_dims as _mv_floor_dims
 from strae.data.registry import load_registry as _mv_load_registry
+from strae.evaluate.senteval import CONFIG_KEYS as SENTEVAL_CONFIG_KEYS
 
 MV = config.get("multiview") or {}
 MV_ENABLED = bool(MV.get("enabled", False))
@@ -119,11 +121,13 @@ def mv_senteval_inputs(wildcards):
 
 
 def mv_senteval_flags(wildcards):
+    # the floor's width is its setting (dim2000); the default width's command is as it always was (a changed
+    # command would score the records' 256-d floors again)
+    width = wildcards.setting.removeprefix("dim")
+    flags = [f"--encoder-option dim={width}"] if wildcards.model == "random-token" and width != str(MV_FLOOR_DIM) else []
     if wildcards.suite == "probing":
-        return ""  # every probing task of the language (config/tasks.yaml, group probing)
-    flags = [f"--tasks {','.join(MV_SENTEVAL['tasks'])}"] if MV_SENTEVAL.get("tasks") else []
-    if wildcards.model == "random-token":  # the floor's width is its setting (dim2000), which the encoder names
-        flags.append(f"--encoder-option dim={wildcards.setting.removeprefix('dim')}")
+        return " ".join(flags)  # every probing task of the language (config/tasks.yaml, group probing)
+    flags += [f"--tasks {','.join(MV_SENTEVAL['tasks'])}"] if MV_SENTEVAL.get("tasks") else []
     if MV_SENTEVAL.get("inner_folds"):
         flags.append(f"--inner-folds {MV_SENTEVAL['inner_folds']}")
     return " ".join(flags)
@@ -143,7 +147,8 @@ def mv_senteval_mem_mb(wildcards):
 
 
 def mv_senteval_settings(wildcards):
-    """The multi-view senteval block as the SentEval CLI reads it from the config (max_iter, ...) as a param."""
+    """What the SentEval CLI reads of the multi-view senteval block (strae.evaluate.senteval.CONFIG_KEYS: max_iter,
+    ...), as a param: editing it scores again; the rest of the block (floor widths, probing, extra runs) does not."""
     import json
 
-    return json.dumps(MV_SENTEVAL, sort_keys=True, default=str)
+    return json.dumps({key: MV_SENTEVAL.get(key) for key in SENTEVAL_CONFIG_KEYS}, sort_keys=True, default=str)

@@ -29,7 +29,7 @@ rule measure:
     conda:
         "../envs/strae.yaml"
     shell:
-        "OMP_NUM_THREADS={threads} strae measure {wildcards.measurement} --tables {params.tables} --config {params.config} --runs {input.runs} "
+        "strae measure {wildcards.measurement} --tables {params.tables} --config {params.config} --runs {input.runs} "
         "{params.corpus} --device {params.device} --out {output.measurement} > {log} 2>&1"
 
 

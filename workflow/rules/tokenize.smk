@@ -52,6 +52,5 @@ rule tokenize_corpus:
         mem_mb=4000,
         runtime=60,
     shell:
-        # SentencePiece encodes with OMP_NUM_THREADS threads (every core when unset); ids do not depend on it
-        "OMP_NUM_THREADS={threads} strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
+        "strae tokenize-corpus --lang {wildcards.lang} --config {params.config} --corpus-dir {params.corpus_dir} "
         "--tokenizer {input.tokenizer} --out-dir {params.out_dir} > {log} 2>&1"

@@ -47,6 +47,10 @@ from strae import paths
 from strae.evaluate.result import EvalResult, TaskResult
 from strae.io import check_output_file, provenance, sha256_and_git_blob_sha1_file, sha256_file
 
+# the keys of the config's multiview.senteval block this suite reads (the workflow's params: editing one scores
+# again); the others choose which evaluations run (floors, probing, extra runs), not how one is scored
+CONFIG_KEYS = ("tasks", "inner_folds", "max_iter")
+
 SUITE = "senteval"
 VARIANT_GROUPS = {"senteval": "transfer", "probing": "probing"}  # the --variant of each task group
 READERS = ("binary", "trec", "sick", "mrpc", "probing")
@@ -571,7 +575,8 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     data_cfg = config.get("data") or {}
     tasks_path = tasks_path or data_cfg.get("tasks") or "config/tasks.yaml"
     catalog = load_senteval_tasks(tasks_path)
-    suite_cfg = ((config.get("multiview") or {}).get("senteval") or {})
+    block = (config.get("multiview") or {}).get("senteval") or {}
+    suite_cfg = {key: block[key] for key in CONFIG_KEYS if key in block}
     if variant not in VARIANT_GROUPS:
         raise SentevalError(f"--variant {variant!r}: use one of {sorted(VARIANT_GROUPS)}")
     group = VARIANT_GROUPS[variant]
