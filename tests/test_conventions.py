@@ -126,6 +126,19 @@ def test_default_out_path_for_builtin_and_options():
 
 
 # ------------------------------------------------------------------------------------------- licences, docs
+def test_the_code_sha_is_read_when_a_command_starts_and_kept(monkeypatch):
+    """A result written long after its command started (a 40-minute evaluation, a training session) names the commit
+    the command started on, not one made meanwhile: git_sha() is read once, and `strae` reads it before a command."""
+    from strae import cli, io
+
+    monkeypatch.setattr(io, "_CODE_SHA", [])
+    answers = iter(["started-on", "committed-meanwhile"])
+    monkeypatch.setattr(io, "_read_git_sha", lambda: next(answers))
+    with pytest.raises(SystemExit):  # argparse's --help: the command reads nothing more, but it did start
+        cli.main(["evaluate", "--help"])
+    assert io.git_sha() == "started-on" and io.git_sha() == "started-on"
+
+
 def test_license_is_mit_as_pyproject_says():
     import tomllib
 

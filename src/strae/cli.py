@@ -117,6 +117,9 @@ def _dispatch(argv: list[str] | None) -> int:
         print(f"strae: unknown command {name!r}\n\n{_usage()}", file=sys.stderr)
         return 2
     configure_logging(verbosity)
+    from strae.io import git_sha
+
+    git_sha()  # the code's commit as the command starts: its results' provenance names it, whatever is committed later
     module = importlib.import_module(COMMANDS[name][0])
     return int(module.main(rest) or 0)
 

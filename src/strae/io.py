@@ -132,7 +132,19 @@ def project_root() -> Path:
     return Path.cwd()
 
 
+_CODE_SHA: list[str | None] = []  # the first answer of git_sha() in this process
+
+
 def git_sha() -> str | None:
+    """The commit of the code this process runs (``SHA`` or ``SHA-dirty``; None outside a git checkout). Read once,
+    at the first call (`strae` makes it when a command starts), and kept: a result written an hour later names the code
+    that computed it, not a commit made meanwhile."""
+    if not _CODE_SHA:
+        _CODE_SHA.append(_read_git_sha())
+    return _CODE_SHA[0]
+
+
+def _read_git_sha() -> str | None:
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=project_root(), capture_output=True, text=True, timeout=5
