@@ -735,8 +735,11 @@ def test_every_committed_multiview_record_rebuilds_from_its_own_files(tmp_path, 
 
 def test_multiview_record_keeps_a_floor_per_configured_width_and_a_row_each(tmp_path):
     """Floors at several widths (multiview.senteval.random_token: [256, model]): each the record's own file, its own
-    Table 1 row; a width the config does not ask for stays out. The 2,000-d floor here is the 256-d one's JSON
-    relabelled (the record script copies files; it does not score them)."""
+    Table 1 row; a width the config does not ask for, or another language's floor, stays out; a configured width
+    without its floor is refused. The 2,000-d floor here is the 256-d one's JSON relabelled (the record script copies
+    files; it does not score them)."""
+    import pandas as pd
+
     committed = Path(__file__).resolve().parents[1] / "reproductions" / REFUSALS_RECORD
     work = tmp_path / "work"
     record = _results_from_record(committed, work)
@@ -746,34 +749,26 @@ def test_multiview_record_keeps_a_floor_per_configured_width_and_a_row_each(tmp_
         document["run"]["setting"] = f"dim{width}"
         (floors / f"dim{width}").mkdir()
         (floors / f"dim{width}/seed0.senteval.json").write_text(json.dumps(document))
+    other_language = work / "results/eval/af/random-token/dim256"
+    other_language.mkdir(parents=True)
+    (other_language / "seed0.senteval.json").write_bytes((floors / "dim256/seed0.senteval.json").read_bytes())
     (work / "results/config.effective.yaml").write_text(
         "multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3], senteval: {random_token: [256, model]}}\n")
     made = record("floors")
     assert made.returncode == 0, made.stdout + made.stderr
     out = work / "reproductions/floors"
-    assert (out / "eval/random-token.dim2000.senteval.json").exists()
-    assert (out / "eval/random-token.senteval.json").exists() and not list(out.glob("eval/*dim512*"))
-    import pandas as pd
-
+    assert sorted(p.name for p in out.glob("eval/random-token*")) == [
+        "random-token.dim2000.senteval.json", "random-token.paper.json", "random-token.senteval.json"]
     table = pd.read_csv(out / "table1.csv")
     rows = table.loc[table["model"] == "random-token"].drop_duplicates("row")
     assert list(zip(rows["row"], rows["setting"])) == [("random-token floor (256-d)", "dim256"),
                                                         ("random-token floor (2000-d)", "dim2000")]
     assert (table.loc[table["model"] == "random-token", "status"] == "ok").all()
     assert "each width of multiview.senteval.random_token (256, 2000)" in (out / "table1.md").read_text()
-    # another language's floor is not this record's; a width the config asks for and lacks is refused
-    (work / "results/eval/af/random-token/dim256").mkdir(parents=True)
-    floor = (floors / "dim256/seed0.senteval.json").read_bytes()
-    (work / "results/eval/af/random-token/dim256/seed0.senteval.json").write_bytes(floor)
     (floors / "dim2000/seed0.senteval.json").unlink()
     refused = record("missing")
     assert refused.returncode != 0 and "dim2000/seed0.senteval.json missing" in refused.stderr
     assert not (work / "reproductions/missing").exists()
-    (work / "results/config.effective.yaml").write_text("multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3]}\n")
-    made = record("languages")
-    assert made.returncode == 0, made.stderr
-    assert sorted(p.name for p in (work / "reproductions/languages/eval").glob("random-token*")) == [
-        "random-token.paper.json", "random-token.senteval.json"]
 
 
 def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_path):
