@@ -358,6 +358,38 @@ def test_train_resume_exactly_and_encode(tmp_path, monkeypatch, capsys):
     assert "differs in pipeline_version, spacy" in capsys.readouterr().err
 
 
+def test_epochs_repeat_the_batches_in_order_and_resume_across_an_epoch_boundary(tmp_path, monkeypatch):
+    """--epochs 2: every batch of the first pass again, in the same order (6 steps a pass here); the run's setting
+    and recipe name it (a one-epoch recipe has no key, as runs had before the option); stopped in the second pass
+    and extended, the same weights as straight through; the data block counts sentences once a pass."""
+    from baselines.multiview import data, train
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1) + ["--epochs", "2"]
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    starts = []
+    original = data.batch_at
+
+    def recording(corpus, vocab, start, batch_size):
+        starts.append(start)
+        return original(corpus, vocab, start, batch_size)
+
+    monkeypatch.setattr(train, "batch_at", recording)
+    assert train.main(common + ["--out", str(straight)]) == 0
+    assert starts == [0, 10, 20, 30, 40, 50] * 2
+    record = json.loads((straight / "train.json").read_text())
+    assert record["run"]["setting"] == "ctl_h8_e4_ep2" and record["config"]["recipe"]["epochs"] == 2
+    one_pass = record["data"]["sentences_selected"]
+    assert record["data"]["epochs"] == 2 and record["data"]["sentences_trained"] == 2 * one_pass
+    assert record["timings"]["steps"] == 12
+    assert train.main(common + ["--out", str(resumed), "--max-steps", "8"]) == 0
+    partial = json.loads((resumed / "train.json").read_text())["data"]
+    assert partial["sentences_trained"] == one_pass + 20  # a pass, then the second pass's first two batches
+    assert train.main(common + ["--out", str(resumed)]) == 0
+    _assert_same_weights(straight, resumed)
+    args = train.build_parser().parse_args(common[:-2] + ["--out", str(tmp_path / "one")])  # one epoch
+    assert "epochs" not in train._recipe(args, {}) and train.setting_name(args) == "ctl_h8_e4"
+
+
 def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatch):
     """The workflow keeps one run directory per model and seed whatever the parse setting: a completed run (or a
     checkpoint) made on one parse must be refused for another, by name, not answered "already trained"."""
@@ -650,7 +682,8 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed3\.senteval\.json", result.stdout)
     # floors at several widths (multiview.senteval.random_token): one evaluation each, its width passed to the
     # encoder; `model` = the models' test vector, 2 x quick.yaml's hidden 64
-    (workdir / "floors.yaml").write_text("multiview: {senteval: {random_token: [256, model]}}\n")
+    # (and two epochs: their own setting, _ep2)
+    (workdir / "floors.yaml").write_text("multiview: {senteval: {random_token: [256, model]}, train: {epochs: 2}}\n")
     result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
                        "floors.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -659,6 +692,7 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     # the default width's command is the one the records' 256-d floors were made with (no rerun of them)
     assert any("--encoder-option" not in f and "random-token/dim256/seed0.senteval.json" in f for f in floors)
     assert any("--encoder-option dim=128" in f and "random-token/dim128/seed0.senteval.json" in f for f in floors)
+    assert re.search(r"--epochs 2\b.*--out results/runs/en/multiview_ctl/ctl_h64_e32_ep2/seed0", result.stdout)
 
 
 def _results_from_record(committed: Path, work: Path):

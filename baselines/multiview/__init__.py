@@ -15,10 +15,11 @@ FLOOR_DIM = 256
 FLOOR_MODEL_WIDTH = "model"
 
 
-def default_setting(model: str, hidden: int = DEFAULT_HIDDEN, embedding_dim: int = DEFAULT_EMBEDDING_DIM) -> str:
-    """The run setting `strae train-multiview` names a run by (the model and its sizes): the paper's CTL is
-    ``ctl_h1000_e300``."""
-    return f"{model}_h{hidden}_e{embedding_dim}"
+def default_setting(model: str, hidden: int = DEFAULT_HIDDEN, embedding_dim: int = DEFAULT_EMBEDDING_DIM,
+                    epochs: int = 1) -> str:
+    """The run setting `strae train-multiview` names a run by (the model, its sizes, and its passes over the corpus
+    when more than the paper's one): the paper's CTL is ``ctl_h1000_e300``, four passes ``ctl_h1000_e300_ep4``."""
+    return f"{model}_h{hidden}_e{embedding_dim}" + (f"_ep{epochs}" if epochs != 1 else "")
 
 
 def config_settings(config: dict) -> dict[str, str]:
@@ -30,7 +31,8 @@ def config_settings(config: dict) -> dict[str, str]:
         return {}
     train = block.get("train") or {}
     return {f"multiview_{model}": default_setting(model, train.get("hidden", DEFAULT_HIDDEN),
-                                                  train.get("embedding_dim", DEFAULT_EMBEDDING_DIM))
+                                                  train.get("embedding_dim", DEFAULT_EMBEDDING_DIM),
+                                                  train.get("epochs") or 1)
             for model in block.get("models", [])}
 
 

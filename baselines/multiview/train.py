@@ -1,13 +1,15 @@
 """``strae train-multiview``: Quick-Thoughts-style contrastive training of the multi-view encoder (or CL).
 
     strae train-multiview --parses resources/parses/L --lang L --seed N --out DIR [--model ctl|cl]
-                          [--max-sentences N] [--max-steps N] [--hidden 1000] [--embedding-dim 300] ...
+                          [--max-sentences N] [--epochs 1] [--max-steps N] [--hidden 1000] [--embedding-dim 300] ...
 
 Paper §4 defaults: Adam lr 5e-3, gradient clipping 5.0 (total norm), batch 100 consecutive sentences, one epoch,
 20k most frequent tokens, embeddings 300, hidden 1000, Xavier weights and zero biases. Batches follow corpus order
 (not shuffled): the other sentences of a batch are the negatives, as in Quick-Thoughts. A run trains on the
 first ``--max-sentences`` kept sentences of the parse (the budget; the paper itself stopped after 4.6M of 78M
-sentences) and can be capped at ``--max-steps``.
+sentences) and can be capped at ``--max-steps``. ``--epochs N`` passes over those sentences N times in the same
+order (default 1, the paper's): a corpus smaller than the paper's can be shown as many sentences as the paper's model
+saw (ELTeC-eng's 585k sentences x 8 = 4.7M); the run's setting names it (``_ep8``).
 
 Run directory: ``vocab.json``, ``checkpoint.pt`` (every ``--checkpoint-every-steps`` steps: model, optimiser, RNG,
 step, history; also where SIGTERM / SIGINT stop the run, after the current step, exit status 128 + signal;
@@ -80,6 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sentences-per-book", type=positive_int, default=None,
                    help="train on each book's first N kept sentences (all books contribute; corpus order kept)")
     p.add_argument("--max-sentences", type=positive_int, default=None, help="then on the first N of those")
+    p.add_argument("--epochs", type=positive_int, default=1,
+                   help="passes over the selected sentences, each in corpus order (default 1, the paper's)")
     p.add_argument("--max-steps", type=positive_int, default=None, help="stop after N steps (recorded)")
     p.add_argument("--checkpoint-every-steps", type=positive_int, default=50)
     p.add_argument("--device", default="auto")
@@ -91,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def setting_name(args: argparse.Namespace) -> str:
-    return args.setting or default_setting(args.model, args.hidden, args.embedding_dim)
+    return args.setting or default_setting(args.model, args.hidden, args.embedding_dim, args.epochs)
 
 
 # what makes two parses the same training data: the corpus and the parse's own limits (the sentence count stands
@@ -110,6 +114,8 @@ def _recipe(args: argparse.Namespace, parse_meta: dict[str, Any]) -> dict:
     recipe = {k: getattr(args, k) for k in ("model", "vocab_size", "lowercase", "embedding_dim", "hidden", "lr",
                                             "clip_grad_norm", "batch_size", "max_tokens", "sentences_per_book",
                                             "max_sentences", "max_steps", "seed")}
+    if args.epochs != 1:  # a one-epoch recipe reads as every run's did before the option (their checkpoints resume)
+        recipe["epochs"] = args.epochs
     return {**recipe, "parse": parse_identity(parse_meta)}
 
 
@@ -150,6 +156,7 @@ class Job:
     optimizer: torch.optim.Optimizer
     device: torch.device
     total_steps: int
+    batches_per_epoch: int
     data_stats: dict[str, Any]
     started: float  # perf_counter when data loading began (the final message's total)
     record: RunRecord | None = None
@@ -190,7 +197,7 @@ def already_trained(out: Path, recipe: dict) -> bool:
     if changed == ["max_steps"] and extends(recorded["max_steps"], recipe["max_steps"]):
         # a time-boxed run asked for more steps: it continues from its checkpoint (resume allows max_steps to grow)
         print(f"{out}: extending the completed run from --max-steps {recorded['max_steps']} to "
-              f"{recipe['max_steps'] or 'the epoch'}")
+              f"{recipe['max_steps'] or 'the last epoch'}")
         invalidate_outputs(out)
         return False
     raise SystemExit(f"{out}: holds a completed run with another recipe (differs in: {', '.join(changed)}); "
@@ -203,7 +210,7 @@ def differing_keys(saved: dict[str, Any], asked: dict[str, Any], ignore: tuple[s
 
 
 def extends(done: int | None, asked: int | None) -> bool:
-    """True when ``asked`` max_steps continues a run time-boxed at ``done`` (None: the whole epoch)."""
+    """True when ``asked`` max_steps continues a run time-boxed at ``done`` (None: to its last epoch)."""
     return done is not None and (asked is None or asked > done)
 
 
@@ -238,9 +245,9 @@ def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: to
     model = MultiviewModel(config).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     n_batches = math.ceil(len(corpus) / args.batch_size)
-    total_steps = n_batches if args.max_steps is None else min(n_batches, args.max_steps)
+    total_steps = n_batches * args.epochs if args.max_steps is None else min(n_batches * args.epochs, args.max_steps)
     stats = data_stats(args, parse_meta, parsed, corpus, vocab, n_batches, total_steps)
-    return Job(args, recipe, corpus, vocab, config, model, optimizer, device, total_steps, stats, started)
+    return Job(args, recipe, corpus, vocab, config, model, optimizer, device, total_steps, n_batches, stats, started)
 
 
 def run_vocabulary(args: argparse.Namespace, parsed) -> Vocabulary:
@@ -259,18 +266,22 @@ def run_vocabulary(args: argparse.Namespace, parsed) -> Vocabulary:
 
 def data_stats(args: argparse.Namespace, parse_meta: dict, parsed, corpus, vocab: Vocabulary, n_batches: int,
                total_steps: int) -> dict[str, Any]:
-    """train.json ``data``: what the parse held, what was kept and selected, and what the steps actually read."""
-    trained = total_steps * args.batch_size
+    """train.json ``data``: what the parse held, what was kept and selected, and what the steps actually read
+    (``sentences_trained``, ``tokens_trained``: over every epoch, a sentence counted once a pass)."""
+    epochs, rest = divmod(total_steps, n_batches)
+    last = min(len(corpus), rest * args.batch_size)  # the sentences of the last, partial pass
+    corpus_tokens = sum(len(t) for t in corpus.tokens)
     return {
         "parses": str(args.parses), "corpus": parse_meta.get("corpus"),
         "corpus_sha256": parse_meta.get("corpus_sha256"),
         "parse_settings": {k: parse_meta.get(k) for k in ("paragraphs_per_book", "max_sentences", "n_sentences")},
         "sentences_read": parsed.n_read, "sentences_dropped_length": parsed.n_dropped_length,
         "sentences_kept": len(parsed), "sentences_selected": len(corpus),
-        "sentences_trained": min(len(corpus), trained),
+        "epochs": args.epochs, "sentences_trained": epochs * len(corpus) + last,
         "books": int(len(set(corpus.books.tolist()))), "batches_per_epoch": n_batches,
         "context_pairs_per_epoch": count_context_pairs(corpus.books, corpus.positions, args.batch_size),
-        "vocab_size": len(vocab.tokens), "tokens_trained": int(sum(len(t) for t in corpus.tokens[:trained])),
+        "vocab_size": len(vocab.tokens),
+        "tokens_trained": int(epochs * corpus_tokens + sum(len(t) for t in corpus.tokens[:last])),
     }
 
 
@@ -371,7 +382,9 @@ def train_step(job: Job, progress: Progress) -> dict[str, Any]:
     args, device = job.args, job.device
     t0 = time.perf_counter()
     try:
-        batch, books, positions = batch_at(job.corpus, job.vocab, progress.step * args.batch_size, args.batch_size)
+        # epoch after epoch the same batches in the same order (the negatives are a batch's other sentences)
+        start = (progress.step % job.batches_per_epoch) * args.batch_size
+        batch, books, positions = batch_at(job.corpus, job.vocab, start, args.batch_size)
         if count_context_pairs(books, positions, len(books)) == 0:
             # no sentence of the batch has its neighbour in it: the corpus' last batch when it holds one sentence
             # (the corpus one more than a multiple of the batch size), or sentences of different books. The loss

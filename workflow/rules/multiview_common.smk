@@ -105,6 +105,8 @@ def mv_train_flags(wildcards):
                 "sentences_per_book", "max_sentences", "max_steps", "threads"):
         if MV_TRAIN.get(key) is not None:
             flags.append(f"--{key.replace('_', '-')} {MV_TRAIN[key]}")
+    if (MV_TRAIN.get("epochs") or 1) != 1:  # one epoch, the paper's, is the command as it always was (no rerun)
+        flags.append(f"--epochs {MV_TRAIN['epochs']}")
     return " ".join(flags)
 
 
