@@ -244,6 +244,9 @@ def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: to
                              hidden=args.hidden)
     model = MultiviewModel(config).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
+    if not len(corpus):
+        raise SystemExit(f"{args.parses}: no training sentences left after --max-tokens {args.max_tokens}, "
+                         "--sentences-per-book and --max-sentences")
     n_batches = math.ceil(len(corpus) / args.batch_size)
     total_steps = n_batches * args.epochs if args.max_steps is None else min(n_batches * args.epochs, args.max_steps)
     stats = data_stats(args, parse_meta, parsed, corpus, vocab, n_batches, total_steps)
@@ -277,6 +280,7 @@ def data_stats(args: argparse.Namespace, parse_meta: dict, parsed, corpus, vocab
         "parse_settings": {k: parse_meta.get(k) for k in ("paragraphs_per_book", "max_sentences", "n_sentences")},
         "sentences_read": parsed.n_read, "sentences_dropped_length": parsed.n_dropped_length,
         "sentences_kept": len(parsed), "sentences_selected": len(corpus),
+        # epochs asked; the steps' own count is sentences_trained (a time-boxed run stops short of them)
         "epochs": args.epochs, "sentences_trained": epochs * len(corpus) + last,
         "books": int(len(set(corpus.books.tolist()))), "batches_per_epoch": n_batches,
         "context_pairs_per_epoch": count_context_pairs(corpus.books, corpus.positions, args.batch_size),

@@ -136,7 +136,8 @@ _CODE_SHA: list[str | None] = []  # the first answer of git_sha() in this proces
 
 
 def git_sha() -> str | None:
-    """The commit of the code this process runs (``SHA`` or ``SHA-dirty``; None outside a git checkout). Read once,
+    """The commit of the code this process runs (``SHA``, ``SHA-dirty``, ``SHA-unchecked`` when `git status` failed;
+    None outside a git checkout or when git failed, kept for the process like any answer). Read once,
     at the first call (`strae` makes it when a command starts), and kept: a result written an hour later names the code
     that computed it, not a commit made meanwhile."""
     if not _CODE_SHA:
@@ -154,10 +155,12 @@ def _read_git_sha() -> str | None:
     if out.returncode != 0:
         return None
     sha = out.stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=project_root(), capture_output=True, text=True
-    ).stdout.strip()
-    return sha + ("-dirty" if dirty else "")
+    try:  # --no-optional-locks: many jobs starting at once must not hold the index lock a user's `git add` needs
+        status = subprocess.run(["git", "--no-optional-locks", "status", "--porcelain", "--untracked-files=no"],
+                                cwd=project_root(), capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return f"{sha}-unchecked"  # the commit, with changes to it neither seen nor ruled out
+    return sha + ("-dirty" if status.stdout.strip() else "")
 
 
 def provenance(**extra: Any) -> dict[str, Any]:
