@@ -22,6 +22,7 @@ sentences/s, tokens/s, s/step, peak memory (CUDA max allocated, or the process's
 from __future__ import annotations
 
 import argparse
+import math
 import resource
 import time
 from pathlib import Path
@@ -74,7 +75,8 @@ def measure(model_name: str, corpus: ParsedCorpus, vocab: Vocabulary, args: argp
     model = MultiviewModel(config).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
     job_args = argparse.Namespace(batch_size=args.batch_size, clip_grad_norm=5.0, out=None)
-    job = Job(job_args, {}, corpus, vocab, config, model, optimizer, device, args.steps + args.warmup, {}, 0.0)
+    job = Job(job_args, {}, corpus, vocab, config, model, optimizer, device, total_steps=args.steps + args.warmup,
+              batches_per_epoch=math.ceil(len(corpus) / args.batch_size), data_stats={}, started=0.0)
     progress = Progress()
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
