@@ -9,9 +9,10 @@ batched level-by-level Tree-LSTM, the contrastive loss), ``data`` (vocabulary, c
 # the paper's sizes (§4.2): `strae train-multiview`'s defaults, and what a config's `multiview.train` leaves unset
 DEFAULT_HIDDEN = 1000
 DEFAULT_EMBEDDING_DIM = 300
-# the random-token floor's width when `multiview.senteval.random_token` is `true` (the first records' floor, and
-# strae.evaluate.random_token's default); `model` in a list of widths = the models' test vector, [target; context]
-FLOOR_DIM = 256
+# the random-token floor's width when `multiview.senteval.random_token` is `true`: the encoder's default (the first
+# records' floor); `model` in a list of widths = the models' test vector, [target; context]
+from strae.evaluate.random_token import DEFAULT_DIM as FLOOR_DIM  # noqa: E402
+
 FLOOR_MODEL_WIDTH = "model"
 
 

@@ -55,7 +55,7 @@ class MultiviewEncoder(Encoder):
         if vectors == "random-token":
             from strae.evaluate.random_token import load as load_floor
 
-            self.floor = load_floor(dim=256 if dim is None else dim)
+            self.floor = load_floor() if dim is None else load_floor(dim=dim)
         self.token_counts = {"tokens": 0, "unknown": 0}  # running totals of parse(), for the evaluation's record
         payload = load_weights_file(self.run_dir / "model.pt")
         self.config = MultiviewConfig.from_dict(payload["config"])

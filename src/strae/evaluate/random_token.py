@@ -16,9 +16,11 @@ import numpy as np
 
 from strae.encode import Encoder
 
+DEFAULT_DIM = 256  # the floor's width unless asked (the records' floor; the workflow's `true`)
+
 
 class RandomTokenEncoder(Encoder):
-    def __init__(self, seed: int = 0, dim: int = 256):
+    def __init__(self, seed: int = 0, dim: int = DEFAULT_DIM):
         if dim < 1:
             raise SystemExit(f"--encoder-option dim={dim}: must be a positive integer")
         self.seed = int(seed)
@@ -75,7 +77,7 @@ class RandomTokenEncoder(Encoder):
                 "status": "completed", "failure_reason": None}
 
 
-def load(seed: int | str = 0, dim: int | str = 256, device: str | None = None) -> RandomTokenEncoder:
+def load(seed: int | str = 0, dim: int | str = DEFAULT_DIM, device: str | None = None) -> RandomTokenEncoder:
     """Builtin kind ``random-token`` (``strae.encode.ENCODERS``): ``load_encoder("random-token", **options)``.
     ``device`` is accepted (the workflow passes every encoder one) and unused: the vectors are numpy's."""
     values = {}
