@@ -28,7 +28,7 @@ from test_workflow import REPO, copy_workdir, snakemake
 
 RUN = plan.Run("synth", "banyan", "ce_diagonal_entangled_k128_u2", 0)
 TARGET = RUN.eval_json("paper")
-EPOCHS = 10  # ~44 steps each on the synthetic corpus: the first checkpoint (epoch 1's end) comes epochs before the last
+EPOCHS = 4  # ~44 steps each on the synthetic corpus: the first checkpoint (epoch 1's end) comes epochs before the last
 OVERLAY = f"""
 scale:
   recipe_overrides: {{epochs: {EPOCHS}}}

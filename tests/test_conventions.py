@@ -170,3 +170,18 @@ def test_config_readme_describes_every_top_level_key():
     assert not missing, f"config/README.md does not describe: {missing}"
     for name in ("config.yaml", "quick.yaml", "registry.yaml", "tasks.yaml", "tables.yaml"):
         assert name in readme
+
+
+def test_the_workflow_imports_neither_torch_nor_scipy_stats():
+    """Every snakemake call (a dry run, a `--summary`) imports the modules the rule files import at their top; torch
+    (~2 s) or scipy.stats (~1 s) among them would be paid by each, and by every test that runs snakemake. The
+    rule files' top-level imports are read from the files themselves, so a new one is checked too."""
+    files = [REPO_ROOT / "Snakefile", *sorted((REPO_ROOT / "workflow/rules").glob("*.smk"))]
+    imports = [line for path in files for line in path.read_text().splitlines()
+               if re.match(r"(from \S+ )?import ", line) and not line.startswith("from snakemake")]
+    assert any("strae" in line for line in imports), imports  # the pattern still finds them
+    probe = "\n".join([*imports, "import sys", "print(sorted({'torch', 'scipy.stats'} & set(sys.modules)))"])
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", imports

@@ -23,7 +23,7 @@ from baselines.multiview.model import (
     naive_tree_lstm,
     node_levels,
 )
-from baselines.multiview.parse import doc_to_tree, iter_parsed, parse_corpus
+from baselines.multiview.parse import doc_to_tree, iter_parsed, parse_corpus, recorded_recipe
 from strae import runs
 
 # (token ids, sentence-local heads, -1 = root): a chain, a star, a single token, a mixed tree
@@ -417,7 +417,7 @@ def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatc
     record = read_json(out / "train.json")
     del record["config"]["recipe"]["parse"]
     write_json(out / "train.json", record)
-    assert train.recorded_recipe(train.RunRecord.from_disk(out))["parse"] == parse
+    assert recorded_recipe(train.RunRecord.from_disk(out))["parse"] == parse
 
 
 def test_a_vocabulary_left_by_a_run_killed_before_its_first_checkpoint_is_built_again(tmp_path):

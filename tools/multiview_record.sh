@@ -41,7 +41,7 @@ import json
 import sys
 from pathlib import Path
 
-from baselines.multiview.train import parse_identity, recorded_recipe
+from baselines.multiview.parse import parse_identity, recorded_recipe
 from strae.runs import RunRecord
 
 stage = Path(sys.argv[1])

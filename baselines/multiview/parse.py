@@ -29,10 +29,31 @@ from typing import Any
 from tqdm import tqdm
 
 from strae.io import atomic_open, provenance, read_json, sha256_file, write_json
+from strae.runs import RunRecord
 
 BOOK_MARK = "### "
 META_FILE = "meta.json"
 PARSE_SCHEMA_VERSION = 1
+
+
+# what makes two parses the same training data: the corpus and the parse's own limits (the sentence count stands
+# for the parser's output, which a new spaCy or pipeline version changes)
+PARSE_IDENTITY_KEYS = ("corpus_sha256", "paragraphs_per_book", "max_sentences", "n_sentences")
+
+
+def parse_identity(parse_meta: dict[str, Any]) -> dict[str, Any]:
+    return {key: parse_meta.get(key) for key in PARSE_IDENTITY_KEYS}
+
+
+def recorded_recipe(record: RunRecord) -> dict[str, Any]:
+    """A completed run's recipe; runs written before the recipe named its parse have the parse's identity in
+    train.json's ``data`` block (corpus_sha256, parse_settings), read from there."""
+    recipe = dict(record.config.get("recipe") or {})
+    if "parse" not in recipe:
+        data = record.blocks.get("data") or {}
+        recipe["parse"] = parse_identity({"corpus_sha256": data.get("corpus_sha256"),
+                                          **(data.get("parse_settings") or {})})
+    return recipe
 
 
 class ParserUnavailable(SystemExit):

@@ -33,7 +33,7 @@ from tqdm import tqdm
 from baselines.multiview import DEFAULT_EMBEDDING_DIM, DEFAULT_HIDDEN, default_setting
 from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, load_parsed, select_training
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, bilstm_path
-from baselines.multiview.parse import META_FILE
+from baselines.multiview.parse import META_FILE, parse_identity, recorded_recipe
 from strae.argtypes import positive_float, positive_int
 from strae.encode import write_encoder_manifest
 from strae.io import provenance, read_json, write_json
@@ -96,15 +96,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def setting_name(args: argparse.Namespace) -> str:
     return args.setting or default_setting(args.model, args.hidden, args.embedding_dim, args.epochs)
-
-
-# what makes two parses the same training data: the corpus and the parse's own limits (the sentence count stands
-# for the parser's output, which a new spaCy or pipeline version changes)
-PARSE_IDENTITY_KEYS = ("corpus_sha256", "paragraphs_per_book", "max_sentences", "n_sentences")
-
-
-def parse_identity(parse_meta: dict[str, Any]) -> dict[str, Any]:
-    return {key: parse_meta.get(key) for key in PARSE_IDENTITY_KEYS}
 
 
 def _recipe(args: argparse.Namespace, parse_meta: dict[str, Any]) -> dict:
@@ -212,17 +203,6 @@ def differing_keys(saved: dict[str, Any], asked: dict[str, Any], ignore: tuple[s
 def extends(done: int | None, asked: int | None) -> bool:
     """True when ``asked`` max_steps continues a run time-boxed at ``done`` (None: to its last epoch)."""
     return done is not None and (asked is None or asked > done)
-
-
-def recorded_recipe(record: RunRecord) -> dict[str, Any]:
-    """A completed run's recipe; runs written before the recipe named its parse have the parse's identity in
-    train.json's ``data`` block (corpus_sha256, parse_settings), read from there."""
-    recipe = dict(record.config.get("recipe") or {})
-    if "parse" not in recipe:
-        data = record.blocks.get("data") or {}
-        recipe["parse"] = parse_identity({"corpus_sha256": data.get("corpus_sha256"),
-                                          **(data.get("parse_settings") or {})})
-    return recipe
 
 
 def read_parse_meta(parses: Path) -> dict[str, Any]:

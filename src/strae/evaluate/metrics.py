@@ -27,7 +27,6 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
 
 COSINE_EPS = 1e-8
 UNDEFINED_CONSTANT = "undefined (constant similarities)"
@@ -158,6 +157,10 @@ def spearman_x100(similarities: np.ndarray, gold: np.ndarray, strict: bool = Fal
     elif np.ptp(gold) == 0.0:
         reason = UNDEFINED_CONSTANT_GOLD
     if reason is None:
+        # scipy.stats here, not at import: the tables and record commands read this module's names only, and
+        # scipy.stats costs them ~1 s each
+        from scipy.stats import spearmanr
+
         rho = spearmanr(similarities, gold).statistic
         if np.isfinite(rho):
             return float(rho) * 100.0, None

@@ -28,7 +28,6 @@ from tqdm import tqdm
 
 from strae import paths
 from strae.io import provenance, read_json, write_json
-from strae.runtime import describe_device
 
 SCHEMA_VERSION = 1
 PARAM_COUNTS = "param_counts"
@@ -42,6 +41,14 @@ def measurement_names(tables: dict[str, Any]) -> list[str]:
     """Every measurement the declared tables and figures need: parameter counts and the model-based figures."""
     figures = tables.get("figures") or {}
     return [PARAM_COUNTS] + [name for name, spec in figures.items() if spec.get("kind") in MEASURED_FIGURE_KINDS]
+
+
+def _device_name(device) -> str:
+    # torch only when a measurement runs: the workflow imports this module to name its targets, and every snakemake
+    # call (a dry run too) would otherwise pay torch's ~2 s import
+    from strae.runtime import describe_device
+
+    return describe_device(device)
 
 
 def _document(name: str, kind: str, **fields: Any) -> dict[str, Any]:
@@ -173,7 +180,7 @@ def node_counts(name: str, spec: dict[str, Any], args) -> dict[str, Any]:
             nodes[kind]["mean"].append(float(np.mean(per_kind[kind])))
             nodes[kind]["std"].append(float(np.std(per_kind[kind])))
     return _document(name, "node_counts", source=source, corpus=Path(args.corpus_dir).name, batch_sizes=sizes,
-                     repeats=repeats, nodes=nodes, device=describe_device(args.device))
+                     repeats=repeats, nodes=nodes, device=_device_name(args.device))
 
 
 def uniformity_alignment(name: str, spec: dict[str, Any], args) -> dict[str, Any]:
@@ -197,7 +204,7 @@ def uniformity_alignment(name: str, spec: dict[str, Any], args) -> dict[str, Any
     if not measured:
         return _document(name, "uniformity_alignment", status="not run",
                          reason="no finished runs for these objectives", runs=[])
-    return _document(name, "uniformity_alignment", runs=measured, device=describe_device(args.device))
+    return _document(name, "uniformity_alignment", runs=measured, device=_device_name(args.device))
 
 
 FIGURE_MEASURES = {"node_counts": node_counts, "uniformity_alignment": uniformity_alignment}
