@@ -390,6 +390,20 @@ def test_epochs_repeat_the_batches_in_order_and_resume_across_an_epoch_boundary(
     assert "epochs" not in train._recipe(args, {}) and train.setting_name(args) == "ctl_h8_e4"
 
 
+def test_a_selection_without_sentences_is_refused_before_anything_is_trained(tmp_path, monkeypatch):
+    """The epoch arithmetic divides by the selection's batches: an empty selection is refused, naming the options
+    that made it, and leaves no checkpoint or record behind. (The CLI's positive --max-sentences and
+    --sentences-per-book cannot empty a non-empty parse today; a selection rule that could must meet this.)"""
+    from baselines.multiview import data, train
+
+    monkeypatch.setattr(train, "select_training", lambda parsed, *_: data.select_training(parsed, 0, None))
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit, match=r"no training sentences left after --max-tokens \d+, --sentences-per-book "
+                                         r"and --max-sentences"):
+        train.main(_tiny_train_args(tmp_path, checkpoint_every_steps=1) + ["--out", str(out)])
+    assert not any((out / name).exists() for name in ("checkpoint.pt", "train.json", "encoder.json", "model.pt"))
+
+
 def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatch):
     """The workflow keeps one run directory per model and seed whatever the parse setting: a completed run (or a
     checkpoint) made on one parse must be refused for another, by name, not answered "already trained"."""
