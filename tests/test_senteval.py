@@ -380,6 +380,26 @@ def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch, c
     assert [(r["task"], r["variant"], r["model"]) for r in rows] == [("BIN", "senteval", "keyword")]
 
 
+def test_the_selection_is_the_named_tasks_else_the_languages_group_and_refuses_by_name(repo_root):
+    """select_tasks: the CLI's task choice, which the workflow's SentEval jobs read as their task-definition param
+    (an edited definition scores again): names given, or every task of the variant's group for the language."""
+    path = repo_root / "config/tasks.yaml"
+    catalog = load_senteval_tasks(path)
+    transfer = [t.name for t in senteval.select_tasks(catalog, "en", "senteval", None, path)]
+    assert transfer == [n for n, t in catalog.items() if t.group == "transfer" and t.language == "en"]
+    assert [t.name for t in senteval.select_tasks(catalog, "en", "senteval", ["TREC", "MR"], path)] == ["TREC", "MR"]
+    assert {t.group for t in senteval.select_tasks(catalog, "en", "probing", None, path)} == {"probing"}
+    for args, message in (((["MR", "nope"],), r"unknown SentEval task\(s\) \['nope'\]"),
+                          ((["SentLen"],), r"'SentLen' is a probing task; score it with --variant probing"),
+                          ((None, "xx"), r"no transfer task for language 'xx'"),
+                          ((["MR"], "xx"), r"'MR' is for language 'en', not 'xx'")):
+        names, language = (args + ("en",))[:2]
+        with pytest.raises(senteval.SentevalError, match=rf"{re.escape(str(path))}: .*{message}"):
+            senteval.select_tasks(catalog, language, "senteval", names, path)
+    with pytest.raises(senteval.SentevalError, match=r"--variant 'paper': use one of"):
+        senteval.select_tasks(catalog, "en", "paper", None, path)
+
+
 def test_probing_tasks_are_their_own_variant_and_their_files_are_checked_first(tmp_path, monkeypatch):
     """--variant probing scores the language's probing tasks into their own JSON; a task of the other group is
     refused by name; a probing file that cannot be placed fails before any encoding."""

@@ -104,6 +104,7 @@ rule evaluate_senteval:
         model=mv_senteval_model,
         flags=mv_senteval_flags,
         settings=mv_senteval_settings,  # not in the command: what the CLI reads from the config's senteval block
+        task_specs=mv_senteval_task_specs,  # not in the command: the tasks' definitions in config/tasks.yaml
         config=EFFECTIVE_CONFIG,
         device=DEVICE,
     log:

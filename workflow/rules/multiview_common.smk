@@ -1,5 +1,6 @@
 # Definitions for workflow/rules/multiview.smk (the multi-view paper): run list, targets, input/param functions.
 # Everything is read from the `multiview:` block of the config.
+import functools
 from pathlib import Path
 
 from baselines.multiview import config_settings as _mv_config_settings
@@ -146,6 +147,28 @@ def mv_senteval_mem_mb(wildcards):
     # (strae evaluate --jobs: the job's threads) holds its own copy of a fold's training rows
     fits_beside = max(0, int(SCALE.get("eval_threads", 1)) - 1)
     return (16000 + 2000 * fits_beside) if wildcards.suite == "probing" else (8000 + 500 * fits_beside)
+
+
+@functools.lru_cache(maxsize=None)
+def _mv_senteval_catalog(path):
+    from strae.evaluate.senteval import load_senteval_tasks
+
+    return load_senteval_tasks(path)
+
+
+def mv_senteval_task_specs(wildcards):
+    """What each SentEval task of the job reads and how it fits (files, rows, features, c_grid, folds, label ids:
+    config/tasks.yaml's `senteval_tasks:`), as a param: an edited definition scores again (the files' manifest is
+    ancient). The selection is the CLI's own (strae.evaluate.senteval.select_tasks)."""
+    import dataclasses
+    import json
+
+    from strae.evaluate.senteval import SUITE, select_tasks
+
+    path = (config.get("data") or {}).get("tasks") or "config/tasks.yaml"
+    names = MV_SENTEVAL.get("tasks") if wildcards.suite == SUITE else None
+    tasks = select_tasks(_mv_senteval_catalog(path), wildcards.lang, wildcards.suite, names, path)
+    return json.dumps([dataclasses.asdict(task) for task in tasks], sort_keys=True, default=str)
 
 
 def mv_senteval_settings(wildcards):

@@ -560,6 +560,33 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
     return out
 
 
+def select_tasks(catalog: dict[str, SentevalTask], language: str, variant: str, names: Sequence[str] | None,
+                 tasks_path: str | Path) -> list[SentevalTask]:
+    """The tasks one evaluation scores: ``names`` (--tasks, else ``multiview.senteval.tasks`` for the transfer
+    suite), else every task of the variant's group for ``language``. Refused, naming the tasks file, when a name is
+    unknown or a task is of another language or group. The workflow reads the same selection for its SentEval
+    jobs' task-definition param."""
+    if variant not in VARIANT_GROUPS:
+        raise SentevalError(f"--variant {variant!r}: use one of {sorted(VARIANT_GROUPS)}")
+    group = VARIANT_GROUPS[variant]
+    names = list(names or [t for t, v in catalog.items() if v.group == group and v.language == language])
+    unknown = [n for n in names if n not in catalog]
+    if unknown:
+        raise SentevalError(f"{tasks_path}: unknown SentEval task(s) {unknown}; known: {sorted(catalog)}")
+    if not names:
+        raise SentevalError(f"{tasks_path}: no {group} task for language {language!r} (senteval_tasks)")
+    tasks = [catalog[n] for n in names]
+    for task in tasks:
+        if task.language != language:
+            raise SentevalError(f"{tasks_path}: SentEval task {task.name!r} is for language {task.language!r}, "
+                                f"not {language!r}")
+        if task.group != group:
+            raise SentevalError(f"{tasks_path}: SentEval task {task.name!r} is a {task.group} task; score it with "
+                                f"--variant {next(v for v, g in VARIANT_GROUPS.items() if g == task.group)}, "
+                                f"not {variant} (one JSON per task group)")
+    return tasks
+
+
 # ----------------------------------------------------------------------------------------------- whole run
 def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml", tasks_path: str | None = None,
              only: Sequence[str] | None = None, encoder_options: dict[str, Any] | None = None,
@@ -577,25 +604,8 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     catalog = load_senteval_tasks(tasks_path)
     block = (config.get("multiview") or {}).get("senteval") or {}
     suite_cfg = {key: block[key] for key in CONFIG_KEYS if key in block}
-    if variant not in VARIANT_GROUPS:
-        raise SentevalError(f"--variant {variant!r}: use one of {sorted(VARIANT_GROUPS)}")
-    group = VARIANT_GROUPS[variant]
-    default = suite_cfg.get("tasks") if variant == SUITE else None
-    names = list(only or default or [t for t, v in catalog.items() if v.group == group and v.language == language])
-    unknown = [n for n in names if n not in catalog]
-    if unknown:
-        raise SentevalError(f"{tasks_path}: unknown SentEval task(s) {unknown}; known: {sorted(catalog)}")
-    if not names:
-        raise SentevalError(f"{tasks_path}: no {group} task for language {language!r} (senteval_tasks)")
-    tasks = [catalog[n] for n in names]
-    for task in tasks:
-        if task.language != language:
-            raise SentevalError(f"{tasks_path}: SentEval task {task.name!r} is for language {task.language!r}, "
-                                f"not {language!r}")
-        if task.group != group:
-            raise SentevalError(f"{tasks_path}: SentEval task {task.name!r} is a {task.group} task; score it with "
-                                f"--variant {next(v for v, g in VARIANT_GROUPS.items() if g == task.group)}, "
-                                f"not {variant} (one JSON per task group)")
+    tasks = select_tasks(catalog, language, variant, only or (suite_cfg.get("tasks") if variant == SUITE else None),
+                         tasks_path)
     if inner_folds is None:
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))
