@@ -543,7 +543,8 @@ def test_a_finished_run_whose_evaluation_the_cut_stopped_is_evaluated_in_the_tai
     evaluations = {name: f"results/eval/xx/banyan/{name}/seed0.paper.json" for name in ("a", "b", "c")}
     (tmp_path / evaluations["c"]).parent.mkdir(parents=True)
     (tmp_path / evaluations["c"]).write_text("{}")
-    env = dict(chunk_env(60), SNAPSHOT_S="40", KILL_S="5", WRAPUP_S="15", FINISH_EVAL_S="1", SNAKEMAKE=str(fake))
+    # the cut at 10 s (CHUNK_S - SNAPSHOT_S): the fake writes its runs' files within a second of starting
+    env = dict(chunk_env(50), SNAPSHOT_S="40", KILL_S="5", WRAPUP_S="15", FINISH_EVAL_S="1", SNAKEMAKE=str(fake))
     result = subprocess.run(["bash", "tools/campaign_chunk.sh", *(evaluations[t] for t in targets), "--configfile",
                              "c.yaml"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == expected_rc, result.stdout + result.stderr
