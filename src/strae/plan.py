@@ -258,10 +258,11 @@ def _registry_names(config: dict[str, Any]) -> set[str] | None:
 
 def _catalogue(config: dict[str, Any]) -> Any:
     """config/tasks.yaml parsed (None when the file is absent: the evaluation CLI reports that itself)."""
-    path = Path((config.get("data") or {}).get("tasks", "config/tasks.yaml"))
+    from strae.evaluate.tasks import load_tasks, tasks_file
+
+    path = Path(tasks_file(config))
     if not path.exists():
         return None
-    from strae.evaluate.tasks import load_tasks
 
     try:
         return load_tasks(path)

@@ -156,9 +156,9 @@ def get_eval_task_specs(wildcards):
     import dataclasses
     import json
 
-    from strae.evaluate.tasks import language_tasks
+    from strae.evaluate.tasks import language_tasks, tasks_file
 
-    catalog = _task_catalog((config.get("data") or {}).get("tasks") or "config/tasks.yaml")
+    catalog = _task_catalog(tasks_file(config))
     specs = [{k: v for k, v in dataclasses.asdict(task).items() if k != "note"}
              for task in language_tasks(catalog, config, wildcards.lang, wildcards.variant)]
     return json.dumps(specs, sort_keys=True, default=str)

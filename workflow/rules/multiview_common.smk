@@ -163,11 +163,11 @@ def mv_senteval_task_specs(wildcards):
     import dataclasses
     import json
 
-    from strae.evaluate.senteval import SUITE, select_tasks
+    from strae.evaluate.senteval import select_tasks
+    from strae.evaluate.tasks import tasks_file
 
-    path = (config.get("data") or {}).get("tasks") or "config/tasks.yaml"
-    names = MV_SENTEVAL.get("tasks") if wildcards.suite == SUITE else None
-    tasks = select_tasks(_mv_senteval_catalog(path), wildcards.lang, wildcards.suite, names, path)
+    path = tasks_file(config)
+    tasks = select_tasks(_mv_senteval_catalog(path), wildcards.lang, wildcards.suite, None, path, MV_SENTEVAL)
     return json.dumps([dataclasses.asdict(task) for task in tasks], sort_keys=True, default=str)
 
 

@@ -112,11 +112,11 @@ def task_vocabularies(language: str, variant: str, config_path: str, only: list[
     names), and {task: file}."""
     from strae.data.registry import load_config
     from strae.evaluate.harness import select_tasks
-    from strae.evaluate.tasks import load_tasks, make_resolver, read_pairs
+    from strae.evaluate.tasks import load_tasks, make_resolver, read_pairs, tasks_file
 
     config = load_config(config_path)
     data_cfg = config.get("data") or {}
-    catalog = load_tasks(data_cfg.get("tasks") or "config/tasks.yaml")
+    catalog = load_tasks(tasks_file(config))
     tasks = [task for task in select_tasks(catalog, config, language, variant, only, config_path)
              if level == "all" or task.level == level]
     if not tasks:

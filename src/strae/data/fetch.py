@@ -370,10 +370,10 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
         raise ValueError(f"part {part!r}: use one of {FILE_PARTS}")
     from strae.data.registry import language_block
     from strae.evaluate.senteval import load_senteval_tasks
-    from strae.evaluate.tasks import language_task_files
+    from strae.evaluate.tasks import language_task_files, tasks_file
 
     language_block(config, lang, config_path)  # an unknown language: the error names the config
-    tasks_path = (config.get("data") or {}).get("tasks") or "config/tasks.yaml"
+    tasks_path = tasks_file(config)
     files: dict[str, str | dict[str, Any]] = {}
     multiview = config.get("multiview") or {}
     runs_multiview = bool(multiview.get("enabled")) and lang in (multiview.get("languages") or [])

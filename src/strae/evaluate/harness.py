@@ -26,13 +26,21 @@ from strae import paths
 from strae.encode import Encoder, identity_options, load_encoder, runs_a_network
 from strae.evaluate import metrics
 from strae.evaluate.result import RUNTIME_OPTIONS, EvalResult, EvalSetting, TaskResult, options_label
-from strae.evaluate.tasks import PairSet, Task, TaskCatalog, language_tasks, load_tasks, make_resolver, read_pairs
+from strae.evaluate.tasks import (
+    PairSet,
+    Task,
+    TaskCatalog,
+    language_tasks,
+    load_tasks,
+    make_resolver,
+    read_pairs,
+    tasks_file,
+)
 from strae.io import check_output_file, provenance, read_json, sha256_file
 from strae.runs import ENCODER_MANIFEST, RunRecord
 from strae.runtime import configure_float32_matmul, job_device
 
 DEFAULT_CONFIG = "config/config.yaml"
-DEFAULT_TASKS_FILE = "config/tasks.yaml"
 
 
 # ----------------------------------------------------------------------------------------------- encoding
@@ -209,7 +217,7 @@ def evaluate(spec: str, language: str, variant: str, *, config_path: str = DEFAU
 
     config = load_config(config_path)
     data_cfg = config.get("data") or {}
-    tasks_path = tasks_path or data_cfg.get("tasks") or DEFAULT_TASKS_FILE
+    tasks_path = tasks_path or tasks_file(config)
     catalog = load_tasks(tasks_path)
     tasks = select_tasks(catalog, config, language, variant, only, config_path)
     resources_dir = resources_dir or paths.resources_dir(config)

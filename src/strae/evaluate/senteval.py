@@ -561,15 +561,17 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
 
 
 def select_tasks(catalog: dict[str, SentevalTask], language: str, variant: str, names: Sequence[str] | None,
-                 tasks_path: str | Path) -> list[SentevalTask]:
-    """The tasks one evaluation scores: ``names`` (--tasks, else ``multiview.senteval.tasks`` for the transfer
-    suite), else every task of the variant's group for ``language``. Refused, naming the tasks file, when a name is
-    unknown or a task is of another language or group. The workflow reads the same selection for its SentEval
-    jobs' task-definition param."""
+                 tasks_path: str | Path, suite_config: dict[str, Any] | None = None) -> list[SentevalTask]:
+    """The tasks one evaluation scores: ``names`` (--tasks), else the transfer suite's ``tasks`` of
+    ``suite_config`` (the config's ``multiview.senteval``), else every task of the variant's group for
+    ``language``. Refused, naming the tasks file, when a name is unknown or a task is of another language or group.
+    The workflow reads the same selection for its SentEval jobs' task-definition param."""
     if variant not in VARIANT_GROUPS:
         raise SentevalError(f"--variant {variant!r}: use one of {sorted(VARIANT_GROUPS)}")
     group = VARIANT_GROUPS[variant]
-    names = list(names or [t for t, v in catalog.items() if v.group == group and v.language == language])
+    configured = (suite_config or {}).get("tasks") if variant == SUITE else None
+    names = list(names or configured
+                 or [t for t, v in catalog.items() if v.group == group and v.language == language])
     unknown = [n for n in names if n not in catalog]
     if unknown:
         raise SentevalError(f"{tasks_path}: unknown SentEval task(s) {unknown}; known: {sorted(catalog)}")
@@ -596,16 +598,15 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     from strae.data.registry import load_config
     from strae.encode import load_encoder
     from strae.evaluate.harness import _run_record, evaluation_setting, failed_run_info
-    from strae.evaluate.tasks import make_resolver
+    from strae.evaluate.tasks import make_resolver, tasks_file
 
     config = load_config(config_path)
     data_cfg = config.get("data") or {}
-    tasks_path = tasks_path or data_cfg.get("tasks") or "config/tasks.yaml"
+    tasks_path = tasks_path or tasks_file(config)
     catalog = load_senteval_tasks(tasks_path)
     block = (config.get("multiview") or {}).get("senteval") or {}
     suite_cfg = {key: block[key] for key in CONFIG_KEYS if key in block}
-    tasks = select_tasks(catalog, language, variant, only or (suite_cfg.get("tasks") if variant == SUITE else None),
-                         tasks_path)
+    tasks = select_tasks(catalog, language, variant, only, tasks_path, suite_cfg)
     if inner_folds is None:
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))

@@ -37,6 +37,8 @@ import numpy as np
 
 from strae import paths
 
+DEFAULT_TASKS_FILE = "config/tasks.yaml"
+
 VARIANTS = ("paper", "official")
 LEVELS = ("word", "sentence")
 AGGREGATIONS = ("single", "pooled")
@@ -128,7 +130,7 @@ class PairSet:
 class TaskCatalog:
     """All tasks of ``config/tasks.yaml``, addressable by (name, variant)."""
 
-    def __init__(self, tasks: list[Task], source: str = "config/tasks.yaml", meta: dict[str, Any] | None = None):
+    def __init__(self, tasks: list[Task], source: str = DEFAULT_TASKS_FILE, meta: dict[str, Any] | None = None):
         self.source = source
         self.meta = meta or {}
         self._tasks: dict[tuple[str, str], Task] = {}
@@ -261,7 +263,13 @@ def read_task_list(path: str | Path, key: str,
     return path, document, entries
 
 
-def load_tasks(path: str | Path = "config/tasks.yaml") -> TaskCatalog:
+def tasks_file(config: dict[str, Any]) -> str:
+    """The task catalogue a config names (``data.tasks``), else ``config/tasks.yaml``: zero-shot tasks and
+    ``senteval_tasks:`` alike."""
+    return str((config.get("data") or {}).get("tasks") or DEFAULT_TASKS_FILE)
+
+
+def load_tasks(path: str | Path = DEFAULT_TASKS_FILE) -> TaskCatalog:
     """Parse ``config/tasks.yaml``, validated against workflow/schemas/tasks.schema.yaml (errors name the file and
     the key, e.g. ``tasks.3.level``)."""
     path, document, entries = read_task_list(path, "tasks")
@@ -318,7 +326,7 @@ def language_task_files(config: dict[str, Any], language: str, variants: list[st
     """Every file the language's task lists ``eval.<variant>`` read (every variant it lists, or ``variants``), as
     (task, registry name or inline file spec) pairs: a pooled task's subset files too. What `strae fetch --language`
     places and `strae bundle` carries."""
-    catalog = load_tasks((config.get("data") or {}).get("tasks") or "config/tasks.yaml")
+    catalog = load_tasks(tasks_file(config))
     lists = ((config.get("languages") or {}).get(language) or {}).get("eval") or {}
     files: list[tuple[Task, str | dict[str, Any]]] = []
     for variant in variants if variants is not None else list(lists):
