@@ -228,7 +228,7 @@ def test_fetch_all_brings_every_file_a_languages_runs_read(repo_root, mirror, tm
     import yaml
 
     from strae.data.registry import load_config
-    from strae.evaluate.senteval import load_senteval_tasks
+    from strae.evaluate.senteval import SentevalError, load_senteval_tasks
     from strae.evaluate.tasks import language_tasks, load_tasks
 
     monkeypatch.chdir(repo_root)
@@ -256,6 +256,14 @@ def test_fetch_all_brings_every_file_a_languages_runs_read(repo_root, mirror, tm
     transfer = {name for task in senteval.values() if task.group == "transfer" for name in task.files.values()}
     probing = {name for task in senteval.values() if task.group == "probing" for name in task.files.values()}
     assert transfer <= files.keys() and not probing & files.keys()
+    # the configured transfer tasks, exactly as `strae evaluate --suite senteval` picks them; a bad name is refused
+    multiview["senteval"]["tasks"] = ["MR"]
+    assert transfer & fetch_mod.language_files("en", config).keys() == set(senteval["MR"].files.values())
+    multiview["senteval"]["tasks"] = ["MR", "NOSUCH"]
+    with pytest.raises(SentevalError, match=r"config/tasks\.yaml: unknown SentEval task\(s\) \['NOSUCH'\]"):
+        fetch_mod.language_files("en", config)
+    del multiview["senteval"]["tasks"]  # none configured: every transfer task of the language
+    assert transfer <= fetch_mod.language_files("en", config).keys()
     config["multiview"]["senteval"]["probing"] = True
     assert probing <= fetch_mod.language_files("en", config).keys()
     config["multiview"]["enabled"] = False

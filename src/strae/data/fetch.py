@@ -369,7 +369,7 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
     if part is not None and part not in FILE_PARTS:
         raise ValueError(f"part {part!r}: use one of {FILE_PARTS}")
     from strae.data.registry import language_block
-    from strae.evaluate.senteval import load_senteval_tasks
+    from strae.evaluate.senteval import SUITE, load_senteval_tasks, select_tasks
     from strae.evaluate.tasks import language_task_files, tasks_file
 
     language_block(config, lang, config_path)  # an unknown language: the error names the config
@@ -389,10 +389,9 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
         corpus = (multiview.get("corpora") or {}).get(lang) or {}
         wheel = ((multiview.get("parsers") or {}).get(lang) or {}).get("wheel")
         files.update((name, name) for name in (corpus.get("registry"), wheel) if name)
-        # as `strae evaluate --suite senteval` picks them: the configured transfer tasks, else every one of the language
-        chosen = [senteval[name] for name in suite.get("tasks") or [] if name in senteval] or [
-            task for task in senteval.values() if task.group == "transfer"]
-        files.update((name, name) for task in chosen if task.language == lang for name in task.files.values())
+        # exactly the tasks `strae evaluate --suite senteval` scores (a bad name is refused here as there)
+        chosen = select_tasks(senteval, lang, SUITE, None, tasks_path, suite_config=suite)
+        files.update((name, name) for task in chosen for name in task.files.values())
     if part in (None, "probing") and suite.get("probing"):
         files.update((name, name) for task in senteval.values() if task.group == "probing" and task.language == lang
                      for name in task.files.values())
