@@ -409,11 +409,14 @@ def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatc
     checkpoint) made on one parse must be refused for another, by name, not answered "already trained"."""
     from baselines.multiview import train
     from strae.io import read_json, write_json
+    from strae.runs import load_checkpoint, save_checkpoint
 
     common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
     out = tmp_path / "run"
     assert train.main(common + ["--out", str(out)]) == 0
-    parse = {"corpus_sha256": "0" * 64, "paragraphs_per_book": None, "max_sentences": None, "n_sentences": 60}
+    parser = {"pipeline": "xx_fake_parser", "pipeline_version": None, "spacy": None}
+    parse = {"corpus_sha256": "0" * 64, "paragraphs_per_book": None, "max_sentences": None, "n_sentences": 60,
+             "parser": parser}
     assert read_json(out / "train.json")["config"]["recipe"]["parse"] == parse
     assert train.main(common + ["--out", str(out)]) == 0  # the same command twice: already trained
     other = tmp_path / "other_parse"
@@ -427,11 +430,30 @@ def test_a_run_of_another_parse_is_refused_never_passed_off(tmp_path, monkeypatc
     (out / "encoder.json").unlink()
     with pytest.raises(SystemExit, match=r"checkpoint.pt: made with another recipe \(differs in: parse\)"):
         train.main(swapped + ["--out", str(out)])
-    # a record written before the recipe named its parse: read from its data block, so it still matches its own
+    # the same corpus and limits parsed by another pipeline version: another parse, refused the same way
+    reparsed = tmp_path / "reparsed"
+    _write_fake_parses(reparsed)
+    meta = read_json(reparsed / "meta.json")
+    write_json(reparsed / "meta.json", {**meta, "parser": {**meta["parser"], "pipeline_version": "9.9.9"}})
+    swapped = [str(reparsed) if arg == str(tmp_path / "parses") else arg for arg in common]
+    with pytest.raises(SystemExit, match=r"checkpoint.pt: made with another recipe \(differs in: parse\)"):
+        train.main(swapped + ["--out", str(out)])
+    # a record written before the recipe named its parse: read from its data and parser blocks, so it still
+    # matches its own; one written before the parse named its parser: the parser from its parser block
     record = read_json(out / "train.json")
-    del record["config"]["recipe"]["parse"]
+    recipe = record["config"]["recipe"]
+    del recipe["parse"]["parser"]
     write_json(out / "train.json", record)
     assert recorded_recipe(train.RunRecord.from_disk(out))["parse"] == parse
+    del recipe["parse"]
+    write_json(out / "train.json", record)
+    assert recorded_recipe(train.RunRecord.from_disk(out))["parse"] == parse
+    # ... and a checkpoint of that time (its recipe's parse without the parser) resumes on its own parse
+    state = load_checkpoint(out / "checkpoint.pt")
+    del state["recipe"]["parse"]["parser"]
+    save_checkpoint(out / "checkpoint.pt", state)
+    assert train.main(common + ["--out", str(out)]) == 0
+    assert read_json(out / "train.json")["config"]["recipe"]["parse"] == parse
 
 
 def test_a_vocabulary_left_by_a_run_killed_before_its_first_checkpoint_is_built_again(tmp_path):

@@ -25,7 +25,7 @@ import torch
 
 from baselines.multiview.data import PAD, UNK, Vocabulary
 from baselines.multiview.model import MultiviewConfig, MultiviewModel, make_batch
-from baselines.multiview.parse import doc_to_tree, load_pipeline, pipeline_info
+from baselines.multiview.parse import PARSER_IDENTITY_KEYS, doc_to_tree, load_pipeline, pipeline_info
 from strae.encode import Encoder
 from strae.io import read_json, sha256_file
 from strae.runs import RunRecord, load_weights_file
@@ -69,7 +69,7 @@ class MultiviewEncoder(Encoder):
         if nlp is None:
             nlp, package = load_pipeline(self.parser_info["package"])
             self.parser_loaded = pipeline_info(nlp, package)
-            differs = [key for key in ("pipeline", "pipeline_version", "spacy")
+            differs = [key for key in PARSER_IDENTITY_KEYS
                        if self.parser_loaded.get(key) != self.parser_info.get(key)]
             if differs:  # another parser's trees than the training corpus': said, and recorded in describe()
                 print(f"{self.run_dir}: the evaluation texts are parsed by {self.parser_loaded}, the training corpus "

@@ -36,23 +36,34 @@ META_FILE = "meta.json"
 PARSE_SCHEMA_VERSION = 1
 
 
-# what makes two parses the same training data: the corpus and the parse's own limits (the sentence count stands
-# for the parser's output, which a new spaCy or pipeline version changes)
-PARSE_IDENTITY_KEYS = ("corpus_sha256", "paragraphs_per_book", "max_sentences", "n_sentences")
+# what makes two parses the same training data: the corpus, the parse's own limits, and the parser that made the
+# trees (the sentence count alone misses a new spaCy or pipeline version that splits sentences the same way but
+# attaches their words differently)
+PARSE_IDENTITY_KEYS = ("corpus_sha256", "paragraphs_per_book", "max_sentences", "n_sentences", "parser")
+# which trees a pipeline makes: its name and version and spaCy's (the package it came from may differ)
+PARSER_IDENTITY_KEYS = ("pipeline", "pipeline_version", "spacy")
 
 
 def parse_identity(parse_meta: dict[str, Any]) -> dict[str, Any]:
-    return {key: parse_meta.get(key) for key in PARSE_IDENTITY_KEYS}
+    """The identity of a parse, from its meta.json (or an identity already made: the same again)."""
+    parser = parse_meta.get("parser") or {}
+    return {**{key: parse_meta.get(key) for key in PARSE_IDENTITY_KEYS},
+            "parser": {key: parser.get(key) for key in PARSER_IDENTITY_KEYS}}
 
 
 def recorded_recipe(record: RunRecord) -> dict[str, Any]:
-    """A completed run's recipe; runs written before the recipe named its parse have the parse's identity in
-    train.json's ``data`` block (corpus_sha256, parse_settings), read from there."""
+    """A completed run's recipe. Older records are read as they were meant: runs written before the recipe named
+    its parse have the parse's identity in train.json's ``data`` block (corpus_sha256, parse_settings), and runs
+    written before the identity named its parser have the parser in train.json's ``parser`` block (the parse's own
+    meta.json's, copied when the session started)."""
     recipe = dict(record.config.get("recipe") or {})
-    if "parse" not in recipe:
+    parse = recipe.get("parse")
+    if parse is None:
         data = record.blocks.get("data") or {}
-        recipe["parse"] = parse_identity({"corpus_sha256": data.get("corpus_sha256"),
-                                          **(data.get("parse_settings") or {})})
+        parse = {"corpus_sha256": data.get("corpus_sha256"), **(data.get("parse_settings") or {})}
+    if "parser" not in parse:
+        parse = {**parse, "parser": record.blocks.get("parser") or {}}
+    recipe["parse"] = parse_identity(parse)
     return recipe
 
 

@@ -277,8 +277,9 @@ def checked_checkpoint(out: Path, recipe: dict[str, Any]) -> dict[str, Any] | No
         return None
     state = load_checkpoint(checkpoint)
     saved = dict(state["recipe"])
-    if "parse" not in saved and (previous := RunRecord.from_disk(out)) is not None:
-        # a checkpoint written before the recipe named its parse: the run's train.json (written by that session) does
+    if "parser" not in (saved.get("parse") or {}) and (previous := RunRecord.from_disk(out)) is not None:
+        # a checkpoint written before the recipe named its parse, or the parse its parser: the run's train.json
+        # (written by that session) does
         saved["parse"] = recorded_recipe(previous)["parse"]
     changed = differing_keys(saved, recipe, ignore=("max_steps",))
     if changed:
