@@ -113,7 +113,9 @@ running() { kill -0 "$workflow" 2>/dev/null; }
 while running && (($(left_until "$cut") > 0)); do sleep 1; done
 if running && ((!stopped)); then
     window=$(left_until "$hard")
-    if "${PROGRESS[@]}" eta --within "$window" --eval-s "$FINISH_EVAL_S" >"$CHUNK.eta.txt" 2>&1; then
+    # bounded by the window itself: an eta stalled on a loaded box must not push the tail past the call's end
+    if timeout "$((window > 1 ? window : 1))" "${PROGRESS[@]}" eta --within "$window" --eval-s "$FINISH_EVAL_S" \
+        >"$CHUNK.eta.txt" 2>&1; then
         record "[snakemake] not cut off at $((SECONDS - START)) s: every run training now ends within ${window} s"
     else
         stop_workflow
