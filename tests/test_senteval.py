@@ -138,6 +138,58 @@ def test_inner_kfold_picks_c_on_inner_folds_only():
     assert result["score"] > 85
 
 
+def test_sentevals_pytorch_logreg_keeps_its_best_round_and_stops_as_sentevals_loop_does():
+    """SentEval's MLP(nhid 0): a dev accuracy that cannot improve after the first round (100 % at once) ends
+    training after tenacity + 1 = 6 rounds without a new best, 7 in all, 4 passes each; the same seed gives the same
+    weights; the refit's 5 % validation share must hold a row."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 4)).astype(np.float32)
+    y = np.where(x[:, 0] > 0, "pos", "neg")
+    x[:, 0] *= 50  # separable by a wide margin: the first round's 4 passes already get every dev row right
+    clf = senteval.SentevalLogReg(1e-5, seed=1111).fit(x[:150], y[:150], (x[150:], y[150:]))
+    assert (clf.rounds, clf.passes) == (7, 28)
+    assert list(clf.classes) == ["neg", "pos"] and (clf.predict(x[150:]) == y[150:]).all()
+    again = senteval.SentevalLogReg(1e-5, seed=1111).fit(x[:150], y[:150], (x[150:], y[150:]))
+    assert torch.equal(clf.weight, again.weight) and torch.equal(clf.bias, again.bias)
+    other = senteval.SentevalLogReg(1e-5, seed=7).fit(x[:150], y[:150], (x[150:], y[150:]))
+    assert not torch.equal(clf.weight, other.weight)
+    # noise labels: the dev accuracy wanders; the kept weights are the best round's, whatever came after
+    noise = rng.permutation(y)
+    clf = senteval.SentevalLogReg(1e-2, seed=1111).fit(x[:150], noise[:150], 0.05)
+    assert 7 <= clf.rounds <= 51 and clf.passes == 4 * clf.rounds
+    with pytest.raises(SystemExit, match="19 training rows leave no validation row at 5%"):
+        senteval.SentevalLogReg(1e-5, seed=1).fit(x[:19], y[:19], 0.05)
+
+
+def test_the_pytorch_classifier_scores_a_task_over_sentevals_l2_grid(tmp_path):
+    """`classifier: pytorch` (SentEval's usepytorch default) learns a separable direction; in a task's record the L2
+    grid and the chosen weight decays go under their own names (not C); two fit threads give one thread's scores."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(600, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(int)
+    x[:, 0] *= 20  # Adam's 1e-3 steps turn the random initial boundary within a few rounds
+    result = inner_kfold(x, y, c_grid=(1e-5,), folds=3, inner_folds=2, classifier="pytorch")
+    assert result["score"] > 85 and result["c_selected"] == [1e-5] * 3
+
+    files = {"neg": _write(tmp_path / "neg", [f"bad {i}" for i in range(30)]),
+             "pos": _write(tmp_path / "pos", [f"good {i}" for i in range(30)])}
+    task = SentevalTask(name="BIN", reader="binary", protocol="inner_kfold", files={"neg": "neg", "pos": "pos"},
+                        folds=3, c_grid=(0.5, 4.0))
+    one = evaluate_task(KeywordEncoder(), task, lambda name: files[name], inner_folds=2, classifier="pytorch")["BIN"]
+    assert one.details["l2_grid"] == list(senteval.PYTORCH_L2_GRID) and "c_grid" not in one.details
+    assert len(one.details["l2_selected"]) == 3 and "c_selected" not in one.details
+    assert set(one.details["l2_selected"]) <= set(senteval.PYTORCH_L2_GRID)
+    assert one.details["classifier"].startswith("SentEval pytorch LogReg")
+    two = evaluate_task(KeywordEncoder(), task, lambda name: files[name], inner_folds=2, classifier="pytorch",
+                        jobs=2)["BIN"]
+    assert two.details["fold_scores"] == one.details["fold_scores"]
+    assert two.details["cv_scores"] == one.details["cv_scores"]
+    with pytest.raises(SystemExit, match="classifier 'svm': use one of"):
+        evaluate_task(KeywordEncoder(), task, lambda name: files[name], classifier="svm")
+
+
 def test_fits_on_several_threads_give_the_same_results_in_the_same_order():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(240, 12))
@@ -279,6 +331,11 @@ def test_sick_relatedness_and_entailment(tmp_path, monkeypatch):
     sick_e = SentevalTask(name="SICK-E", reader="sick", label="entailment", protocol="split",
                           files={"train": "train", "dev": "dev", "test": "test"})
     assert evaluate_task(KeywordEncoder(), sick_e, resolve)["SICK-E"].score == 100.0
+    # the pytorch classifier takes SentEval's label ids (its output rows in SentEval's order) and scores the same
+    # strings: every label id the task declares, none missing
+    ids = dict(sick_e.__dict__, label_ids={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})
+    record = evaluate_task(KeywordEncoder(), SentevalTask(**ids), resolve, classifier="pytorch")["SICK-E"]
+    assert 0 <= record.score <= 100 and record.details["l2_selected"] in senteval.PYTORCH_L2_GRID
 
 
 def test_repository_task_declarations_load(repo_root):

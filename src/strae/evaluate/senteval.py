@@ -18,8 +18,11 @@ SentEval's scikit-learn path (facebookresearch/SentEval ``senteval/tools/validat
   (Adam, batch 64, rounds of 50 epochs, early stopping on dev Pearson after 4 rounds without improvement);
   prediction = expected score; Pearson / Spearman x 100 and MSE on test.
 
-Pair features follow each task's ``features`` list (SentEval: [|u-v|, u*v] for SICK and MRPC). Classifier:
-``sklearn.linear_model.LogisticRegression(C, random_state=seed)`` (lbfgs, multinomial for >2 classes). Scores are
+Pair features follow each task's ``features`` list (SentEval: [|u-v|, u*v] for SICK and MRPC). Classifier
+(``multiview.senteval.classifier``, ``--classifier``): ``sklearn`` (default),
+``sklearn.linear_model.LogisticRegression(C, random_state=seed)`` (lbfgs, multinomial for >2 classes) over each task's
+``c_grid``; or ``pytorch``, SentEval's own default path (``usepytorch: True``, :class:`SentevalLogReg`: Adam, L2
+weight decay chosen from 1e-5..1e-2 by the same protocols, early stopping on the scored fold / dev split). Scores are
 accuracy x 100 (classification), Pearson x 100 (relatedness); a NaN vector from an encoder becomes zeros (counted
 in ``n_oov``). Results: the same versioned JSON as the zero-shot suite, so ``strae aggregate`` puts them in
 ``scores.csv``; MRPC adds a task ``MRPC_f1`` whose score is the F1. Two variants, one per task group, each its own
@@ -31,6 +34,7 @@ scoring them separately keeps the transfer scores whatever becomes of the probin
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -49,7 +53,7 @@ from strae.io import check_output_file, provenance, sha256_and_git_blob_sha1_fil
 
 # the keys of the config's multiview.senteval block this suite reads (the workflow's params: editing one scores
 # again); the others choose which evaluations run (floors, probing, extra runs), not how one is scored
-CONFIG_KEYS = ("tasks", "inner_folds", "max_iter")
+CONFIG_KEYS = ("tasks", "inner_folds", "max_iter", "classifier")
 
 SUITE = "senteval"
 VARIANT_GROUPS = {"senteval": "transfer", "probing": "probing"}  # the --variant of each task group
@@ -267,16 +271,106 @@ def _in_sentevals_order(split: Split, label_ids: dict[str, int] | None) -> Split
 
 
 # ----------------------------------------------------------------------------------------------- classifiers
-def _logreg(c: float, seed: int, max_iter: int):
+# SentEval's two logistic regressions (validation.py): `usepytorch: False`, scikit-learn's LogisticRegression over
+# the task's C grid; `usepytorch: True` (SentEval's default), its PyTorch MLP with nhid 0 over an L2 weight-decay grid
+CLASSIFIERS = ("sklearn", "pytorch")
+PYTORCH_L2_GRID = tuple(10.0 ** t for t in range(-5, -1))  # SentEval: [10**t for t in range(-5, -1)], every protocol
+# SentEval's MLP defaults (classifier config {'nhid': 0}, what its engine sets when none is given)
+PYTORCH_LOGREG = {"optim": "adam", "lr": 1e-3, "batch_size": 64, "tenacity": 5, "epoch_size": 4, "max_epoch": 200,
+                  "validation_split": 0.05}
+
+
+class SentevalLogReg:
+    """SentEval's ``PyTorchClassifier``/``MLP`` with ``nhid: 0`` (senteval/tools/classifier.py): Linear(d, classes)
+    trained with Adam (lr 1e-3, L2 ``weight_decay``), batches of 64 in a fresh permutation each pass, 4 passes a
+    round, the validation accuracy after each round; the best round's weights are kept, and training stops at the
+    round that finds ``tenacity`` + 1 rounds in all without a new best (SentEval never resets that count), or after
+    200 passes. The loss is the batch mean: SentEval sets ``loss_fn.size_average = False`` after construction, which
+    torch >= 0.4.1 ignores (the loss reads ``reduction``). One seeded RandomState draws the validation split and every
+    permutation, as SentEval's ``np.random.seed(seed)`` does; the weights take torch's nn.Linear initialisation from
+    a generator seeded the same (thread-safe: fits run side by side)."""
+
+    def __init__(self, l2reg: float, seed: int):
+        self.l2reg = l2reg
+        self.seed = seed
+        self.rounds = 0
+
+    def fit(self, x, y, validation) -> SentevalLogReg:
+        """``validation``: (x_dev, y_dev) to stop on, or a share of (x, y) held out for it (SentEval's refits)."""
+        import torch
+
+        cfg = PYTORCH_LOGREG
+        rng = np.random.RandomState(self.seed)
+        x, y = np.asarray(x, np.float32), np.asarray(y)
+        if isinstance(validation, float):
+            order = rng.permutation(len(x))
+            k = int(validation * len(x))
+            if k == 0:
+                raise SentevalError(f"{len(x)} training rows leave no validation row at {validation:.0%} (SentEval's "
+                                    "pytorch classifier stops on them); use the sklearn classifier")
+            (x_dev, y_dev), (x, y) = (x[order[:k]], y[order[:k]]), (x[order[k:]], y[order[k:]])
+        else:
+            x_dev, y_dev = np.asarray(validation[0], np.float32), np.asarray(validation[1])
+        self.classes = np.unique(np.concatenate([y, y_dev]))
+        xt, yt = torch.from_numpy(x), torch.from_numpy(np.searchsorted(self.classes, y).astype(np.int64))
+        xd, yd = torch.from_numpy(x_dev), np.searchsorted(self.classes, y_dev)
+        generator = torch.Generator().manual_seed(self.seed)
+        bound = 1.0 / np.sqrt(x.shape[1])  # nn.Linear's reset_parameters: kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(d))
+        self.weight = torch.empty(len(self.classes), x.shape[1]).uniform_(-bound, bound, generator=generator)
+        self.bias = torch.empty(len(self.classes)).uniform_(-bound, bound, generator=generator)
+        self.weight.requires_grad_(True)
+        self.bias.requires_grad_(True)
+        optimizer = torch.optim.Adam([self.weight, self.bias], lr=cfg["lr"], weight_decay=self.l2reg)
+        best, best_state, misses, passes = -1.0, None, 0, 0
+        while passes <= cfg["max_epoch"]:
+            for _ in range(cfg["epoch_size"]):
+                order = rng.permutation(len(xt))
+                for i in range(0, len(xt), cfg["batch_size"]):
+                    idx = torch.from_numpy(order[i:i + cfg["batch_size"]])
+                    loss = torch.nn.functional.cross_entropy(xt[idx] @ self.weight.T + self.bias, yt[idx])
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+            passes += cfg["epoch_size"]
+            self.rounds += 1
+            accuracy = float(np.mean(self._predict_ids(xd) == yd))
+            if accuracy > best:
+                best, best_state = accuracy, (self.weight.detach().clone(), self.bias.detach().clone())
+            else:
+                if misses >= cfg["tenacity"]:
+                    break
+                misses += 1
+        self.weight, self.bias = best_state
+        self.passes = passes
+        return self
+
+    def _predict_ids(self, x) -> np.ndarray:
+        import torch
+
+        with torch.no_grad():
+            x = torch.from_numpy(np.asarray(x, np.float32))
+            return torch.argmax(x @ self.weight.T + self.bias, dim=1).numpy()
+
+    def predict(self, x) -> np.ndarray:
+        return self.classes[self._predict_ids(x)]
+
+
+def _fit(x_tr, y_tr, c, seed, max_iter, classifier="sklearn", validation=None):
+    """One classifier at regularisation ``c`` (sklearn: inverse C; pytorch: L2 weight decay). ``validation``, read
+    by the pytorch classifier only: the rows it stops on (SentEval: the scored fold in a cross-validation, the dev
+    split in a split task, else a 5 % share of the training rows)."""
+    if classifier == "pytorch":
+        return SentevalLogReg(c, seed).fit(x_tr, y_tr, PYTORCH_LOGREG["validation_split"]
+                                           if validation is None else validation)
     from sklearn.linear_model import LogisticRegression
 
-    return LogisticRegression(C=c, random_state=seed, max_iter=max_iter)
+    return LogisticRegression(C=c, random_state=seed, max_iter=max_iter).fit(x_tr, y_tr)
 
 
-def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter) -> tuple[float, Any]:
+def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter, classifier="sklearn", validation=None) -> tuple[float, Any]:
     # no warnings.catch_warnings() here: it swaps the process-wide filter list and is not thread-safe (fits run on
     # threads, _run_fits); the callers silence ConvergenceWarning once, on the calling thread (_classifier_stage)
-    clf = _logreg(c, seed, max_iter).fit(x_tr, y_tr)
+    clf = _fit(x_tr, y_tr, c, seed, max_iter, classifier, validation)
     return float(np.mean(clf.predict(x_te) == y_te)), clf
 
 
@@ -317,7 +411,7 @@ def _run_fits(fits: Sequence[Callable[[], float]], jobs: int) -> list[float]:
 
 
 @_classifier_stage
-def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[float]]:
+def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1, classifier="sklearn") -> tuple[float, list[float]]:
     """C with the best mean accuracy over a stratified shuffled K-fold of (x, y): first best of the accuracies x 100
     rounded to 2 decimals, as SentEval compares them (validation.py), so near-ties go to the smaller C. The
     C x fold fits run on ``jobs`` threads (:func:`_run_fits`)."""
@@ -326,8 +420,8 @@ def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     splits = list(skf.split(x, y))
 
-    def fit(c, tr, te):
-        return lambda: _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)[0]
+    def fit(c, tr, te):  # SentEval's pytorch fits stop on the fold they are scored on
+        return lambda: _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter, classifier, (x[te], y[te]))[0]
 
     accs = _run_fits([fit(c, tr, te) for c in c_grid for tr, te in splits], jobs)
     means = [round(100 * float(np.mean(accs[k * folds:(k + 1) * folds])), 2) for k in range(len(c_grid))]
@@ -335,15 +429,16 @@ def _select_c(x, y, c_grid, folds, seed, max_iter, jobs=1) -> tuple[float, list[
 
 
 @_classifier_stage
-def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_folds=None, jobs=1) -> dict[str, Any]:
+def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_folds=None, jobs=1,
+                classifier="sklearn") -> dict[str, Any]:
     from sklearn.model_selection import StratifiedKFold
 
     inner_folds = inner_folds or folds
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     test_acc, dev_acc, chosen, cv_scores = [], [], [], []
     for tr, te in skf.split(x, y):
-        c, means = _select_c(x[tr], y[tr], c_grid, inner_folds, seed, max_iter, jobs)
-        acc, _ = _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter)
+        c, means = _select_c(x[tr], y[tr], c_grid, inner_folds, seed, max_iter, jobs, classifier)
+        acc, _ = _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter, classifier)
         test_acc.append(100 * acc)
         dev_acc.append(max(means))
         chosen.append(c)
@@ -353,23 +448,24 @@ def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_fol
 
 
 @_classifier_stage
-def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, jobs=1) -> dict[str, Any]:
-    c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter, jobs)
-    acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
+def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, jobs=1,
+               classifier="sklearn") -> dict[str, Any]:
+    c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter, jobs, classifier)
+    acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter, classifier)
     return {"score": 100 * acc, "dev_score": max(means), "c_selected": c, "cv_scores": means, "folds": folds,
             "predictions": clf.predict(x_te)}
 
 
 @_classifier_stage
 def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEED, max_iter=100,
-                 jobs=1) -> dict[str, Any]:
-    # SentEval's SplitClassifier: dev accuracy x 100 rounded to 2 decimals, first best
+                 jobs=1, classifier="sklearn") -> dict[str, Any]:
+    # SentEval's SplitClassifier: dev accuracy x 100 rounded to 2 decimals, first best; its pytorch fits stop on dev
     def fit(c):
-        return lambda: _fit_score(x_tr, y_tr, x_dev, y_dev, c, seed, max_iter)[0]
+        return lambda: _fit_score(x_tr, y_tr, x_dev, y_dev, c, seed, max_iter, classifier, (x_dev, y_dev))[0]
 
     devs = [round(100 * acc, 2) for acc in _run_fits([fit(c) for c in c_grid], jobs)]
     c = float(c_grid[int(np.argmax(devs))])
-    acc, _ = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter)
+    acc, _ = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter, classifier, (x_dev, y_dev))
     return {"score": 100 * acc, "dev_score": max(devs), "c_selected": c, "dev_scores": devs}
 
 
@@ -390,15 +486,22 @@ def relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed=SENTEVAL_SEED, batch_
                 max_epochs=1000, patience=3) -> dict[str, Any]:
     """SentEval RelatednessPytorch on the CPU (same loop; ``patience`` = its early_stop_count threshold), on one
     torch thread as the other protocols' fits (:func:`_classifier_stage`)."""
+    with _one_torch_thread():
+        return _relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed, batch_size, epochs_per_round, max_epochs,
+                            patience)
+
+
+@contextlib.contextmanager
+def _one_torch_thread():
+    """torch on one thread (the torch fits: relatedness, the pytorch classifier), its count given back after.
+    The count is read and restored outside the stage's threadpool limit: inside it, torch reports the limit (1), and
+    restoring that would leave torch's own MKL, which threadpoolctl cannot see, on one thread after it."""
     import torch
 
-    # torch's count is read and restored outside the stage's threadpool limit: inside it, torch reports the limit
-    # (1), and restoring that would leave torch's own MKL, which threadpoolctl cannot see, on one thread after it
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _relatedness(x_tr, s_tr, x_dev, s_dev, x_te, s_te, seed, batch_size, epochs_per_round, max_epochs,
-                            patience)
+        yield
     finally:
         torch.set_num_threads(threads)
 
@@ -502,17 +605,26 @@ class _Embedder:
 
 
 def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None = None, inner_folds: int | None = None,
-                  max_iter: int = 100, seed: int = SENTEVAL_SEED, jobs: int = 1) -> dict[str, TaskResult]:
+                  max_iter: int = 100, seed: int = SENTEVAL_SEED, jobs: int = 1,
+                  classifier: str = "sklearn") -> dict[str, TaskResult]:
     """Score one task; returns {task name: result} (MRPC also gives MRPC_f1). ``jobs``: threads for the
-    classifier's fits (:func:`_run_fits`)."""
+    classifier's fits (:func:`_run_fits`). ``classifier``: SentEval's sklearn path over the task's ``c_grid``, or
+    its pytorch path (:class:`SentevalLogReg`) over SentEval's L2 grid; SICK-R's regression is the same for both."""
+    if classifier not in CLASSIFIERS:
+        raise SentevalError(f"classifier {classifier!r}: use one of {CLASSIFIERS}")
     started = time.perf_counter()
     splits, files = read_task(task, resolve)
     embed = _Embedder(encoder, batch_size)
+    torch_fits = classifier == "pytorch"
+    grid = PYTORCH_L2_GRID if torch_fits else task.c_grid
+    described = (f"SentEval pytorch LogReg (Adam lr 1e-3, batch 64, L2 grid, early stopping: {PYTORCH_LOGREG})"
+                 if torch_fits else f"sklearn LogisticRegression(lbfgs, max_iter={max_iter})")
     base = {"level": "sentence", "suite": SUITE, "protocol": task.protocol, "language": task.language,
             "registry": list(task.files.values()), "files": files, "metric": task.metric, "seed": seed,
-            "c_grid": list(task.c_grid), "features": list(task.features) if task.reader in ("sick", "mrpc") else None,
-            "classifier": f"sklearn LogisticRegression(lbfgs, max_iter={max_iter})"
-            if task.protocol != "relatedness" else "softmax regression to the score distribution (torch, Adam)"}
+            "l2_grid" if torch_fits else "c_grid": list(grid),
+            "features": list(task.features) if task.reader in ("sick", "mrpc") else None,
+            "classifier": described if task.protocol != "relatedness"
+            else "softmax regression to the score distribution (torch, Adam)"}
 
     def feats(split: Split) -> np.ndarray:
         if split.texts is not None:
@@ -520,15 +632,27 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
         both = embed(split.left + split.right)
         return pair_features(both[: len(split)], both[len(split):], task.features)
 
+    def labels(split: Split) -> np.ndarray:
+        # the pytorch classifier's output rows in SentEval's label order (its ids; SICK-E's is not the sorted one),
+        # which decides which initial weights each class gets; sklearn's fits do not depend on it
+        if torch_fits and task.label_ids and task.reader != "binary":
+            return np.asarray([task.label_ids[str(v)] for v in split.y])
+        return split.y
+
     extra: dict[str, dict[str, Any]] = {}
+    fits = _one_torch_thread() if torch_fits else contextlib.nullcontext()
     if task.protocol == "inner_kfold":
         data = splits["all"]
-        result = inner_kfold(feats(data), data.y, task.c_grid, task.folds, seed, max_iter, inner_folds, jobs)
+        x = feats(data)
+        with fits:
+            result = inner_kfold(x, labels(data), grid, task.folds, seed, max_iter, inner_folds, jobs, classifier)
         sizes = {"all": len(data)}
         split_name = f"{task.folds}-fold cv"
     elif task.protocol == "kfold_test":
         tr, te = splits["train"], splits["test"]
-        result = kfold_test(feats(tr), tr.y, feats(te), te.y, task.c_grid, task.folds, seed, max_iter, jobs)
+        x_tr, x_te = feats(tr), feats(te)
+        with fits:
+            result = kfold_test(x_tr, labels(tr), x_te, labels(te), grid, task.folds, seed, max_iter, jobs, classifier)
         predictions = result.pop("predictions")
         sizes = {"train": len(tr), "test": len(te)}
         split_name = "test"
@@ -537,8 +661,10 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
             extra[f"{task.name}_f1"] = {"score": result["f1"], "metric": "f1_x100", "derived_from": task.name}
     elif task.protocol == "split":
         tr, dev, te = splits["train"], splits["dev"], splits["test"]
-        result = split_select(feats(tr), tr.y, feats(dev), dev.y, feats(te), te.y, task.c_grid, seed, max_iter,
-                              jobs)
+        x_tr, x_dev, x_te = feats(tr), feats(dev), feats(te)
+        with fits:
+            result = split_select(x_tr, labels(tr), x_dev, labels(dev), x_te, labels(te), grid, seed, max_iter,
+                                  jobs, classifier)
         sizes = {"train": len(tr), "dev": len(dev), "test": len(te)}
         split_name = "test"
     else:
@@ -546,6 +672,8 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
         result = relatedness(feats(tr), tr.y, feats(dev), dev.y, feats(te), te.y, seed)
         sizes = {"train": len(tr), "dev": len(dev), "test": len(te)}
         split_name = "test"
+    if torch_fits and "c_selected" in result:  # the grid's values are weight decays, not C
+        result["l2_selected"] = result.pop("c_selected")
     n_items = sizes.get("test", sizes.get("all"))
     unknown = embed.unknown_tokens()
     if unknown is not None:
@@ -594,7 +722,7 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
              only: Sequence[str] | None = None, encoder_options: dict[str, Any] | None = None,
              batch_size: int | None = None, resources_dir: str | None = None, resolve=None,
              inner_folds: int | None = None, max_iter: int = 100, progress: bool = True,
-             variant: str = SUITE, jobs: int | None = None) -> EvalResult:
+             variant: str = SUITE, jobs: int | None = None, classifier: str | None = None) -> EvalResult:
     from strae.data.registry import load_config
     from strae.encode import load_encoder
     from strae.evaluate.harness import _run_record, evaluation_setting, failed_run_info
@@ -610,6 +738,9 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     if inner_folds is None:
         inner_folds = suite_cfg.get("inner_folds")
     max_iter = int(suite_cfg.get("max_iter", max_iter))
+    classifier = classifier or suite_cfg.get("classifier") or "sklearn"
+    if classifier not in CLASSIFIERS:
+        raise SentevalError(f"{config_path}: multiview.senteval.classifier {classifier!r}: use one of {CLASSIFIERS}")
     if jobs is None:  # the threads the job was given (OMP_NUM_THREADS: the workflow sets it), else one at a time
         threads = os.environ.get("OMP_NUM_THREADS", "")
         jobs = int(threads) if threads.isdigit() else 1
@@ -617,7 +748,7 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     planned = [t.name for t in tasks] + [f"{t.name}_f1" for t in tasks if t.reader == "mrpc"]
     extra_prov = {"command": sys.argv, "config": str(config_path), "tasks_file": str(tasks_path),
                   "encoder_options": encoder_options or {}, "suite": SUITE, "inner_folds": inner_folds,
-                  "max_iter": max_iter, "fit_jobs": jobs}
+                  "max_iter": max_iter, "classifier": classifier, "fit_jobs": jobs}
     failed = failed_run_info(spec)
     if failed is not None:  # a failed run is recorded without scores: no file needed
         return EvalResult(suite=SUITE, variant=variant, language=language, run=_run_record(failed, language),
@@ -636,7 +767,8 @@ def evaluate(spec: str, language: str, *, config_path: str = "config/config.yaml
     for task in bar:
         bar.set_postfix_str(task.name)
         started = time.perf_counter()
-        done = evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter, jobs=jobs)
+        done = evaluate_task(encoder, task, resolve, batch_size, inner_folds, max_iter, jobs=jobs,
+                             classifier=classifier)
         results.update(done)
         if not progress:  # no bar (a workflow's log): one line a task, so a long evaluation shows where it is
             for name, result in done.items():
@@ -662,6 +794,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--tasks", default=None, help="comma-separated (default: multiview.senteval.tasks of the config)")
     p.add_argument("--inner-folds", type=int, default=None,
                    help="inner CV folds of inner_kfold tasks (default: the task's folds, SentEval = outer folds)")
+    p.add_argument("--classifier", choices=CLASSIFIERS, default=None,
+                   help="SentEval's logistic regression: sklearn (usepytorch False, the task's C grid) or pytorch "
+                        "(its default usepytorch True: Adam, L2 grid 1e-5..1e-2, early stopping); default: "
+                        "multiview.senteval.classifier of the config, else sklearn")
     p.add_argument("--encoder-option", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--config", default="config/config.yaml")
     p.add_argument("--tasks-file", default=None)
@@ -688,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
     result = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
                       encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
                       inner_folds=args.inner_folds, progress=not args.quiet, variant=args.variant,
-                      jobs=args.jobs)
+                      jobs=args.jobs, classifier=args.classifier)
     result.to_disk(args.out)
     if result.failed:
         print(f"{args.out}: run failed ({result.run['failure_reason']}); recorded without scores")
