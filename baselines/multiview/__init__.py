@@ -9,6 +9,8 @@ batched level-by-level Tree-LSTM, the contrastive loss), ``data`` (vocabulary, c
 # the paper's sizes (§4.2): `strae train-multiview`'s defaults, and what a config's `multiview.train` leaves unset
 DEFAULT_HIDDEN = 1000
 DEFAULT_EMBEDDING_DIM = 300
+# a sentence's own other view in the objective: excluded (the default, §3.2's Quick-Thoughts objective) or positive
+OWN_VIEW = ("excluded", "positive")
 # the random-token floor's width when `multiview.senteval.random_token` is `true`: the encoder's default (the first
 # records' floor); `model` in a list of widths = the models' test vector, [target; context]
 from strae.evaluate.random_token import DEFAULT_DIM as FLOOR_DIM  # noqa: E402
@@ -17,10 +19,12 @@ FLOOR_MODEL_WIDTH = "model"
 
 
 def default_setting(model: str, hidden: int = DEFAULT_HIDDEN, embedding_dim: int = DEFAULT_EMBEDDING_DIM,
-                    epochs: int = 1) -> str:
-    """The run setting `strae train-multiview` names a run by (the model, its sizes, and its passes over the corpus
-    when more than the paper's one): the paper's CTL is ``ctl_h1000_e300``, four passes ``ctl_h1000_e300_ep4``."""
-    return f"{model}_h{hidden}_e{embedding_dim}" + (f"_ep{epochs}" if epochs != 1 else "")
+                    epochs: int = 1, own_view: str = "excluded") -> str:
+    """The run setting `strae train-multiview` names a run by (the model, its sizes, its passes over the corpus
+    when more than the paper's one, and ``_ownview`` when a sentence's own other view is a positive): the paper's CTL
+    is ``ctl_h1000_e300``, four passes ``ctl_h1000_e300_ep4``."""
+    return (f"{model}_h{hidden}_e{embedding_dim}" + (f"_ep{epochs}" if epochs != 1 else "")
+            + ("_ownview" if own_view == "positive" else ""))
 
 
 def config_settings(config: dict) -> dict[str, str]:
@@ -33,7 +37,7 @@ def config_settings(config: dict) -> dict[str, str]:
     train = block.get("train") or {}
     return {f"multiview_{model}": default_setting(model, train.get("hidden", DEFAULT_HIDDEN),
                                                   train.get("embedding_dim", DEFAULT_EMBEDDING_DIM),
-                                                  train.get("epochs") or 1)
+                                                  train.get("epochs") or 1, train.get("own_view", "excluded"))
             for model in block.get("models", [])}
 
 

@@ -333,18 +333,25 @@ class MultiviewModel(nn.Module):
         self.target = _make_view(target_view, config)  # f
         self.context = _make_view(context_view, config)  # g
 
-    def loss(self, batch: TreeBatch, books: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, dict]:
+    def loss(self, batch: TreeBatch, books: torch.Tensor, positions: torch.Tensor,
+             own_view_positive: bool = False) -> tuple[torch.Tensor, dict]:
         """Quick-Thoughts NLL. ``books``/``positions``: (B,) book id and sentence index in the book; sentence j is
-        a positive for i when it is in the same book at position ±1 (it must also be in the batch)."""
+        a positive for i when it is in the same book at position ±1 (it must also be in the batch).
+        ``own_view_positive``: sentence i's own other view g(i) is a positive too (the paper's introduction: "different
+        views of the same sentence should lead to close representation"); by default it is masked out, neither
+        positive nor negative, as §3.2's Quick-Thoughts objective ("identify the sentence appearing in the context")."""
         f = self.target(batch)
         g = self.context(batch)
         scores = f @ g.T  # inner-product critic, h(u, v) = uᵀv
         eye = torch.eye(len(f), dtype=torch.bool, device=f.device)
-        scores = scores.masked_fill(eye, float("-inf"))  # a sentence is not its own context
+        if not own_view_positive:
+            scores = scores.masked_fill(eye, float("-inf"))  # a sentence is not its own context
         log_p = torch.log_softmax(scores, dim=-1)
         same_book = books[:, None] == books[None, :]
         adjacent = (positions[:, None] - positions[None, :]).abs() == 1
         positive = same_book & adjacent
+        if own_view_positive:
+            positive = positive | eye
         n_pos = int(positive.sum())
         if n_pos == 0:
             raise ValueError("batch has no context pairs (sentences not consecutive?)")

@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from baselines.multiview import DEFAULT_EMBEDDING_DIM, DEFAULT_HIDDEN, default_setting
+from baselines.multiview import DEFAULT_EMBEDDING_DIM, DEFAULT_HIDDEN, OWN_VIEW, default_setting
 from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, load_parsed, select_training
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, bilstm_path
 from baselines.multiview.parse import META_FILE, parse_identity, recorded_recipe
@@ -84,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-sentences", type=positive_int, default=None, help="then on the first N of those")
     p.add_argument("--epochs", type=positive_int, default=1,
                    help="passes over the selected sentences, each in corpus order (default 1, the paper's)")
+    p.add_argument("--own-view", choices=OWN_VIEW, default="excluded",
+                   help="a sentence's own other view in the objective: excluded (default; §3.2's Quick-Thoughts "
+                        "objective, context sentences only) or positive (the introduction's reading: the views of "
+                        "one sentence close too); the setting gets _ownview")
     p.add_argument("--max-steps", type=positive_int, default=None, help="stop after N steps (recorded)")
     p.add_argument("--checkpoint-every-steps", type=positive_int, default=50)
     p.add_argument("--device", default="auto")
@@ -95,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def setting_name(args: argparse.Namespace) -> str:
-    return args.setting or default_setting(args.model, args.hidden, args.embedding_dim, args.epochs)
+    return args.setting or default_setting(args.model, args.hidden, args.embedding_dim, args.epochs, args.own_view)
 
 
 def _recipe(args: argparse.Namespace, parse_meta: dict[str, Any]) -> dict:
@@ -107,6 +111,8 @@ def _recipe(args: argparse.Namespace, parse_meta: dict[str, Any]) -> dict:
                                             "max_sentences", "max_steps", "seed")}
     if args.epochs != 1:  # a one-epoch recipe reads as every run's did before the option (their checkpoints resume)
         recipe["epochs"] = args.epochs
+    if args.own_view != "excluded":  # likewise: the default objective reads as before the option
+        recipe["own_view"] = args.own_view
     return {**recipe, "parse": parse_identity(parse_meta)}
 
 
@@ -379,7 +385,7 @@ def train_step(job: Job, progress: Progress) -> dict[str, Any]:
                                      "skipped": f"no context pairs in a batch of {len(books)} sentence(s)"})
             return {"loss": math.nan, "context_top1": math.nan}
         loss, metrics = job.model.loss(batch.to(device), torch.from_numpy(books).to(device),
-                                       torch.from_numpy(positions).to(device))
+                                       torch.from_numpy(positions).to(device), args.own_view == "positive")
     except ValueError as error:  # a batch the model refuses: the run's data, recorded as its failure
         raise TrainingFailed(f"step {progress.step}: {error}") from error
     if not torch.isfinite(loss):

@@ -108,6 +108,8 @@ def mv_train_flags(wildcards):
             flags.append(f"--{key.replace('_', '-')} {MV_TRAIN[key]}")
     if (MV_TRAIN.get("epochs") or 1) != 1:  # one epoch, the paper's, is the command as it always was (no rerun)
         flags.append(f"--epochs {MV_TRAIN['epochs']}")
+    if MV_TRAIN.get("own_view", "excluded") != "excluded":  # likewise the default objective
+        flags.append(f"--own-view {MV_TRAIN['own_view']}")
     return " ".join(flags)
 
 
