@@ -395,6 +395,9 @@ def test_epochs_repeat_the_batches_in_order_and_resume_across_an_epoch_boundary(
     _assert_same_weights(straight, resumed)
     args = train.build_parser().parse_args(common[:-2] + ["--out", str(tmp_path / "one")])  # one epoch
     assert "epochs" not in train._recipe(args, {}) and train.setting_name(args) == "ctl_h8_e4"
+    assert "own_view" not in train._recipe(args, {})  # the default objective: recipes as before the option
+    args = train.build_parser().parse_args(common[:-2] + ["--out", str(tmp_path / "own"), "--own-view", "positive"])
+    assert train._recipe(args, {})["own_view"] == "positive" and train.setting_name(args) == "ctl_h8_e4_ownview"
 
 
 def test_a_selection_without_sentences_is_refused_before_anything_is_trained(tmp_path, monkeypatch):
@@ -725,8 +728,9 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed3\.senteval\.json", result.stdout)
     # floors at several widths (multiview.senteval.random_token): one evaluation each, its width passed to the
     # encoder; `model` = the models' test vector, 2 x quick.yaml's hidden 64
-    # (and two epochs: their own setting, _ep2)
-    (workdir / "floors.yaml").write_text("multiview: {senteval: {random_token: [256, model]}, train: {epochs: 2}}\n")
+    # (and two epochs and the own view a positive: their own setting, _ep2_ownview)
+    (workdir / "floors.yaml").write_text("multiview: {senteval: {random_token: [256, model]}, "
+                                         "train: {epochs: 2, own_view: positive}}\n")
     result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
                        "floors.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -735,7 +739,8 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     # the default width's command is the one the records' 256-d floors were made with (no rerun of them)
     assert any("--encoder-option" not in f and "random-token/dim256/seed0.senteval.json" in f for f in floors)
     assert any("--encoder-option dim=128" in f and "random-token/dim128/seed0.senteval.json" in f for f in floors)
-    assert re.search(r"--epochs 2\b.*--out results/runs/en/multiview_ctl/ctl_h64_e32_ep2/seed0", result.stdout)
+    assert re.search(r"--epochs 2 --own-view positive\b.*--out results/runs/en/multiview_ctl/ctl_h64_e32_ep2_ownview/"
+                     r"seed0", result.stdout)
 
 
 def _results_from_record(committed: Path, work: Path):
