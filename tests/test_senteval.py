@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -135,6 +136,7 @@ def test_inner_kfold_picks_c_on_inner_folds_only():
     # each outer fold's per-C inner means are kept, and its C is their first best
     assert [len(m) for m in result["cv_scores"]] == [2, 2, 2]
     assert result["c_selected"] == [[0.01, 100.0][int(np.argmax(m))] for m in result["cv_scores"]]
+    assert len(result["refit_iterations"]) == 3 and all(1 <= n <= 100 for n in result["refit_iterations"])
     assert result["score"] > 85
 
 
@@ -172,6 +174,7 @@ def test_the_pytorch_classifier_scores_a_task_over_sentevals_l2_grid(tmp_path):
     x[:, 0] *= 20  # Adam's 1e-3 steps turn the random initial boundary within a few rounds
     result = inner_kfold(x, y, c_grid=(1e-5,), folds=3, inner_folds=2, classifier="pytorch")
     assert result["score"] > 85 and result["c_selected"] == [1e-5] * 3
+    assert all(p % 4 == 0 and 28 <= p <= 204 for p in result["refit_iterations"])  # passes: 4 a round, 7+ rounds
 
     files = {"neg": _write(tmp_path / "neg", [f"bad {i}" for i in range(30)]),
              "pos": _write(tmp_path / "pos", [f"good {i}" for i in range(30)])}
@@ -270,7 +273,8 @@ def test_c_is_chosen_as_senteval_compares_accuracies_rounded_to_two_decimals(mon
     """SentEval rounds each C's dev / CV accuracy x 100 to 2 decimals before its argmax: a near-tie goes to the
     first (smaller) C. Unrounded, the second C here would win by 0.002 points."""
     accuracy = {0.5: 0.80001, 4.0: 0.80003}
-    monkeypatch.setattr(senteval, "_fit_score", lambda x_tr, y_tr, x_te, y_te, c, *a: (accuracy[c], None))
+    fitted = SimpleNamespace(n_iter_=np.array([7]))  # what the result records of the refit
+    monkeypatch.setattr(senteval, "_fit_score", lambda x_tr, y_tr, x_te, y_te, c, *a: (accuracy[c], fitted))
     x, y = np.zeros((8, 2)), np.array([0, 1] * 4)
     result = senteval.split_select(x, y, x, y, x, y, c_grid=(0.5, 4.0))
     assert result["c_selected"] == 0.5 and result["dev_scores"] == [80.0, 80.0]

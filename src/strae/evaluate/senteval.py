@@ -367,6 +367,12 @@ def _fit(x_tr, y_tr, c, seed, max_iter, classifier="sklearn", validation=None):
     return LogisticRegression(C=c, random_state=seed, max_iter=max_iter).fit(x_tr, y_tr)
 
 
+def _iterations(clf) -> int:
+    """A reported refit's iterations, recorded so convergence can be audited: lbfgs's (its largest over classes;
+    = max_iter means it stopped short, which SentEval lets pass), or the pytorch classifier's passes."""
+    return int(np.max(clf.n_iter_)) if hasattr(clf, "n_iter_") else int(clf.passes)
+
+
 def _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter, classifier="sklearn", validation=None) -> tuple[float, Any]:
     # no warnings.catch_warnings() here: it swaps the process-wide filter list and is not thread-safe (fits run on
     # threads, _run_fits); the callers silence ConvergenceWarning once, on the calling thread (_classifier_stage)
@@ -435,16 +441,18 @@ def inner_kfold(x, y, c_grid, folds, seed=SENTEVAL_SEED, max_iter=100, inner_fol
 
     inner_folds = inner_folds or folds
     skf = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    test_acc, dev_acc, chosen, cv_scores = [], [], [], []
+    test_acc, dev_acc, chosen, cv_scores, iterations = [], [], [], [], []
     for tr, te in skf.split(x, y):
         c, means = _select_c(x[tr], y[tr], c_grid, inner_folds, seed, max_iter, jobs, classifier)
-        acc, _ = _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter, classifier)
+        acc, clf = _fit_score(x[tr], y[tr], x[te], y[te], c, seed, max_iter, classifier)
+        iterations.append(_iterations(clf))
         test_acc.append(100 * acc)
         dev_acc.append(max(means))
         chosen.append(c)
         cv_scores.append(means)  # every C's inner-CV accuracy, per outer fold: the selection can be audited
     return {"score": float(np.mean(test_acc)), "dev_score": float(np.mean(dev_acc)), "fold_scores": test_acc,
-            "c_selected": chosen, "cv_scores": cv_scores, "folds": folds, "inner_folds": inner_folds}
+            "c_selected": chosen, "cv_scores": cv_scores, "folds": folds, "inner_folds": inner_folds,
+            "refit_iterations": iterations}
 
 
 @_classifier_stage
@@ -453,7 +461,7 @@ def kfold_test(x_tr, y_tr, x_te, y_te, c_grid, folds, seed=SENTEVAL_SEED, max_it
     c, means = _select_c(x_tr, y_tr, c_grid, folds, seed, max_iter, jobs, classifier)
     acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter, classifier)
     return {"score": 100 * acc, "dev_score": max(means), "c_selected": c, "cv_scores": means, "folds": folds,
-            "predictions": clf.predict(x_te)}
+            "refit_iterations": _iterations(clf), "predictions": clf.predict(x_te)}
 
 
 @_classifier_stage
@@ -465,8 +473,9 @@ def split_select(x_tr, y_tr, x_dev, y_dev, x_te, y_te, c_grid, seed=SENTEVAL_SEE
 
     devs = [round(100 * acc, 2) for acc in _run_fits([fit(c) for c in c_grid], jobs)]
     c = float(c_grid[int(np.argmax(devs))])
-    acc, _ = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter, classifier, (x_dev, y_dev))
-    return {"score": 100 * acc, "dev_score": max(devs), "c_selected": c, "dev_scores": devs}
+    acc, clf = _fit_score(x_tr, y_tr, x_te, y_te, c, seed, max_iter, classifier, (x_dev, y_dev))
+    return {"score": 100 * acc, "dev_score": max(devs), "c_selected": c, "dev_scores": devs,
+            "refit_iterations": _iterations(clf)}
 
 
 def relatedness_targets(scores: np.ndarray, n_classes: int = 5) -> np.ndarray:
