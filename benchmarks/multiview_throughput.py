@@ -74,7 +74,7 @@ def measure(model_name: str, corpus: ParsedCorpus, vocab: Vocabulary, args: argp
                              hidden=args.hidden)
     model = MultiviewModel(config).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=5e-3)
-    job_args = argparse.Namespace(batch_size=args.batch_size, clip_grad_norm=5.0, out=None)
+    job_args = argparse.Namespace(batch_size=args.batch_size, clip_grad_norm=5.0, out=None, own_view="excluded")
     job = Job(job_args, {}, corpus, vocab, config, model, optimizer, device, total_steps=args.steps + args.warmup,
               batches_per_epoch=math.ceil(len(corpus) / args.batch_size), data_stats={}, started=0.0)
     progress = Progress()
