@@ -349,18 +349,19 @@ class MultiviewModel(nn.Module):
         log_p = torch.log_softmax(scores, dim=-1)
         same_book = books[:, None] == books[None, :]
         adjacent = (positions[:, None] - positions[None, :]).abs() == 1
-        positive = same_book & adjacent
-        if own_view_positive:
-            positive = positive | eye
-        n_pos = int(positive.sum())
+        context = same_book & adjacent
+        positive = context | eye if own_view_positive else context
+        n_pos = int(context.sum())
         if n_pos == 0:
             raise ValueError("batch has no context pairs (sentences not consecutive?)")
         loss = -log_p[positive].mean()
         with torch.no_grad():
-            # share of positives ranked first among the sentence's candidates
-            top = scores.argmax(dim=-1)
-            hit = positive[torch.arange(len(f), device=f.device), top]
-            has_pos = positive.any(dim=-1)
+            # share of context sentences ranked first among the sentence's other candidates (the own view left out
+            # whatever the objective, so the metric and the pair count read the same in every run)
+            ranked = scores.masked_fill(eye, float("-inf")) if own_view_positive else scores
+            top = ranked.argmax(dim=-1)
+            hit = context[torch.arange(len(f), device=f.device), top]
+            has_pos = context.any(dim=-1)
             accuracy = float(hit[has_pos].float().mean())
         return loss, {"loss": float(loss.detach()), "context_top1": accuracy, "pairs": n_pos}
 

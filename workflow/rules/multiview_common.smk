@@ -175,7 +175,11 @@ def mv_senteval_task_specs(wildcards):
 
 def mv_senteval_settings(wildcards):
     """What the SentEval CLI reads of the multi-view senteval block (strae.evaluate.senteval.CONFIG_KEYS: max_iter,
-    ...), as a param: editing it scores again; the rest of the block (floor widths, probing, extra runs) does not."""
+    ...), as a param: editing it scores again; the rest of the block (floor widths, probing, extra runs) does not.
+    The default classifier (sklearn, or the key absent) reads as before the key existed: no result scores again."""
     import json
 
-    return json.dumps({key: MV_SENTEVAL.get(key) for key in SENTEVAL_CONFIG_KEYS}, sort_keys=True, default=str)
+    settings = {key: MV_SENTEVAL.get(key) for key in SENTEVAL_CONFIG_KEYS}
+    if settings.get("classifier") in (None, "sklearn"):
+        del settings["classifier"]
+    return json.dumps(settings, sort_keys=True, default=str)

@@ -284,9 +284,10 @@ class SentevalLogReg:
     """SentEval's ``PyTorchClassifier``/``MLP`` with ``nhid: 0`` (senteval/tools/classifier.py): Linear(d, classes)
     trained with Adam (lr 1e-3, L2 ``weight_decay``), batches of 64 in a fresh permutation each pass, 4 passes a
     round, the validation accuracy after each round; the best round's weights are kept, and training stops at the
-    round that finds ``tenacity`` + 1 rounds in all without a new best (SentEval never resets that count), or after
-    200 passes. The loss is the batch mean: SentEval sets ``loss_fn.size_average = False`` after construction, which
-    torch >= 0.4.1 ignores (the loss reads ``reduction``). One seeded RandomState draws the validation split and every
+    round that finds ``tenacity`` + 1 rounds in all without a new best (SentEval never resets that count), or when a
+    round ends past 200 passes (a round starts while at most 200 are done: 204 at most). The loss is the batch
+    mean: SentEval sets ``loss_fn.size_average = False`` after construction, which torch >= 0.4.1 ignores (the loss
+    reads ``reduction``). One seeded RandomState draws the validation split and every
     permutation, as SentEval's ``np.random.seed(seed)`` does; the weights take torch's nn.Linear initialisation from
     a generator seeded the same (thread-safe: fits run side by side)."""
 
@@ -630,7 +631,9 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
                  if torch_fits else f"sklearn LogisticRegression(lbfgs, max_iter={max_iter})")
     base = {"level": "sentence", "suite": SUITE, "protocol": task.protocol, "language": task.language,
             "registry": list(task.files.values()), "files": files, "metric": task.metric, "seed": seed,
-            "l2_grid" if torch_fits else "c_grid": list(grid),
+            # the regularisation grid a fitted protocol searched (the relatedness regression has none of its own)
+            **({"l2_grid": list(grid)} if torch_fits and task.protocol != "relatedness"
+               else {} if torch_fits else {"c_grid": list(grid)}),
             "features": list(task.features) if task.reader in ("sick", "mrpc") else None,
             "classifier": described if task.protocol != "relatedness"
             else "softmax regression to the score distribution (torch, Adam)"}
