@@ -314,7 +314,7 @@ class SentevalLogReg:
             x_dev, y_dev = np.asarray(validation[0], np.float32), np.asarray(validation[1])
         self.classes = np.unique(np.concatenate([y, y_dev]))
         xt, yt = torch.from_numpy(x), torch.from_numpy(np.searchsorted(self.classes, y).astype(np.int64))
-        xd, yd = torch.from_numpy(x_dev), np.searchsorted(self.classes, y_dev)
+        yd = np.searchsorted(self.classes, y_dev)
         generator = torch.Generator().manual_seed(self.seed)
         bound = 1.0 / np.sqrt(x.shape[1])  # nn.Linear's reset_parameters: kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(d))
         self.weight = torch.empty(len(self.classes), x.shape[1]).uniform_(-bound, bound, generator=generator)
@@ -334,7 +334,7 @@ class SentevalLogReg:
                     optimizer.step()
             passes += cfg["epoch_size"]
             self.rounds += 1
-            accuracy = float(np.mean(self._predict_ids(xd) == yd))
+            accuracy = float(np.mean(self._predict_ids(x_dev) == yd))
             if accuracy > best:
                 best, best_state = accuracy, (self.weight.detach().clone(), self.bias.detach().clone())
             else:
@@ -626,14 +626,13 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
     splits, files = read_task(task, resolve)
     embed = _Embedder(encoder, batch_size)
     torch_fits = classifier == "pytorch"
-    grid = PYTORCH_L2_GRID if torch_fits else task.c_grid
+    grid, grid_key = (PYTORCH_L2_GRID, "l2_grid") if torch_fits else (task.c_grid, "c_grid")
     described = (f"SentEval pytorch LogReg (Adam lr 1e-3, batch 64, L2 grid, early stopping: {PYTORCH_LOGREG})"
                  if torch_fits else f"sklearn LogisticRegression(lbfgs, max_iter={max_iter})")
     base = {"level": "sentence", "suite": SUITE, "protocol": task.protocol, "language": task.language,
             "registry": list(task.files.values()), "files": files, "metric": task.metric, "seed": seed,
-            # the regularisation grid a fitted protocol searched (the relatedness regression has none of its own)
-            **({"l2_grid": list(grid)} if torch_fits and task.protocol != "relatedness"
-               else {} if torch_fits else {"c_grid": list(grid)}),
+            # the regularisation grid searched (the pytorch path's relatedness regression searches none)
+            **({} if torch_fits and task.protocol == "relatedness" else {grid_key: list(grid)}),
             "features": list(task.features) if task.reader in ("sick", "mrpc") else None,
             "classifier": described if task.protocol != "relatedness"
             else "softmax regression to the score distribution (torch, Adam)"}
