@@ -385,6 +385,7 @@ def test_epochs_repeat_the_batches_in_order_and_resume_across_an_epoch_boundary(
     assert starts == [0, 10, 20, 30, 40, 50] * 2
     record = json.loads((straight / "train.json").read_text())
     assert record["run"]["setting"] == "ctl_h8_e4_ep2" and record["config"]["recipe"]["epochs"] == 2
+    assert record["config"]["objective"].endswith("context ±1, own view excluded")  # the default, said
     one_pass = record["data"]["sentences_selected"]
     assert record["data"]["epochs"] == 2 and record["data"]["sentences_trained"] == 2 * one_pass
     assert record["timings"]["steps"] == 12

@@ -316,7 +316,9 @@ def new_record(job: Job, parse_meta: dict, determinism: dict[str, Any]) -> RunRe
         language=job.args.lang, model=f"multiview_{job.args.model}", setting=setting_name(job.args),
         seed=job.args.seed,
         config={"recipe": job.recipe, "model": job.config.to_dict(), "views": list(job.config.views),
-                "objective": "quick-thoughts NLL, inner-product critic, in-batch negatives, context ±1",
+                # the objective's every choice, the own view's too (the recipe names it only when not the default)
+                "objective": "quick-thoughts NLL, inner-product critic, in-batch negatives, context ±1, own view "
+                             + ("a positive" if job.args.own_view == "positive" else "excluded"),
                 "init": "xavier_uniform weights, zero biases, zero leaf child states",
                 "test_vector": "concat(target view, context view)"},
         provenance=provenance(device=describe_device(job.device), seed=job.args.seed, command=sys.argv,
