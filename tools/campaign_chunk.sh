@@ -24,7 +24,8 @@
 # is stopped), WRAPUP_S (20: summary + archive, inside the tail), ARCHIVE_S (8: the archive's least time, never
 # given to the summary), KILL_S (15: snakemake's shutdown grace, inside the tail), FINISH_EVAL_S (30: what a
 # finished run's evaluation is allowed when deciding to let it finish),
-# SNAPSHOT_JOBS (4: runs exported/evaluated at once), PROFILE (profiles/gpu), OUT (./campaign-out),
+# SNAPSHOT_JOBS (4: runs exported/evaluated at once), PROFILE (profiles/gpu), OUT (campaign-out/ in the checkout;
+# a relative OUT counts from the checkout root),
 # PYTHON (python), SNAKEMAKE (snakemake).
 set -uo pipefail  # not -e: a failed step is recorded and the next one runs
 

@@ -108,7 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-lines", type=positive_int, help="read only the first N corpus lines (quick runs)")
     p.add_argument("--chunk-tokens", type=positive_int, default=1_000_000, help="co-occurrence counting chunk (memory)")
     p.add_argument("--threads", type=positive_int, help="torch intra-op threads (default: torch's choice)")
-    p.add_argument("--setting", help="run setting label (default {tokenization}_w{window}_d{dim})")
+    p.add_argument("--setting", help="run setting label (default {tokenization}_w{window}_d{dim}, + _treebank "
+                                     "for --pretokenize treebank)")
     p.add_argument("--export-checkpoint", type=Path, metavar="DIR",
                    help="do not train: export OUT/checkpoint.pt (the last finished epoch) as a loadable run "
                         "directory DIR, labelled as a mid-training snapshot (train.json status 'running')")

@@ -92,7 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every-steps", type=positive_int, default=50)
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
-    p.add_argument("--setting", default=None, help="run label (default: the model name + hidden size)")
+    p.add_argument("--setting", default=None,
+                   help="run label (default {model}_h{hidden}_e{embedding_dim}, + _ep{N} for --epochs N > 1, "
+                        "+ _ownview for --own-view positive)")
     p.add_argument("--record-failure", action="store_true", help="exit 0 after recording a failed run")
     p.add_argument("--quiet", action="store_true")
     return p

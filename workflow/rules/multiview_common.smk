@@ -32,9 +32,33 @@ def _mv_runs():
             for lang in MV.get("languages", []) for model, setting in MV_SETTINGS.items() for seed in MV.get("seeds", [0])]
 
 
+@functools.lru_cache(maxsize=None)
+def _mv_senteval_catalog(path):
+    from strae.evaluate.senteval import load_senteval_tasks
+
+    return load_senteval_tasks(path)
+
+
+def mv_transfer_tasks(lang):
+    """Names of the SentEval transfer tasks `lang` scores (strae.evaluate.senteval.suite_tasks: the configured
+    tasks of that language); none for a language without SentEval data, which then gets no SentEval job."""
+    from strae.evaluate.senteval import suite_tasks
+    from strae.evaluate.tasks import tasks_file
+
+    path = tasks_file(config)
+    return [task.name for task in suite_tasks(_mv_senteval_catalog(path), lang, MV_SENTEVAL, path)]
+
+
+def _mv_has_probing(lang):
+    from strae.evaluate.tasks import tasks_file
+
+    return any(t.group == "probing" and t.language == lang for t in _mv_senteval_catalog(tasks_file(config)).values())
+
+
 def _mv_senteval_jsons():
-    jsons = [str(paths.eval_json(lang, model, setting, seed, "senteval")) for lang, model, setting, seed in _mv_runs()]
-    for lang in MV.get("languages", []):
+    jsons = [str(paths.eval_json(lang, model, setting, seed, "senteval"))
+             for lang, model, setting, seed in _mv_runs() if mv_transfer_tasks(lang)]
+    for lang in [lang for lang in MV.get("languages", []) if mv_transfer_tasks(lang)]:
         # the random-token floor: what the probes reach with no trained encoder at all, at each width asked for
         jsons += [str(paths.eval_json(lang, "random-token", f"dim{dim}", 0, "senteval")) for dim in MV_FLOOR_DIMS]
         for extra in MV_SENTEVAL.get("extra_runs", []):
@@ -50,7 +74,7 @@ MV_EVAL_JSONS = (_mv_senteval_jsons() + [
     # Table 2: SentEval's probing tasks, scored only when asked (their files need a network): their own JSONs, so
     # Table 1's scores stand whether or not they are
     str(paths.eval_json(lang, model, setting, seed, "probing"))
-    for lang, model, setting, seed in _mv_runs() if MV_SENTEVAL.get("probing", False)
+    for lang, model, setting, seed in _mv_runs() if MV_SENTEVAL.get("probing", False) and _mv_has_probing(lang)
 ]) if MV_ENABLED else []
 MV_TABLE_TARGETS = [str(paths.table_file(f"multiview_table{n}", ext)) for n in (1, 2) for ext in ("csv", "md")] \
     if MV_ENABLED else []
@@ -132,7 +156,8 @@ def mv_senteval_flags(wildcards):
     flags = [f"--encoder-option dim={width}"] if wildcards.model == "random-token" and width != str(MV_FLOOR_DIM) else []
     if wildcards.suite == "probing":
         return " ".join(flags)  # every probing task of the language (config/tasks.yaml, group probing)
-    flags += [f"--tasks {','.join(MV_SENTEVAL['tasks'])}"] if MV_SENTEVAL.get("tasks") else []
+    # the configured tasks of this language (for a list of one language's tasks, the list as it always was)
+    flags += [f"--tasks {','.join(mv_transfer_tasks(wildcards.lang))}"] if MV_SENTEVAL.get("tasks") else []
     if MV_SENTEVAL.get("inner_folds"):
         flags.append(f"--inner-folds {MV_SENTEVAL['inner_folds']}")
     return " ".join(flags)
@@ -149,13 +174,6 @@ def mv_senteval_mem_mb(wildcards):
     # (strae evaluate --jobs: the job's threads) holds its own copy of a fold's training rows
     fits_beside = max(0, int(SCALE.get("eval_threads", 1)) - 1)
     return (16000 + 2000 * fits_beside) if wildcards.suite == "probing" else (8000 + 500 * fits_beside)
-
-
-@functools.lru_cache(maxsize=None)
-def _mv_senteval_catalog(path):
-    from strae.evaluate.senteval import load_senteval_tasks
-
-    return load_senteval_tasks(path)
 
 
 def mv_senteval_task_specs(wildcards):

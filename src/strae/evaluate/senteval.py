@@ -699,23 +699,44 @@ def evaluate_task(encoder, task: SentevalTask, resolve, batch_size: int | None =
     return out
 
 
+def suite_tasks(catalog: dict[str, SentevalTask], language: str, suite_config: dict[str, Any] | None,
+                tasks_path: str | Path) -> list[SentevalTask]:
+    """The tasks the transfer suite scores for ``language`` when none is named: those of ``suite_config``'s
+    ``tasks`` (the config's ``multiview.senteval.tasks``, one list for every multi-view language) that are this
+    language's (config/tasks.yaml's ``language:``), in the list's order, else every transfer task of the language.
+    Empty when the language has none, so a multi-view language without SentEval data scores the zero-shot tasks
+    only. A name the tasks file does not declare is refused, naming the file."""
+    configured = list((suite_config or {}).get("tasks") or [])
+    if not configured:
+        return [t for t in catalog.values() if t.group == VARIANT_GROUPS[SUITE] and t.language == language]
+    unknown = [n for n in configured if n not in catalog]
+    if unknown:
+        raise SentevalError(f"{tasks_path}: unknown SentEval task(s) {unknown}; known: {sorted(catalog)}")
+    return [catalog[n] for n in configured if catalog[n].language == language]
+
+
 def select_tasks(catalog: dict[str, SentevalTask], language: str, variant: str, names: Sequence[str] | None,
                  tasks_path: str | Path, suite_config: dict[str, Any] | None = None) -> list[SentevalTask]:
-    """The tasks one evaluation scores: ``names`` (--tasks), else the transfer suite's ``tasks`` of
-    ``suite_config`` (the config's ``multiview.senteval``), else every task of the variant's group for
-    ``language``. Refused, naming the tasks file, when a name is unknown or a task is of another language or group.
-    The workflow reads the same selection for its SentEval jobs' task-definition param."""
+    """The tasks one evaluation scores: ``names`` (--tasks), else for the transfer suite :func:`suite_tasks`
+    (the configured tasks of this language), else every task of the variant's group for ``language``. Refused,
+    naming the tasks file, when a name is unknown, a named task is of another language, a task is of another
+    group, or nothing is left. The workflow reads the same selection for its SentEval jobs' task-definition
+    param."""
     if variant not in VARIANT_GROUPS:
         raise SentevalError(f"--variant {variant!r}: use one of {sorted(VARIANT_GROUPS)}")
     group = VARIANT_GROUPS[variant]
-    configured = (suite_config or {}).get("tasks") if variant == SUITE else None
-    names = list(names or configured
-                 or [t for t, v in catalog.items() if v.group == group and v.language == language])
+    if names:
+        names = list(names)
+    elif variant == SUITE:
+        names = [t.name for t in suite_tasks(catalog, language, suite_config, tasks_path)]
+    else:
+        names = [t for t, v in catalog.items() if v.group == group and v.language == language]
     unknown = [n for n in names if n not in catalog]
     if unknown:
         raise SentevalError(f"{tasks_path}: unknown SentEval task(s) {unknown}; known: {sorted(catalog)}")
     if not names:
-        raise SentevalError(f"{tasks_path}: no {group} task for language {language!r} (senteval_tasks)")
+        among = " among multiview.senteval.tasks" if (suite_config or {}).get("tasks") and variant == SUITE else ""
+        raise SentevalError(f"{tasks_path}: no {group} task for language {language!r}{among} (senteval_tasks)")
     tasks = [catalog[n] for n in names]
     for task in tasks:
         if task.language != language:
