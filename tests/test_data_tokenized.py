@@ -43,6 +43,26 @@ def test_round_trip_and_filter(tokenized):
     assert isinstance(corpus.ids, np.memmap)
 
 
+def test_a_split_with_no_sentence_kept_is_refused_and_never_marked_complete(tokenized, tmp_path):
+    """Tokenising an empty split, or one whose every sentence the length filter drops, stops naming the text file
+    and writes no completion mark (the trainer would only refuse it later); min > max is refused up front."""
+    import shutil
+
+    from strae.data import tokenized as tokenized_mod
+
+    root, _, _ = tokenized
+    corpus_dir = tmp_path / "corpora"
+    shutil.copytree(root / "corpora", corpus_dir)
+    (corpus_dir / "dev.txt").write_text("x\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"dev\.txt: no sentence of 4\.\.200 subword pieces"):
+        tokenize_corpus(corpus_dir, root / "tok.model", tmp_path / "out", min_len=4, max_len=200)
+    assert not (tmp_path / "out" / "dev.json").exists()
+    with pytest.raises(SystemExit, match=r"--min-pieces / data\.min_subword_tokens 9 > --max-pieces"):
+        tokenized_mod.main(["--lang", "en", "--corpus-dir", str(corpus_dir), "--tokenizer", str(root / "tok.model"),
+                            "--out-dir", str(tmp_path / "o2"), "--min-pieces", "9", "--max-pieces", "3"])
+    assert not (tmp_path / "o2").exists()
+
+
 def test_dev_split_and_missing_split_error(tokenized, tmp_path):
     root, _, metas = tokenized
     assert len(TokenizedCorpus(root / "out", "dev")) == metas["dev"]["n_sentences"] > 0

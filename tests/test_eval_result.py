@@ -234,6 +234,21 @@ def test_unreadable_or_foreign_json_is_named_not_a_traceback(tmp_path):
         load_encoder(str(run))
 
 
+def test_unwritable_outputs_are_refused_naming_the_flag_before_any_work(tmp_path):
+    """aggregate's --out before any JSON is read; a trainer's run directory (io.make_output_dir) where a file is."""
+    from strae.evaluate import aggregate
+    from strae.io import make_output_dir
+
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(SystemExit, match=r"--out .*: is a directory"):
+        aggregate.main(["--out", str(tmp_path), str(tmp_path / "not-read.json")])
+    for out, message in ((tmp_path / "afile", "is a file, not a directory"),
+                         (tmp_path / "afile" / "run", f"{tmp_path / 'afile'} is a file, not a directory")):
+        with pytest.raises(SystemExit, match=rf"--out {out}: {message}"):
+            make_output_dir(out)
+    assert make_output_dir(tmp_path / "a" / "run").is_dir() and make_output_dir(tmp_path / "a" / "run").is_dir()
+
+
 def test_an_unwritable_out_is_refused_before_the_evaluation_runs(tmp_path, monkeypatch):
     from strae.evaluate import senteval
 

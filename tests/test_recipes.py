@@ -49,6 +49,8 @@ def test_overrides_are_typed_validated_and_recorded():
     assert recipes.parse_value("induction_dropout", "false") is False
     with pytest.raises(ValueError, match="unknown recipe key 'lr_ce'"):
         recipes.parse_value("lr_ce", "1")
+    with pytest.raises(ValueError, match=r"--set lr\.ce=\[1: not a YAML value \(.*\); e\.g\."):
+        recipes.parse_value("lr.ce", "[1")
     with pytest.raises(ValueError, match="embedding_dropout must be in"):
         recipes.resolve("banyan", [("embedding_dropout", 1.5, "cli")])
     with pytest.raises(ValueError, match="loss_precision 'fp16' is not one of"):

@@ -31,7 +31,9 @@ def results(tmp_path):
     (tmp_path / "no_tables.yaml").write_text("tables: {}\n")
     root = tmp_path / "results"
     (root / "banyan").mkdir(parents=True)
-    (root / "scores.csv").write_text("run,task,score\n")
+    from strae.evaluate import aggregate as agg
+
+    (root / "scores.csv").write_text(",".join(agg.COLUMNS) + "\n")
     run = root / "runs/en/banyan/ce_diagonal_entangled_k128_u2/seed0"
     run.mkdir(parents=True)
     (run / "train.json").write_text(json.dumps({"status": "completed", "provenance": {"device": "cuda (H100)"}}))
@@ -119,6 +121,12 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
 def test_missing_scores_or_markers_are_clear_errors(tmp_path, results):
     with pytest.raises(SystemExit, match="scores.csv: missing"):
         rec.build_record(tmp_path / "nothing", tmp_path / "out", "x")
+    # an empty scores.csv, or one that is not `strae aggregate`'s, is refused before anything is frozen
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "scores.csv").write_text("")
+    with pytest.raises(SystemExit, match=r"empty/scores\.csv: not a scores\.csv of `strae aggregate`"):
+        rec.build_record(tmp_path / "empty", tmp_path / "out", "x")
+    assert not (tmp_path / "out").exists()
     readme = tmp_path / "README.md"
     readme.write_text("# no markers\n")
     with pytest.raises(SystemExit, match="no generated-results block"):

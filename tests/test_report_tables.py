@@ -403,6 +403,20 @@ def test_misspelt_report_inputs_are_named_not_rendered_as_n_a(scores, tmp_path):
     with pytest.raises(SystemExit, match="other.csv: not a scores.csv of `strae aggregate` \\(no column language"):
         report.load_scores(other)
     assert not (tmp_path / "t.csv").exists()
+    # a scores.csv cut short: its last row has fewer fields than the header (pandas would fill them blank and the
+    # cell would read as measured); refused naming the file and line
+    text = scores.read_text()
+    cut = tmp_path / "cut.csv"
+    cut.write_text(text[:text.rindex("\n", 0, len(text) - 1) + 1] + text.splitlines()[-1].split(",", 3)[0])
+    with pytest.raises(SystemExit, match=rf"cut.csv:{len(text.splitlines())}: 1 fields where the header has"):
+        report.load_scores(cut)
+    # an output that cannot be written is refused before either file is written (none left alone)
+    (tmp_path / "afile").write_text("x")
+    for csv_out, md_out, message in ((tmp_path / "t.csv", tmp_path / "afile" / "t.md", "--out-md .*afile is a file"),
+                                     (tmp_path / "afile" / "t.csv", tmp_path / "t.md", "--out-csv .*afile is a file")):
+        with pytest.raises(SystemExit, match=message):
+            report.write_table(pd.DataFrame({"row": ["A"]}), "# t\n", csv_out, md_out)
+        assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.md").exists()
 
 
 def test_best_seed_chosen_on_the_select_on_columns_never_on_a_test_column(tmp_path):

@@ -50,7 +50,7 @@ from strae import paths
 from strae.argtypes import nonnegative_float, positive_float, positive_int
 from strae.data.batching import batch_indices, epoch_order
 from strae.data.pretokenize import PRETOKENIZERS
-from strae.io import atomic_open, atomic_path, provenance, read_json, sha256_file, write_json
+from strae.io import atomic_open, atomic_path, make_output_dir, provenance, read_json, sha256_file, write_json
 from strae.runs import (
     CHECKPOINT_FILE,
     ENCODER_MANIFEST,
@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.export_checkpoint is not None:  # needs only the run directory, not the corpus
         return export_checkpoint(args)
     corpus = resolve_inputs(args)
-    args.out.mkdir(parents=True, exist_ok=True)
+    make_output_dir(args.out)
     # two processes on one --out would interleave checkpoints and train.json (a rerun beside a running job)
     lock = lock_run_dir(args.out, "strae train-glove")  # noqa: F841 - held until this function returns
     record = new_record(args, corpus)

@@ -36,7 +36,7 @@ from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, b
 from baselines.multiview.parse import META_FILE, parse_identity, recorded_recipe
 from strae.argtypes import positive_float, positive_int
 from strae.encode import write_encoder_manifest
-from strae.io import provenance, read_json, write_json
+from strae.io import make_output_dir, provenance, read_json, write_json
 from strae.runs import (
     CHECKPOINT_FILE,
     ENCODER_MANIFEST,
@@ -121,7 +121,7 @@ def _recipe(args: argparse.Namespace, parse_meta: dict[str, Any]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     parse_meta = read_parse_meta(args.parses)
-    args.out.mkdir(parents=True, exist_ok=True)
+    make_output_dir(args.out)
     lock = lock_run_dir(args.out, "strae train-multiview")  # noqa: F841 - held until this function returns
     recipe = _recipe(args, parse_meta)
     if already_trained(args.out, recipe):

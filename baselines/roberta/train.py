@@ -34,7 +34,7 @@ from tqdm import tqdm
 from strae import paths
 from strae.argtypes import fraction, nonnegative_float, positive_float, positive_int, probability
 from strae.data.batching import batch_at_step
-from strae.io import provenance, read_json, sha256_file
+from strae.io import make_output_dir, provenance, read_json, sha256_file
 from strae.runs import (
     BEST_WEIGHTS_FILE,
     CHECKPOINT_FILE,
@@ -457,7 +457,7 @@ def start_record(args: argparse.Namespace, argv: list[str] | None, tokenizer: Pa
     """The run directory with a train.json (status running) before the first step, so a run killed early is still
     recognisable. ``tokenizer`` is copied into it when the run completes (:func:`finish_run`; kept meanwhile as
     ``args.tokenizer_source``). ``labels``: :func:`new_record`'s keywords but argv."""
-    args.out.mkdir(parents=True, exist_ok=True)
+    make_output_dir(args.out)
     # two processes on one --out would interleave checkpoints and train.json: held (on args) until the command ends
     command = "strae train-simcse" if labels.get("model") == "roberta_simcse" else "strae train-roberta"
     args.run_lock = lock_run_dir(args.out, command)

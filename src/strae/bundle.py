@@ -8,8 +8,8 @@ languages' resources, an ignored folder (default ``bundle/``) holding:
   ``.xz`` files (a tokenised English corpus is 56 MB raw, 15 MB compressed). The prepared corpus text is not
   carried (the tokenised corpus is what trains); ``--unpack`` puts an EMPTY stand-in with the original's mtime in
   its place, so Snakemake sees the preparation steps done and schedules nothing before training. A stand-in that
-  is ever tokenised again yields an empty split, which ``strae train`` refuses. ``--with-corpus-text`` carries
-  the real text instead.
+  is ever tokenised again is refused (its checksum is not the prepared one; it has no sentence).
+  ``--with-corpus-text`` carries the real text instead.
 - ``mirror/``: the evaluation files of those languages' ``eval.<variant>`` task lists, in the data mirror's layout
   (byte-identical after decompression: the fetch layer checks them against config/registry.yaml).
 - ``wheels/``: every Python package of the train/evaluate/report/Snakemake path that the box lacks, for its

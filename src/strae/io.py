@@ -62,6 +62,23 @@ def check_output_file(path: str | os.PathLike, flag: str = "--out") -> None:
             return
 
 
+def make_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """Create an output directory (a run's), refusing with the flag's name what ``mkdir`` would raise on: an
+    existing file in its place or above it, or a parent this user cannot write in."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise SystemExit(f"{flag} {path}: is a file, not a directory")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SystemExit(f"{flag} {path}: {parent} is a file, not a directory")
+            if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+                raise SystemExit(f"{flag} {path}: cannot write in {parent}")
+            break
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs: Any) -> Iterator[Any]:
     """``open`` that writes to a temp file and renames it into place on success."""

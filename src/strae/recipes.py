@@ -153,7 +153,12 @@ def parse_value(key: str, text: str) -> Any:
     base = key.split(".", 1)[0]
     if base not in FIELDS:
         raise ValueError(f"--set {key}=...: unknown recipe key {base!r}; known: {', '.join(FIELDS)}")
-    value = yaml.safe_load(text)
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ValueError(f"--set {key}={text}: not a YAML value ({problem}); e.g. lr.ce=1e-4, "
+                         "gate_init=[0.6,0.9]") from None
     if base in ("epochs", "batch_size") and isinstance(value, float) and value.is_integer():
         value = int(value)
     return value

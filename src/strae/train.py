@@ -48,7 +48,7 @@ from strae import paths, recipes
 from strae.argtypes import finite_float, nonnegative_float, nonnegative_int, positive_float, positive_int
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
-from strae.io import provenance, read_json, sha256_file
+from strae.io import make_output_dir, provenance, read_json, sha256_file
 from strae.models import propagation as passes
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.models.fused import fell_back
@@ -495,7 +495,7 @@ def train(argv: list[str] | None = None, *, step_callback: Callable[[int], None]
     job = prepare(build_parser().parse_args(argv))
     if job.args.export_checkpoint is not None:
         return export_checkpoint(job)
-    job.out.mkdir(parents=True, exist_ok=True)
+    make_output_dir(job.out)
     lock = lock_run_dir(job.out, "strae train")  # noqa: F841 - held until this function returns
     previous = previous_status(job)
     if previous == "failed":

@@ -28,6 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from strae import paths
+from strae.argtypes import positive_int
 from strae.data.fetch import ChecksumError, FetchError, fetch_source
 from strae.data.registry import DEFAULT_CONFIG, data_setting, language_block, load_config, load_registry
 from strae.data.segment import iter_sentences
@@ -236,10 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="strae prepare-corpus", description=__doc__.splitlines()[0])
     parser.add_argument("--lang", required=True, help="language block name in the config")
     parser.add_argument("--config", default=DEFAULT_CONFIG)
-    parser.add_argument("--tokens", type=int, default=None,
+    parser.add_argument("--tokens", type=positive_int, default=None,
                         help="whitespace-token budget (default: data.tokens_per_language)")
     parser.add_argument("--seed", type=int, default=None, help="subsample seed (default: data.subsample_seed)")
-    parser.add_argument("--dev-sentences", type=int, default=None, help="default: data.dev_sentences")
+    parser.add_argument("--dev-sentences", type=positive_int, default=None, help="default: data.dev_sentences")
     parser.add_argument("--out-dir", default=None, help="default: <resources>/corpora/<lang>")
     parser.add_argument("--resources-dir", default=None, help="default: data.resources_dir")
     parser.add_argument("--mirror", default=None, help="data mirror (default: $STRAE_DATA_MIRROR)")

@@ -23,6 +23,7 @@ import numpy as np
 from tqdm import tqdm
 
 from strae import paths
+from strae.argtypes import positive_int
 from strae.io import atomic_open, package_versions, provenance, read_json, sha256_file, write_json
 
 log = logging.getLogger(__name__)
@@ -195,6 +196,9 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
         text_file = corpus_dir / f"{split}.txt"
         started = time.time()
         meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len, text_sha256=hashes[split])
+        if meta["n_sentences"] == 0:  # no completion mark: the trainer would refuse the split later, less clearly
+            raise SystemExit(f"{text_file}: no sentence of {min_len}..{max_len} subword pieces (dropped: "
+                             f"{meta['dropped']}); prepare the corpus again or widen --min-pieces / --max-pieces")
         if corpus_source is not None:
             meta["corpus_source"] = corpus_source
         if prepared_sha is not None:  # the prepared corpus both splits come from (the trainer compares them)
@@ -219,8 +223,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus-dir", default=None, help="default: <resources>/corpora/<lang>")
     parser.add_argument("--tokenizer", default=None, help="default: <resources>/tokenizers/<lang>.model")
     parser.add_argument("--out-dir", default=None, help="default: <resources>/tokenized/<lang>")
-    parser.add_argument("--min-pieces", type=int, default=None, help="default: data.min_subword_tokens")
-    parser.add_argument("--max-pieces", type=int, default=None, help="default: data.max_subword_tokens")
+    parser.add_argument("--min-pieces", type=positive_int, default=None, help="default: data.min_subword_tokens")
+    parser.add_argument("--max-pieces", type=positive_int, default=None, help="default: data.max_subword_tokens")
     parser.add_argument("--pretokenize", choices=PRETOKENIZERS, default=None,
                         help="word-level pretokenisation before encoding (default: languages.<lang>.pretokenize)")
     args = parser.parse_args(argv)
@@ -232,6 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     resources = paths.resources_dir(config)
     min_len = args.min_pieces if args.min_pieces is not None else int(data.get("min_subword_tokens", 4))
     max_len = args.max_pieces if args.max_pieces is not None else int(data.get("max_subword_tokens", 200))
+    if min_len > max_len:
+        raise SystemExit(f"--min-pieces / data.min_subword_tokens {min_len} > --max-pieces / data.max_subword_tokens "
+                         f"{max_len}: no sentence could be kept")
     metas = tokenize_corpus(
         args.corpus_dir or paths.corpus_dir(args.lang, resources),
         args.tokenizer or paths.tokenizer_model(args.lang, resources),

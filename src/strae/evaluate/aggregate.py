@@ -31,7 +31,7 @@ from typing import Any
 
 from strae.evaluate.metrics import SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN
 from strae.evaluate.result import EvalResult, run_setting
-from strae.io import atomic_open
+from strae.io import atomic_open, check_output_file
 
 EXTRA_METRICS = [SPEARMAN_REFERENCE_STRINGS, SPEARMAN_SUBSET_MEAN]
 COLUMNS = [
@@ -56,6 +56,31 @@ def evaluation_key(row: dict[str, Any]) -> tuple[str, ...]:
                  for column in EVALUATION_KEY)
 
 
+# the columns every reader of a scores.csv needs (older records lack some later COLUMNS: those read blank)
+KEY_COLUMNS = ("language", "model", "setting", "seed", "variant", "task", "subset", "score")
+
+
+def check_scores_csv(path: str | Path) -> None:
+    """Refuse, naming the file (and line), a scores.csv that `strae aggregate` did not write whole: missing, empty,
+    a header without :data:`KEY_COLUMNS`, or a row with another number of fields than the header (a file cut short
+    or edited by hand). Its readers (tables, records, --carry) call this first: pandas would fill a short row with
+    blanks and the tables would show its cells as measured."""
+    path = Path(path)
+    if not path.is_file():
+        raise SystemExit(f"{path}: no such scores.csv (`strae aggregate` writes it)")
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        missing = [column for column in KEY_COLUMNS if column not in (header or [])]
+        if missing:
+            raise SystemExit(f"{path}: not a scores.csv of `strae aggregate` (no column {', '.join(missing)}); "
+                             "columns: docs/CONTRACTS.md \"Evaluation\"")
+        for row in reader:
+            if len(row) != len(header):
+                raise SystemExit(f"{path}:{reader.line_num}: {len(row)} fields where the header has {len(header)} "
+                                 "(a file cut short or edited?); write it again with `strae aggregate`")
+
+
 def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[str, Any]]:
     """The rows of an earlier scores.csv whose evaluation is not in ``measured`` (older files lack later columns:
     blank; a column this version does not know is an error, naming the file)."""
@@ -70,6 +95,7 @@ def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[
         if unknown or missing:
             raise SystemExit(f"{path}: not a strae scores.csv (unknown columns {unknown}, missing {missing}); "
                              f"columns: docs/CONTRACTS.md \"Evaluation\"")
+        check_scores_csv(path)  # every row whole
         rows = [{column: row.get(column) or "" for column in COLUMNS} for row in reader]
     for row in rows:  # older records: a labelled evaluation's setting may name its label (result.run_setting)
         row["setting"] = run_setting(row["setting"], row["eval_label"]) or ""
@@ -169,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="an earlier record's scores.csv: its rows for evaluations no JSON here supplies "
                              "(repeatable; earlier wins)")
     args = parser.parse_args(argv)
+    check_output_file(args.out)  # before reading every JSON
     measured = aggregate(args.json)
     rows = with_carried(measured, args.carry)
     write_scores_csv(rows, args.out)

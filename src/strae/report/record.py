@@ -49,7 +49,7 @@ import pandas as pd
 
 from strae import paths, plan
 from strae.data import registry
-from strae.evaluate.aggregate import evaluation_key
+from strae.evaluate.aggregate import check_scores_csv, evaluation_key
 from strae.io import atomic_open, git_sha, read_json, write_json
 from strae.report import measure
 from strae.report import tables as report
@@ -433,6 +433,7 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
     scores.csv."""
     if not (results / "scores.csv").exists():
         raise SystemExit(f"{results}/scores.csv: missing; run `snakemake results/scores.csv` (and the tables) first")
+    check_scores_csv(results / "scores.csv")  # a record freezes it: a file cut short or of another kind is refused
     carry = list(carry or [])
     for carried in carry:
         _check_carried(results, carried)

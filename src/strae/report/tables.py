@@ -28,7 +28,7 @@ import pandas as pd
 
 from strae import paths
 from strae.evaluate.result import table_setting
-from strae.io import atomic_open, atomic_path
+from strae.io import atomic_open, atomic_path, check_output_file
 from strae.plan import cell_selector, other_half  # the workflow's per-table targets resolve cells with it too
 from strae.report import measure
 
@@ -65,11 +65,11 @@ def load_tables(path: str | Path) -> dict[str, Any]:
 def load_scores(path: str | Path) -> pd.DataFrame:
     """scores.csv plus `eval_setting`, what table rows select on: the run's setting, `setting@label` for an
     evaluation setting such as GloVe stop-word removal (scores.csv `eval_label`, strae.evaluate.result)."""
+    from strae.evaluate.aggregate import check_scores_csv
+
+    check_scores_csv(path)
     scores = pd.read_csv(path, dtype={"subset": str, "setting": str, "failure_reason": str, "eval_label": str},
                          keep_default_na=True)
-    missing = sorted({"language", "model", "setting", "seed", "variant", "task", "subset", "score"} - set(scores))
-    if missing:
-        raise SystemExit(f"{path}: not a scores.csv of `strae aggregate` (no column {', '.join(missing)})")
     scores["subset"] = scores["subset"].fillna("")
     if "eval_label" in scores:
         scores["eval_setting"] = [table_setting(setting if isinstance(setting, str) else None,
@@ -572,7 +572,11 @@ def render(key: str, tables: dict[str, Any], config: dict[str, Any] | None, scor
     return cells, markdown
 
 
-def write_table(cells: pd.DataFrame, markdown: str, out_csv: str | Path, out_md: str | Path) -> None:
+def write_table(cells: pd.DataFrame, markdown: str, out_csv: str | Path, out_md: str | Path,
+                flags: tuple[str, str] = ("--out-csv", "--out-md")) -> None:
+    """The table's two files; both paths are checked before either is written, so a bad one leaves none."""
+    for path, flag in zip((out_csv, out_md), flags):
+        check_output_file(path, flag)
     Path(out_csv).parent.mkdir(parents=True, exist_ok=True)
     _write_csv(cells, out_csv)
     with atomic_open(out_md, "w", encoding="utf-8") as handle:
@@ -634,7 +638,7 @@ def _render_existing(args: argparse.Namespace, tables: dict[str, Any], config: d
         if not has_results(cells):
             continue
         out_csv, out_md = (paths.table_file(key, ext, args.results) for ext in ("csv", "md"))
-        write_table(cells, markdown, out_csv, out_md)
+        write_table(cells, markdown, out_csv, out_md, ("--results", "--results"))
         written.append(f"{out_md} ({int((cells['status'] == 'ok').sum())} of {len(cells)} cells measured)")
     if not written:
         raise SystemExit(f"{args.scores}: no table of {args.tables} has a measured cell in these scores")
