@@ -2,7 +2,10 @@
 #   snakemake --cores 8 results/table2.csv                                  (paper scale, config/config.yaml)
 #   snakemake --cores 2 results/table2.csv --configfile config/quick.yaml   (small CPU run, same DAG; targets first)
 # Everything users change lives in config/config.yaml (validated against workflow/schemas/config.schema.yaml).
-from snakemake.utils import min_version, validate
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import min_version
+
+from strae.schemas import SheetError, validate
 
 min_version("9.0")
 
@@ -10,7 +13,11 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-validate(config, schema="workflow/schemas/config.schema.yaml")
+# strae's own check (as every `strae` command's): each offending key on one line, not Snakemake's schema dump
+try:
+    validate(config, "config", "the merged config (" + ", ".join(map(str, workflow.configfiles)) + ")")
+except SheetError as error:
+    raise WorkflowError(str(error)) from None
 
 
 # `snakemake --report report.html`: this page, then every table and figure (report() outputs in report.smk)

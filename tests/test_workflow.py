@@ -148,7 +148,13 @@ def test_lint_is_clean(workdir):
         ({"experiments": {"selfstrae_channels": {"model": "bert"}}},
          "experiments.selfstrae_channels.model: unknown model 'bert'"),
         ({"languages": {"zz": {"tokenizer": {"kind": "sentencepiece"}, "eval": {"paper": ["x"]}}}},
-         "'corpus' is a required property"),
+         "languages.zz: 'corpus' is a required property"),
+        # every schema error at once, one line each, under the config files' names (strae.schemas, not Snakemake's
+        # dump of the schema)
+        ({"data": {"resource_dir": "x"}, "scale": {"seeds": ["a"]}},
+         "bad.yaml, config/config.yaml): does not match workflow/schemas/config.schema.yaml:\n"
+         "  data: Additional properties are not allowed ('resource_dir' was unexpected)\n"
+         "  scale.seeds.0: 'a' is not of type 'integer'\n"),
     ],
 )
 def test_bad_config_fails_at_validation_naming_the_key(workdir, tmp_path, overlay, expected):
@@ -158,6 +164,7 @@ def test_bad_config_fails_at_validation_naming_the_key(workdir, tmp_path, overla
     result = snakemake(workdir, "-n", "--cores", "1", "results/scores.csv", "--configfile", str(path))
     assert result.returncode != 0
     assert expected in result.stdout + result.stderr
+    assert "Failed validating" not in result.stdout + result.stderr
 
 
 def _schema_errors(config: dict) -> list[str]:
