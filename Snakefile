@@ -15,7 +15,10 @@ configfile: "config/config.yaml"
 
 # strae's own check (as every `strae` command's): each offending key on one line, not Snakemake's schema dump
 try:
-    validate(config, "config", "the merged config (" + ", ".join(map(str, workflow.configfiles)) + ")")
+    # workflow.configfiles lists the --configfile overlays first, then this file's configfile: base first here
+    _files = [str(f) for f in workflow.configfiles[-1:] + workflow.configfiles[:-1]]
+    _overlays = f" overlaid by {', '.join(_files[1:])}" if _files[1:] else ""
+    validate(config, "config", f"the config ({_files[0]}{_overlays})")
 except SheetError as error:
     raise WorkflowError(str(error)) from None
 

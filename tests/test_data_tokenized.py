@@ -43,9 +43,10 @@ def test_round_trip_and_filter(tokenized):
     assert isinstance(corpus.ids, np.memmap)
 
 
-def test_a_split_with_no_sentence_kept_is_refused_and_never_marked_complete(tokenized, tmp_path):
-    """Tokenising an empty split, or one whose every sentence the length filter drops, stops naming the text file
-    and writes no completion mark (the trainer would only refuse it later); min > max is refused up front."""
+def test_a_train_split_with_no_sentence_kept_is_refused_and_never_marked_complete(tokenized, tmp_path):
+    """Tokenising a train split that keeps no sentence (empty, or every sentence dropped by the length filter) stops
+    naming the text file and writes no completion mark (the trainers would only refuse it later); min > max is
+    refused up front."""
     import shutil
 
     from strae.data import tokenized as tokenized_mod
@@ -53,10 +54,15 @@ def test_a_split_with_no_sentence_kept_is_refused_and_never_marked_complete(toke
     root, _, _ = tokenized
     corpus_dir = tmp_path / "corpora"
     shutil.copytree(root / "corpora", corpus_dir)
-    (corpus_dir / "dev.txt").write_text("x\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match=r"dev\.txt: no sentence of 4\.\.200 subword pieces"):
+    (corpus_dir / "train.txt").write_text("x\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"train\.txt: no sentence of 4\.\.200 subword pieces"):
         tokenize_corpus(corpus_dir, root / "tok.model", tmp_path / "out", min_len=4, max_len=200)
-    assert not (tmp_path / "out" / "dev.json").exists()
+    assert not (tmp_path / "out" / "train.json").exists()
+    # an empty dev split is a warning here (GloVe reads only train; strae train refuses it, naming it)
+    shutil.copy2(root / "corpora" / "train.txt", corpus_dir / "train.txt")
+    (corpus_dir / "dev.txt").write_text("x\n", encoding="utf-8")
+    assert tokenize_corpus(corpus_dir, root / "tok.model", tmp_path / "out", min_len=4, max_len=200)["dev"][
+        "n_sentences"] == 0
     with pytest.raises(SystemExit, match=r"--min-pieces / data\.min_subword_tokens 9 > --max-pieces"):
         tokenized_mod.main(["--lang", "en", "--corpus-dir", str(corpus_dir), "--tokenizer", str(root / "tok.model"),
                             "--out-dir", str(tmp_path / "o2"), "--min-pieces", "9", "--max-pieces", "3"])

@@ -14,7 +14,8 @@
 # README.md is for you to write (what ran, where, how long, what the tables say). Refused before anything is
 # written: an existing NAME (records are immutable), a run still under way (train.json status neither completed nor
 # failed; a failed seed is recorded as failed), a model x seed of results/config.effective.yaml without a run, runs
-# of two parses or of two settings of one model, a run or a configured floor without its senteval JSON. An
+# of two parses or of two settings of one model, a run or a configured floor without its senteval JSON (unless
+# the config scores no SentEval task of the runs' language: strae.evaluate.senteval.suite_tasks). An
 # interrupted or failed build leaves no reproductions/NAME. The record is the model x seed set of
 # results/config.effective.yaml: run directories of other seeds still under way (a seed training beside it) are left
 # out, each named on stderr; a finished run outside that set is refused, since that file is the config of the last
@@ -49,12 +50,26 @@ runs = sorted(Path("results/runs").glob("*/multiview_*/*/seed*/train.json"))
 if not runs:
     sys.exit("multiview_record: no multi-view run under results/runs (run `snakemake multiview` first)")
 config_path = Path("results/config.effective.yaml")
-block = {}
+block, full = {}, {}
 if config_path.exists():
     import yaml
 
-    block = (yaml.safe_load(config_path.read_text()) or {}).get("multiview") or {}
+    full = yaml.safe_load(config_path.read_text()) or {}
+    block = full.get("multiview") or {}
     block = block if block.get("enabled", True) else {}
+
+
+def scores_transfer(lang):
+    """Whether the workflow scored SentEval for ``lang``: a language none of whose own tasks is configured
+    (strae.evaluate.senteval.suite_tasks) has no SentEval job, so no senteval JSON or floor to require."""
+    if not block:
+        return True
+    from strae.evaluate.senteval import load_senteval_tasks, suite_tasks
+
+    tasks_path = (full.get("data") or {}).get("tasks", "config/tasks.yaml")
+    return bool(suite_tasks(load_senteval_tasks(tasks_path), lang, block.get("senteval") or {}, tasks_path))
+
+
 # the config's model x seed pairs, in its order; the record is that set, other seeds' directories stay out of it
 wanted = [(f"multiview_{m}", f"seed{s}") for m in block.get("models", []) for s in block.get("seeds", [0])]
 if wanted:
@@ -86,7 +101,7 @@ for record in runs:
     copies.append((str(record), f"runs/{model}/{seed_dir}/train.json"))
     evals = Path("results/eval", lang, model, setting)
     seed = seed_dir.removeprefix("seed")
-    if not (evals / f"seed{seed}.senteval.json").exists():
+    if scores_transfer(lang) and not (evals / f"seed{seed}.senteval.json").exists():
         sys.exit(f"multiview_record: {evals}/seed{seed}.senteval.json missing; run `snakemake multiview` to the end")
     for variant in ("senteval", "probing", "paper", "official"):
         source = evals / f"seed{seed}.{variant}.json"
@@ -121,7 +136,7 @@ floors = []
 for lang in languages:
     for width in widths:
         found = sorted(Path("results/eval", lang, "random-token", f"dim{width}").glob("seed0.*.json"))
-        if block and not any(f.name == "seed0.senteval.json" for f in found):
+        if block and scores_transfer(lang) and not any(f.name == "seed0.senteval.json" for f in found):
             sys.exit(f"multiview_record: results/eval/{lang}/random-token/dim{width}/seed0.senteval.json missing (the "
                      f"{width}-d floor {config_path} asks for); run `snakemake multiview` to the end")
         floors += found

@@ -109,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-tokens", type=positive_int, default=1_000_000, help="co-occurrence counting chunk (memory)")
     p.add_argument("--threads", type=positive_int, help="torch intra-op threads (default: torch's choice)")
     p.add_argument("--setting", help="run setting label (default {tokenization}_w{window}_d{dim}, + _treebank "
-                                     "for --pretokenize treebank)")
+                                     "for a words run with --pretokenize treebank)")
     p.add_argument("--export-checkpoint", type=Path, metavar="DIR",
                    help="do not train: export OUT/checkpoint.pt (the last finished epoch) as a loadable run "
                         "directory DIR, labelled as a mid-training snapshot (train.json status 'running')")
@@ -349,7 +349,7 @@ def export_checkpoint(args) -> int:
     vocab = read_json(out / VOCAB_FILE)
     model = GloveModel(len(vocab["tokens"]), int(config["dim"]))
     model.load_state_dict(state["model"])
-    dest.mkdir(parents=True, exist_ok=True)
+    make_output_dir(dest, "--export-checkpoint")
     n_saved = save_vectors(dest / VECTORS_FILE, vocab["tokens"], model.word_vectors(),
                            np.asarray(vocab["counts"], dtype=np.int64))
     if config["tokenization"] == "subword":

@@ -28,7 +28,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from strae.io import atomic_open, provenance, read_json, sha256_file, write_json
+from strae.io import atomic_open, make_output_dir, provenance, read_json, sha256_file, write_json
 from strae.runs import RunRecord
 
 BOOK_MARK = "### "
@@ -313,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not args.corpus.exists():
         raise SystemExit(f"--corpus {args.corpus}: file not found (run `strae fetch` for it)")
+    make_output_dir(args.out)  # before the pipeline loads
     nlp, package = load_pipeline(args.pipeline, args.fallback_pipeline, args.install_wheel, args.wheel_sha256)
     meta = parse_corpus(args.corpus, args.out, nlp, package, max_sentences=args.max_sentences,
                         paragraphs_per_book=args.paragraphs_per_book, shard_paragraphs=args.shard_paragraphs,

@@ -1081,7 +1081,7 @@ def export_checkpoint(job: Job) -> int:
     record = new_record(job, saved["history"], saved["timings"], snapshot=snapshot)
     record.provenance = provenance()
     dest: Path = job.args.export_checkpoint
-    dest.mkdir(parents=True, exist_ok=True)
+    make_output_dir(dest, "--export-checkpoint")
     write_outputs(job, dest, model, record)
     log(f"exported {path} (epoch {saved['epoch']}, batch {saved['batch_in_epoch']}, step {saved['global_step']}) "
         f"-> {dest}")

@@ -369,7 +369,7 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
     if part is not None and part not in FILE_PARTS:
         raise ValueError(f"part {part!r}: use one of {FILE_PARTS}")
     from strae.data.registry import language_block
-    from strae.evaluate.senteval import load_senteval_tasks, suite_tasks
+    from strae.evaluate.senteval import SUITE, load_senteval_tasks, select_tasks, suite_tasks
     from strae.evaluate.tasks import language_task_files, tasks_file
 
     language_block(config, lang, config_path)  # an unknown language: the error names the config
@@ -392,6 +392,8 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
         # exactly the tasks `strae evaluate --suite senteval` scores for this language (a bad name is refused here
         # as there; a language with no configured task of its own scores none and places none)
         chosen = suite_tasks(senteval, lang, suite, tasks_path)
+        if chosen:  # and a probing task listed among them refused as there
+            chosen = select_tasks(senteval, lang, SUITE, [task.name for task in chosen], tasks_path)
         files.update((name, name) for task in chosen for name in task.files.values())
     if part in (None, "probing") and suite.get("probing"):
         files.update((name, name) for task in senteval.values() if task.group == "probing" and task.language == lang

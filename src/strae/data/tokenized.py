@@ -196,9 +196,12 @@ def tokenize_corpus(corpus_dir: str | Path, tokenizer_file: str | Path, out_dir:
         text_file = corpus_dir / f"{split}.txt"
         started = time.time()
         meta = tokenize_split(text_file, tokenizer, out_dir, split, min_len, max_len, text_sha256=hashes[split])
-        if meta["n_sentences"] == 0:  # no completion mark: the trainer would refuse the split later, less clearly
-            raise SystemExit(f"{text_file}: no sentence of {min_len}..{max_len} subword pieces (dropped: "
-                             f"{meta['dropped']}); prepare the corpus again or widen --min-pieces / --max-pieces")
+        if meta["n_sentences"] == 0:
+            problem = (f"{text_file}: no sentence of {min_len}..{max_len} subword pieces (dropped: {meta['dropped']})"
+                       "; prepare the corpus again or widen --min-pieces / --max-pieces")
+            if split == "train":  # no completion mark: nothing trains on it (the trainers would refuse it later)
+                raise SystemExit(problem)
+            log.warning("%s (strae train refuses an empty %s split; GloVe reads only train)", problem, split)
         if corpus_source is not None:
             meta["corpus_source"] = corpus_source
         if prepared_sha is not None:  # the prepared corpus both splits come from (the trainer compares them)

@@ -26,9 +26,10 @@ weight decay chosen from 1e-5..1e-2 by the same protocols, early stopping on the
 accuracy x 100 (classification), Pearson x 100 (relatedness); a NaN vector from an encoder becomes zeros (counted
 in ``n_oov``). Results: the same versioned JSON as the zero-shot suite, so ``strae aggregate`` puts them in
 ``scores.csv``; MRPC adds a task ``MRPC_f1`` whose score is the F1. Two variants, one per task group, each its own
-JSON: ``senteval`` = the transfer tasks (default: ``multiview.senteval.tasks``, else every transfer task of the
-language), ``probing`` = SentEval's probing tasks (every one of the language's; their files are in no data mirror, so
-scoring them separately keeps the transfer scores whatever becomes of the probing files). Every task's file is placed
+JSON: ``senteval`` = the transfer tasks (default: those of ``multiview.senteval.tasks`` that are the language's,
+else every transfer task of the language), ``probing`` = SentEval's probing tasks (every one of the language's;
+their files are in no data mirror, so scoring them separately keeps the transfer scores whatever becomes of the
+probing files). Every task's file is placed
 (fetched and checked) before the encoder loads: a missing file fails at once, not after hours of other tasks.
 """
 from __future__ import annotations
@@ -823,7 +824,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True)
     p.add_argument("--variant", default=SUITE, choices=sorted(VARIANT_GROUPS),
                    help="senteval = the transfer tasks (default), probing = SentEval's probing tasks; one JSON each")
-    p.add_argument("--tasks", default=None, help="comma-separated (default: multiview.senteval.tasks of the config)")
+    p.add_argument("--tasks", default=None,
+                   help="comma-separated (default: the tasks of multiview.senteval.tasks that are --lang's)")
     p.add_argument("--inner-folds", type=int, default=None,
                    help="inner CV folds of inner_kfold tasks (default: the task's folds, SentEval = outer folds)")
     p.add_argument("--classifier", choices=CLASSIFIERS, default=None,

@@ -241,6 +241,7 @@ def _check_carried(results: Path, carried: Path) -> None:
         raise SystemExit(f"{carried}: not a record (no {MANIFEST}); --carry takes a reproductions/<record>/ folder")
     if not (carried / "scores.csv").exists():
         raise SystemExit(f"{carried}: a record without its scores.csv; --carry takes a complete record folder")
+    check_scores_csv(carried / "scores.csv")
     with open(carried / "scores.csv", encoding="utf-8", newline="") as handle:
         wanted = {evaluation_key(row) for row in csv.DictReader(handle)}
     with open(results / "scores.csv", encoding="utf-8", newline="") as handle:
@@ -367,6 +368,7 @@ def _evaluations_by_run(scores_csv: Path) -> dict[tuple[str, ...], set[tuple[str
     """Each run's evaluation rows in a scores.csv, (language, model, run setting, seed) -> the rows as compared
     (evaluation, task, subset, level, split, score to 9 digits, the evaluating commit)."""
     runs: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
+    check_scores_csv(scores_csv)
     with open(scores_csv, encoding="utf-8", newline="") as handle:
         for row in csv.DictReader(handle):
             key = evaluation_key(row)

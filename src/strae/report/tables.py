@@ -633,6 +633,9 @@ def _render_existing(args: argparse.Namespace, tables: dict[str, Any], config: d
                      scores: pd.DataFrame, param_counts: dict[tuple[str, str], int]) -> int:
     """`strae report tables`: each table of the tables file whose cells the scores (or parameter counts) reach."""
     written = []
+    for key in tables.get("tables", {}):  # every output checked before any table is written
+        for ext in ("csv", "md"):
+            check_output_file(paths.table_file(key, ext, args.results), "--results")
     for key in tables.get("tables", {}):
         cells, markdown = render(key, tables, config, scores, args.paper_dir, param_counts)
         if not has_results(cells):
