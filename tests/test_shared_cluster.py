@@ -42,6 +42,24 @@ def test_atomic_writes_respect_the_umask(tmp_path, umask, mask):
     assert stat.S_IMODE(plain.stat().st_mode) == stat.S_IMODE((tmp_path / "out.json").stat().st_mode)
 
 
+def test_a_failed_atomic_write_leaves_no_file_and_no_directory_it_made(tmp_path):
+    """A write that fails (a download cut off) removes its temporary file and the directories it created for it;
+    a directory that existed, or that another file now holds, stays."""
+    from strae.io import atomic_path
+
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError):
+        with atomic_path(tmp_path / "kept" / "new" / "deeper" / "file.bin") as tmp:
+            tmp.write_bytes(b"half")
+            raise RuntimeError("cut off")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["kept"]
+    with pytest.raises(RuntimeError):
+        with atomic_path(tmp_path / "a" / "b" / "file.bin"):
+            (tmp_path / "a" / "other.txt").write_text("another writer's")
+            raise RuntimeError("cut off")
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["a", "a/other.txt", "kept"]
+
+
 def _pip_lines(env_file: Path) -> list[str]:
     spec = yaml.safe_load(env_file.read_text(encoding="utf-8"))
     return [str(line).strip() for dep in spec["dependencies"] if isinstance(dep, dict) for line in dep["pip"]]

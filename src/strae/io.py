@@ -32,19 +32,26 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     Use for writers that want a file name (np.save, torch.save, sentencepiece, pandas).
     """
     path = Path(path)
+    created = [parent for parent in path.parents if not parent.exists()]  # deepest first
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    done = False
     try:
         yield tmp_path
         # mkstemp creates 0600; give the file the mode a plain open() would (0666 minus the umask), so group
         # members on a shared cluster can read results
         os.chmod(tmp_path, 0o666 & ~current_umask())
         os.replace(tmp_path, path)
+        done = True
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+        if not done:  # a failed write (a download that failed) leaves no empty directory behind either
+            for parent in created:
+                with contextlib.suppress(OSError):  # not empty (another writer's file): kept
+                    parent.rmdir()
 
 
 def check_output_file(path: str | os.PathLike, flag: str = "--out") -> None:
