@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -132,6 +133,17 @@ def test_aggregate_refuses_a_snapshots_evaluation_and_two_files_of_one_evaluatio
     with pytest.raises(SystemExit, match=r"snapshot\.json: the evaluation of a run still training"):
         aggregate.aggregate([tmp_path / "snapshot.json"])
     assert aggregate.aggregate([source])  # one file of one evaluation: rows
+
+
+def test_a_score_that_is_not_a_number_is_refused_naming_the_task(tmp_path):
+    """A hand-edited score (text) would reach scores.csv as text and the tables as a missing cell."""
+    source = FIXTURE / OLD_JSONS[0]
+    document = json.loads(source.read_text())
+    name = next(iter(document["tasks"]))
+    document["tasks"][name]["score"] = "high"
+    (tmp_path / "edited.json").write_text(json.dumps(document))
+    with pytest.raises(SystemExit, match=rf"edited\.json: tasks\.{re.escape(name)}: score not a number or null"):
+        aggregate.aggregate([tmp_path / "edited.json"])
 
 
 # ------------------------------------------------------------------------------------------------- labels

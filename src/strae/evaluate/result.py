@@ -117,6 +117,24 @@ class TaskResult:
         return cls(**typed, scores=scores, subsets=subsets, details=details)
 
 
+def _is_score(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def _check_scores(record: dict[str, Any], where: str) -> None:
+    """A task's ``score``, its named ``scores`` and its subsets' must be numbers or null (NaN is a float): a string
+    would reach scores.csv as text and the tables as a missing cell."""
+    bad = [key for key in ("score", "n_pairs", "n_oov") if not _is_score(record.get(key))]
+    bad += [f"scores.{key}" for key, value in (record.get("scores") or {}).items() if not _is_score(value)]
+    if bad:
+        raise SystemExit(f"{where}: {', '.join(bad)} not a number or null; not an evaluation JSON `strae evaluate` "
+                         "wrote (edited by hand?)")
+    for name, subset in (record.get("subsets") or {}).items():
+        if not isinstance(subset, dict):
+            raise SystemExit(f"{where}.subsets.{name}: not an object")
+        _check_scores(subset, f"{where}.subsets.{name}")
+
+
 @dataclass
 class EvalResult:
     """One encoder evaluated on one language's tasks of one variant (or suite)."""
@@ -167,6 +185,8 @@ class EvalResult:
         bad = [name for name, record in document["tasks"].items() if not isinstance(record, dict)]
         if bad:
             raise SystemExit(f"{where}: tasks {bad[:3]} are not objects; not an evaluation JSON `strae evaluate` wrote")
+        for name, record in document["tasks"].items():
+            _check_scores(record, f"{where}: tasks.{name}")
         version = document.get("schema_version")
         if version not in READABLE_SCHEMA_VERSIONS:
             raise SystemExit(f"{where}: schema_version {version!r} is not one of "
