@@ -54,19 +54,25 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
                     parent.rmdir()
 
 
+def _check_parent(path: Path, flag: str, writable: bool) -> None:
+    """The nearest existing ancestor of ``path`` must be a directory (and, when ``writable``, one this user can
+    create files in); else SystemExit naming ``flag``."""
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise SystemExit(f"{flag} {path}: {parent} is a file, not a directory")
+            if writable and not os.access(parent, os.W_OK | os.X_OK):
+                raise SystemExit(f"{flag} {path}: cannot write in {parent}")
+            return
+
+
 def check_output_file(path: str | os.PathLike, flag: str = "--out") -> None:
     """Refuse an output path that could not be written, before the work that makes it (an evaluation may run for
     hours): an existing directory, or a file where a parent directory must go."""
     path = Path(path)
     if path.is_dir():
         raise SystemExit(f"{flag} {path}: is a directory; give the file to write (e.g. {path / 'scores.json'})")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise SystemExit(f"{flag} {path}: {parent} is a file, not a directory")
-            if not os.access(parent, os.W_OK | os.X_OK):
-                raise SystemExit(f"{flag} {path}: cannot write in {parent}")
-            return
+    _check_parent(path, flag, writable=True)
 
 
 def make_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
@@ -75,13 +81,7 @@ def make_output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise SystemExit(f"{flag} {path}: is a file, not a directory")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise SystemExit(f"{flag} {path}: {parent} is a file, not a directory")
-            if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-                raise SystemExit(f"{flag} {path}: cannot write in {parent}")
-            break
+    _check_parent(path, flag, writable=not path.exists())
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -56,9 +56,10 @@ def _mv_has_probing(lang):
 
 
 def _mv_senteval_jsons():
+    scored = [lang for lang in MV.get("languages", []) if mv_transfer_tasks(lang)]  # the languages with SentEval
     jsons = [str(paths.eval_json(lang, model, setting, seed, "senteval"))
-             for lang, model, setting, seed in _mv_runs() if mv_transfer_tasks(lang)]
-    for lang in [lang for lang in MV.get("languages", []) if mv_transfer_tasks(lang)]:
+             for lang, model, setting, seed in _mv_runs() if lang in scored]
+    for lang in scored:
         # the random-token floor: what the probes reach with no trained encoder at all, at each width asked for
         jsons += [str(paths.eval_json(lang, "random-token", f"dim{dim}", 0, "senteval")) for dim in MV_FLOOR_DIMS]
         for extra in MV_SENTEVAL.get("extra_runs", []):
