@@ -926,3 +926,46 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
     broken = record("broken")
     assert broken.returncode != 0 and "nothing kept" in broken.stderr
     assert not (work / "reproductions/broken").exists()
+
+
+def test_curve_keeps_the_weights_of_its_steps_without_changing_the_run(tmp_path, capsys):
+    """--curve-every 20 sentences (batches of 10: every 2 steps of 6): the weights before the first step and after
+    steps 2 and 4 under curve/, each loadable like the run and equal to a run stopped at that step; the run's own
+    weights are those of a run without the curve; a run stopped at step 3 and resumed makes the same points."""
+    from baselines.multiview import train
+    from baselines.multiview.encoder import MultiviewEncoder
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
+    plain, curved, resumed, at2 = (tmp_path / name for name in ("plain", "curved", "resumed", "at2"))
+    assert train.main(common + ["--out", str(plain)]) == 0
+    assert train.main(common + ["--out", str(curved), "--curve-every", "20"]) == 0
+    assert train.main(common + ["--out", str(at2), "--max-steps", "2"]) == 0
+    _assert_same_weights(plain, curved)  # the snapshots take nothing from training
+    _assert_same_weights(at2, curved / "curve" / "step000002")
+    block = json.loads((curved / "train.json").read_text())["curve"]
+    assert block["every_sentences"] == 20 and block["every_steps"] == 2
+    assert [(p["step"], p["sentences_trained"], p["dir"]) for p in block["points"]] == [
+        (0, 0, "curve/step000000"), (2, 20, "curve/step000002"), (4, 40, "curve/step000004")]
+    assert block["final"] == {"step": 6, "dir": ".", "sentences_trained": 60}
+    assert not (curved / "curve" / "step000006").exists()  # the last point is the run itself
+    first = torch.load(curved / "curve" / "step000000" / "model.pt", weights_only=True)["state_dict"]
+    point = json.loads((curved / "curve" / "step000004" / "train.json").read_text())
+    assert point["status"] == "running" and point["snapshot"]["global_step"] == 4
+    assert point["snapshot"]["sentences_trained"] == 40 and point["run"]["setting"] == "ctl_h8_e4"
+    assert json.loads((curved / "curve" / "step000004" / "encoder.json").read_text())["step"] == 4
+    encoder = MultiviewEncoder(curved / "curve" / "step000004", device="cpu", nlp=_FakeNLP())
+    assert np.isfinite(encoder.encode_sentences(["w1 w2 ."])).all()
+    assert any(not torch.equal(first[k], encoder.model.state_dict()[k]) for k in first)  # trained weights
+    # stopped after step 3 (its checkpoint) and resumed: step 4's point is made in the second sitting, the same
+    assert train.main(common + ["--out", str(resumed), "--curve-every", "20", "--max-steps", "3"]) == 0
+    assert not (resumed / "curve" / "step000004").exists()
+    assert train.main(common + ["--out", str(resumed), "--curve-every", "20"]) == 0
+    for step in (0, 2, 4):
+        _assert_same_weights(curved / "curve" / f"step{step:06d}", resumed / "curve" / f"step{step:06d}")
+    # a run begun without the curve and resumed with it says which points it cannot make
+    late = tmp_path / "late"
+    assert train.main(common + ["--out", str(late), "--max-steps", "3"]) == 0
+    capsys.readouterr()
+    assert train.main(common + ["--out", str(late), "--curve-every", "20"]) == 0
+    assert "the curve's points at steps [0, 2] cannot be made" in capsys.readouterr().err
+    assert sorted(p.name for p in (late / "curve").iterdir()) == ["step000004"]

@@ -15,12 +15,18 @@ Run directory: ``vocab.json``, ``checkpoint.pt`` (every ``--checkpoint-every-ste
 step, history; also where SIGTERM / SIGINT stop the run, after the current step, exit status 128 + signal;
 rerunning the same command resumes from it), ``model.pt`` (config + weights), ``parser.json`` (the
 spaCy pipeline the parse used; the encoder parses eval sentences with the same one), ``train.json``, and
-``encoder.json`` written last.
+``encoder.json`` written last. With ``--curve-every N``, ``curve/step<STEP>/`` keeps the weights before the first step
+and after every N training sentences (rounded to whole batches), each loadable like the run itself (``model.pt``,
+``vocab.json``, ``parser.json``, a ``train.json`` whose ``snapshot`` block names the step, the sentences trained and
+the training seconds, ``encoder.json`` last): the points of the paper's Figure 2 (SICK-E and SICK-R during training),
+which ``strae evaluate --suite senteval --curve`` scores. The snapshots do not change the weights, so the option is not
+part of the recipe.
 """
 from __future__ import annotations
 
 import argparse
 import math
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,7 +42,7 @@ from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, b
 from baselines.multiview.parse import META_FILE, parse_identity, recorded_recipe
 from strae.argtypes import positive_float, positive_int
 from strae.encode import write_encoder_manifest
-from strae.io import make_output_dir, provenance, read_json, write_json
+from strae.io import atomic_path, make_output_dir, provenance, read_json, write_json
 from strae.runs import (
     CHECKPOINT_FILE,
     ENCODER_MANIFEST,
@@ -60,6 +66,9 @@ from strae.runtime import (
     restore_rng_states,
     seed_everything,
 )
+
+# the run directory's folder of training-curve points (--curve-every): the paper's Figure 2
+CURVE_DIR = "curve"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "one sentence close too); the setting gets _ownview")
     p.add_argument("--max-steps", type=positive_int, default=None, help="stop after N steps (recorded)")
     p.add_argument("--checkpoint-every-steps", type=positive_int, default=50)
+    p.add_argument("--curve-every", type=positive_int, default=None, metavar="SENTENCES",
+                   help="also keep the weights before training and every N training sentences (whole batches) "
+                        "under OUT/curve/step<STEP>/, for the paper's Figure 2 (`strae evaluate --suite senteval "
+                        "--curve`); not part of the recipe")
     p.add_argument("--device", default="auto")
     p.add_argument("--threads", type=positive_int, default=None, help="torch CPU threads (default: torch's choice)")
     p.add_argument("--setting", default=None,
@@ -139,6 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     progress = resume(job, saved)
     progress.open_session(device)
     job.record = new_record(job, parse_meta, determinism)
+    missed = [step for step in curve_steps(job) if step < progress.step
+              and not (curve_point_dir(job.out, step) / ENCODER_MANIFEST).exists()]
+    if missed:  # a run begun without --curve-every (or another spacing): those weights are gone
+        print(f"{job.out}: resuming at step {progress.step}, the curve's points at steps {missed} cannot be made "
+              "(their weights are gone); delete the run directory to train it again with its whole curve",
+              file=sys.stderr)
     return train(job, progress)
 
 
@@ -158,6 +177,7 @@ class Job:
     batches_per_epoch: int
     data_stats: dict[str, Any]
     started: float  # perf_counter when data loading began (the final message's total)
+    curve_steps: int | None = None  # --curve-every in whole batches: a curve point every this many steps
     record: RunRecord | None = None
 
     @property
@@ -238,7 +258,9 @@ def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: to
     n_batches = math.ceil(len(corpus) / args.batch_size)
     total_steps = n_batches * args.epochs if args.max_steps is None else min(n_batches * args.epochs, args.max_steps)
     stats = data_stats(args, parse_meta, parsed, corpus, vocab, n_batches, total_steps)
-    return Job(args, recipe, corpus, vocab, config, model, optimizer, device, total_steps, n_batches, stats, started)
+    curve_steps = max(1, round(args.curve_every / args.batch_size)) if args.curve_every else None
+    return Job(args, recipe, corpus, vocab, config, model, optimizer, device, total_steps, n_batches, stats, started,
+               curve_steps)
 
 
 def run_vocabulary(args: argparse.Namespace, parsed) -> Vocabulary:
@@ -269,12 +291,20 @@ def data_stats(args: argparse.Namespace, parse_meta: dict, parsed, corpus, vocab
         "sentences_read": parsed.n_read, "sentences_dropped_length": parsed.n_dropped_length,
         "sentences_kept": len(parsed), "sentences_selected": len(corpus),
         # epochs asked; the steps' own count is sentences_trained (a time-boxed run stops short of them)
-        "epochs": args.epochs, "sentences_trained": epochs * len(corpus) + last,
+        "epochs": args.epochs,
+        "sentences_trained": sentences_trained(total_steps, n_batches, args.batch_size, len(corpus)),
         "books": int(len(set(corpus.books.tolist()))), "batches_per_epoch": n_batches,
         "context_pairs_per_epoch": count_context_pairs(corpus.books, corpus.positions, args.batch_size),
         "vocab_size": len(vocab.tokens),
         "tokens_trained": int(epochs * corpus_tokens + sum(len(t) for t in corpus.tokens[:last])),
     }
+
+
+def sentences_trained(steps: int, n_batches: int, batch_size: int, n_sentences: int) -> int:
+    """Training sentences the first ``steps`` steps read: whole passes of ``n_sentences`` (the last batch of a pass
+    may be short), then full batches of the pass under way."""
+    epochs, rest = divmod(steps, n_batches)
+    return epochs * n_sentences + min(n_sentences, rest * batch_size)
 
 
 def checked_checkpoint(out: Path, recipe: dict[str, Any]) -> dict[str, Any] | None:
@@ -325,13 +355,16 @@ def new_record(job: Job, parse_meta: dict, determinism: dict[str, Any]) -> RunRe
                 "test_vector": "concat(target view, context view)"},
         provenance=provenance(device=describe_device(job.device), seed=job.args.seed, command=sys.argv,
                               determinism=determinism, bilstm=bilstm_path(job.device), **placement_fields()),
-        blocks={"data": job.data_stats, "parser": parse_meta["parser"]},
+        blocks={"data": job.data_stats, "parser": parse_meta["parser"],
+                **({"curve": curve_block(job)} if job.curve_steps else {})},
     )
 
 
 def train(job: Job, progress: Progress) -> int:
     """The step loop: checkpoint every --checkpoint-every-steps and at the end; a failure is recorded."""
     write_train_json(job, progress)
+    if job.curve_steps and progress.step == 0:
+        save_curve_point(job, progress)  # the curve's first point: the initial weights
     job.model.train()
     bar = tqdm(total=job.total_steps, initial=progress.step, desc=f"train-multiview {job.args.model}", unit="batch",
                disable=job.args.quiet)
@@ -343,6 +376,10 @@ def train(job: Job, progress: Progress) -> int:
                 progress_file.update(progress.step)
                 bar.update(1)
                 bar.set_postfix(loss=f"{metrics['loss']:.3f}", top1=f"{metrics['context_top1']:.2f}")
+                if job.curve_steps and progress.step % job.curve_steps == 0 and progress.step < job.total_steps:
+                    # before the step's checkpoint: a run killed between the two makes this step, and its point,
+                    # again from the checkpoint before (the same weights: batches and seeds are fixed)
+                    save_curve_point(job, progress)
                 if progress.step == job.total_steps:
                     progress.close_session()  # before the last checkpoint, which a later --max-steps extends
                 if progress.step % job.args.checkpoint_every_steps == 0 or progress.step == job.total_steps:
@@ -438,6 +475,51 @@ def finish(job: Job, progress: Progress) -> int:
     print(f"{out}: trained {progress.step} steps ({job.data_stats['sentences_trained']} sentences) in "
           f"{progress.train_seconds:.0f} s; total {time.perf_counter() - job.started:.0f} s")
     return 0
+
+
+def curve_point_dir(out: Path, step: int) -> Path:
+    return Path(out) / CURVE_DIR / f"step{step:06d}"
+
+
+def curve_steps(job: Job) -> list[int]:
+    """The steps the curve keeps weights at (the last step's are the run's own model.pt)."""
+    return list(range(0, job.total_steps, job.curve_steps)) if job.curve_steps else []
+
+
+def curve_block(job: Job) -> dict[str, Any]:
+    """train.json ``curve``: the curve's points, each a step, the training sentences read by then and its folder
+    (relative to the run directory); the last point is the finished run itself. ``strae evaluate --suite senteval
+    --curve`` reads this and checks that every point is there."""
+    points = [{"step": step, "dir": str(curve_point_dir(Path(), step)),
+               "sentences_trained": sentences_trained(step, job.batches_per_epoch, job.args.batch_size,
+                                                      len(job.corpus))} for step in curve_steps(job)]
+    return {"every_sentences": job.args.curve_every, "every_steps": job.curve_steps, "points": points,
+            "final": {"step": job.total_steps, "dir": ".", "sentences_trained": job.data_stats["sentences_trained"]}}
+
+
+def save_curve_point(job: Job, progress: Progress) -> None:
+    """``curve/step<STEP>/``: the weights as they are now, loadable like the finished run (its vocabulary and
+    parser copied beside them), ``encoder.json`` last."""
+    dest = curve_point_dir(job.out, progress.step)
+    dest.mkdir(parents=True, exist_ok=True)
+    invalidate_outputs(dest)  # a point being rewritten is not loadable until it is whole again
+    save_weights(dest, {"config": job.config.to_dict(), "state_dict": job.model.state_dict()})
+    for name in ("vocab.json", "parser.json"):
+        with atomic_path(dest / name) as tmp:
+            shutil.copyfile(job.out / name, tmp)
+    record = RunRecord.from_dict(job.record.to_dict())
+    record.history = []
+    record.timings = {"train_seconds": round(progress.train_seconds, 1), "steps": progress.step,
+                      "total_steps": job.total_steps}
+    record.blocks["snapshot"] = {
+        "global_step": progress.step, "total_steps": job.total_steps,
+        "sentences_trained": sentences_trained(progress.step, job.batches_per_epoch, job.args.batch_size,
+                                               len(job.corpus)),
+        "train_seconds": round(progress.train_seconds, 1),
+        "note": "training-curve point (strae train-multiview --curve-every); not a finished run"}
+    record.to_disk(dest)
+    write_encoder_manifest(dest, "multiview", model=f"multiview_{job.args.model}", setting=setting_name(job.args),
+                           language=job.args.lang, seed=job.args.seed, step=progress.step)
 
 
 # steps per point of the summary's learning curve (train.json keeps only the last 200 steps themselves)
