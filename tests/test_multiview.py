@@ -969,3 +969,86 @@ def test_curve_keeps_the_weights_of_its_steps_without_changing_the_run(tmp_path,
     assert train.main(common + ["--out", str(late), "--curve-every", "20"]) == 0
     assert "the curve's points at steps [0, 2] cannot be made" in capsys.readouterr().err
     assert sorted(p.name for p in (late / "curve").iterdir()) == ["step000004"]
+
+
+def _curve_task_config(tmp_path: Path) -> Path:
+    """A config whose language xx has one SentEval task (binary, inner folds) over the fake parses' words."""
+    import yaml
+
+    from strae.io import sha256_file
+
+    resources = tmp_path / "resources"
+    (resources / "data/x").mkdir(parents=True)
+    files = {"neg": [f"w{i} w{i + 1} ." for i in range(0, 20)], "pos": [f"w{i} w{i - 1} ." for i in range(20, 40)]}
+    registry = {}
+    for name, lines in files.items():
+        path = resources / "data/x" / f"{name}.txt"
+        path.write_text("\n".join(lines) + "\n")
+        registry[f"x/{name}"] = {"path": f"x/{name}.txt", "sha256": sha256_file(path), "kind": "eval_raw",
+                                 "language": "xx", "license": "test", "source": {"url": "http://invalid"}}
+    (tmp_path / "registry.yaml").write_text(yaml.safe_dump(registry))
+    (tmp_path / "tasks.yaml").write_text(yaml.safe_dump({"tasks": [], "senteval_tasks": [
+        {"name": "BIN", "reader": "binary", "protocol": "inner_kfold", "folds": 2, "language": "xx",
+         "files": {"neg": "x/neg", "pos": "x/pos"}, "rows": {"neg": 20, "pos": 20}}]}))
+    config = {"data": {"resources_dir": str(resources), "registry": str(tmp_path / "registry.yaml"),
+                       "tasks": str(tmp_path / "tasks.yaml")}, "languages": {"xx": {}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    return tmp_path / "config.yaml"
+
+
+def test_curve_scores_every_point_and_a_stopped_evaluation_continues(tmp_path, monkeypatch, capsys):
+    """`strae evaluate --suite senteval --curve`: one JSON with a point per kept step and the run itself last (its
+    steps, sentences, seconds, scores and whole evaluation); stopped after two points, the next command scores only
+    the rest; a run without a curve, or missing a point, is refused naming what to do."""
+    from baselines.multiview import encoder as encoder_module
+    from baselines.multiview import train
+    from strae.evaluate import curve, harness, senteval
+
+    monkeypatch.setattr(encoder_module, "load_pipeline", lambda package: (_FakeNLP(), "fake"))
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
+    run, plain = tmp_path / "run", tmp_path / "plain"
+    assert train.main(common + ["--out", str(run), "--curve-every", "20"]) == 0
+    config = _curve_task_config(tmp_path)
+    out = tmp_path / "run.curve.json"
+    argv = ["--suite", "senteval", "--curve", "--model", str(run), "--lang", "xx", "--out", str(out),
+            "--config", str(config), "--device", "cpu", "--quiet"]
+    calls = []
+    original = senteval.evaluate
+
+    def stopping(spec, *args, **kwargs):
+        calls.append(Path(spec).name)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # stopped while scoring the third point
+        return original(spec, *args, **kwargs)
+
+    monkeypatch.setattr(senteval, "evaluate", stopping)
+    with pytest.raises(KeyboardInterrupt):
+        harness.main(argv)
+    assert not out.exists() and Path(f"{out}.partial").exists()
+    calls.clear()
+    monkeypatch.setattr(senteval, "evaluate",
+                        lambda spec, *a, **k: calls.append(Path(spec).name) or original(spec, *a, **k))
+    assert harness.main(argv) == 0
+    assert calls == ["step000004", "run"]  # the first two points were kept
+    assert not Path(f"{out}.partial").exists()
+    document = curve.load_curve(out)
+    assert document["tasks"] == ["BIN"] and document["run"]["setting"] == "ctl_h8_e4"
+    points = document["points"]
+    assert [(p["step"], p["sentences_trained"], p["final"]) for p in points] == [
+        (0, 0, False), (2, 20, False), (4, 40, False), (6, 60, True)]
+    assert all(0 <= p["scores"]["BIN"] <= 100 for p in points)
+    seconds = [p["train_seconds"] for p in points]
+    assert seconds[0] == 0 and seconds == sorted(seconds)
+    assert seconds[-1] == json.loads((run / "train.json").read_text())["timings"]["train_seconds"]
+    assert len({p["evaluation"]["encoder"]["weights_sha256"] for p in points}) == 4
+    assert points[1]["evaluation"]["run"]["status"] == "running"  # a point is no finished run
+    assert "[4/4] step 6 (60 sentences): BIN" in capsys.readouterr().out
+    # refused: a run without its curve, and one whose point is gone
+    assert train.main(common + ["--out", str(plain)]) == 0
+    with pytest.raises(SystemExit, match="no `curve` block: the run kept no curve"):
+        curve.curve_points(plain)
+    (run / "curve" / "step000002" / "encoder.json").unlink()
+    with pytest.raises(SystemExit, match=r"points at steps \[2\] are missing"):
+        curve.curve_points(run)
+    with pytest.raises(SystemExit, match="not a training-curve JSON"):
+        curve.load_curve(run / "train.json")

@@ -842,6 +842,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="classifier fits at once, one BLAS thread each (default: OMP_NUM_THREADS when set, as "
                         "the workflow sets it to scale.eval_threads, else 1); the scores are those of one job "
                         "(encoding uses torch's threads, OMP_NUM_THREADS)")
+    p.add_argument("--curve", action="store_true",
+                   help="score every point of the run's training curve (strae train-multiview --curve-every) and "
+                        "write one curve JSON (strae.evaluate.curve; the multi-view paper's Figure 2)")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -855,6 +858,8 @@ def main(argv: list[str] | None = None) -> int:
     options = dict(parse_encoder_option(o) for o in args.encoder_option)
     if args.device is not None:
         options["device"] = args.device
+    if args.curve:
+        return _curve_main(args, only, options)
     result = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
                       encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
                       inner_folds=args.inner_folds, progress=not args.quiet, variant=args.variant,
@@ -868,6 +873,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {args.out}")
     return 0
 
+
+def _curve_main(args: argparse.Namespace, only: list[str] | None, options: dict[str, Any]) -> int:
+    from strae.evaluate import curve
+
+    if args.variant != SUITE:
+        raise SentevalError(f"--curve --variant {args.variant}: a curve scores the transfer tasks (--variant {SUITE})")
+    curve.evaluate_curve(args.model, args.lang, only, args.out, config_path=args.config, tasks_path=args.tasks_file,
+                         encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
+                         inner_folds=args.inner_folds, jobs=args.jobs, classifier=args.classifier,
+                         progress=not args.quiet)
+    print(f"wrote {args.out}")
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())
