@@ -1043,6 +1043,31 @@ def test_curve_scores_every_point_and_a_stopped_evaluation_continues(tmp_path, m
     assert len({p["evaluation"]["encoder"]["weights_sha256"] for p in points}) == 4
     assert points[1]["evaluation"]["run"]["status"] == "running"  # a point is no finished run
     assert "[4/4] step 6 (60 sentences): BIN" in capsys.readouterr().out
+    # while training (train.json at step 3, no encoder.json yet): the points so far into OUT.partial, no OUT; the
+    # same command once the run has finished scores the rest
+    record = json.loads((run / "train.json").read_text())
+    finished_record = json.dumps(record)
+    record["status"], record["timings"]["steps"] = "running", 3
+    (run / "train.json").write_text(json.dumps(record))
+    (run / "encoder.json").rename(tmp_path / "encoder.json")
+    with pytest.raises(SystemExit, match="not a finished run"):
+        harness.main(argv)
+    during = tmp_path / "during.curve.json"
+    calls.clear()
+    assert harness.main([*argv[:argv.index("--out") + 1], str(during), *argv[argv.index("--out") + 2:],
+                         "--while-training"]) == 0
+    assert calls == ["step000000", "step000002", "step000004"] and not during.exists()
+    assert "still training; 3 points scored" in capsys.readouterr().out
+    (run / "train.json").write_text(finished_record)
+    (tmp_path / "encoder.json").rename(run / "encoder.json")
+    calls.clear()
+    assert harness.main([*argv[:argv.index("--out") + 1], str(during), *argv[argv.index("--out") + 2:],
+                         "--while-training"]) == 0
+    assert calls == ["run"]
+    assert [(p["step"], p["scores"]) for p in curve.load_curve(during)["points"]] == [
+        (p["step"], p["scores"]) for p in points]
+    with pytest.raises(SystemExit, match="--while-training: only with --curve"):
+        harness.main([a for a in argv if a != "--curve"] + ["--while-training"])
     # refused: a run without its curve, and one whose point is gone
     assert train.main(common + ["--out", str(plain)]) == 0
     with pytest.raises(SystemExit, match="no `curve` block: the run kept no curve"):

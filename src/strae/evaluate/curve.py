@@ -25,15 +25,17 @@ KIND = "training_curve"
 SCHEMA_VERSION = 1
 
 
-def curve_points(run_dir: str | Path) -> list[dict[str, Any]]:
-    """The run's curve points in step order: ``step``, ``sentences_trained``, ``train_seconds``, ``final`` and
-    ``path`` (the folder to load). Refused, naming what to do, for a run that is unfinished or kept no curve, or
-    whose points are not all there."""
+def curve_points(run_dir: str | Path, finished_only: bool = True) -> tuple[list[dict[str, Any]], bool]:
+    """The run's curve points in step order (``step``, ``sentences_trained``, ``train_seconds``, ``final``, ``path``:
+    the folder to load) and whether the run has finished. Refused, naming what to do, for a run that kept no curve
+    or lost a point; an unfinished run only when ``finished_only`` (else: its points so far, without the last)."""
     from strae.runs import ENCODER_MANIFEST, RunRecord
 
     run_dir = Path(run_dir)
     record = RunRecord.from_disk(run_dir)
-    if record is None or record.status != "completed" or not (run_dir / ENCODER_MANIFEST).exists():
+    finished = (record is not None and record.status == "completed"
+                and (run_dir / ENCODER_MANIFEST).exists())
+    if record is None or record.status == "failed" or (finished_only and not finished):
         raise SystemExit(f"{run_dir}: not a finished run (train.json status completed and encoder.json); a curve "
                          "is scored after training")
     block = record.blocks.get("curve")
@@ -41,11 +43,15 @@ def curve_points(run_dir: str | Path) -> list[dict[str, Any]]:
         raise SystemExit(f"{run_dir / 'train.json'}: no `curve` block: the run kept no curve. Train it with "
                          "`strae train-multiview --curve-every N` (the workflow: multiview.curve) in a new run "
                          "directory, or delete this one to train it again")
+    # train.json is written at the run's checkpoints, each after that step's point: every point up to its step is
+    # on disk (a point past it may be, too)
+    reached = record.timings.get("steps") or 0
     points, missing = [], []
     for point in block["points"]:
         path = run_dir / point["dir"]
         if not (path / ENCODER_MANIFEST).exists():
-            missing.append(point["step"])
+            if point["step"] <= reached:
+                missing.append(point["step"])
             continue
         snapshot = read_json(path / "train.json").get("snapshot") or {}
         if snapshot.get("global_step") != point["step"]:
@@ -56,10 +62,11 @@ def curve_points(run_dir: str | Path) -> list[dict[str, Any]]:
     if missing:
         raise SystemExit(f"{run_dir}: the curve's points at steps {missing} are missing (the run was begun without "
                          "--curve-every, or they were deleted); delete the run directory to train it again")
-    final = block["final"]
-    points.append({"step": final["step"], "sentences_trained": final["sentences_trained"],
-                   "train_seconds": record.timings.get("train_seconds"), "final": True, "path": run_dir})
-    return points
+    if finished:
+        final = block["final"]
+        points.append({"step": final["step"], "sentences_trained": final["sentences_trained"],
+                       "train_seconds": record.timings.get("train_seconds"), "final": True, "path": run_dir})
+    return points, finished
 
 
 def _kept(partial: Path, protocol: dict[str, Any]) -> dict[int, dict[str, Any]]:
@@ -77,15 +84,18 @@ def _kept(partial: Path, protocol: dict[str, Any]) -> dict[int, dict[str, Any]]:
 
 
 def evaluate_curve(run_dir: str | Path, language: str, tasks: Sequence[str] | None, out: str | Path, *,
-                   config_path: str = "config/config.yaml", progress: bool = True, **options: Any) -> dict[str, Any]:
+                   config_path: str = "config/config.yaml", progress: bool = True, while_training: bool = False,
+                   **options: Any) -> dict[str, Any] | None:
     """Score every point of the run's curve on ``tasks`` (None: the suite's default tasks of ``language``;
     ``options``: those of ``senteval.evaluate``), writing ``out`` (and ``out.partial`` as it goes, removed at the
-    end). Returns the curve document."""
+    end). Returns the curve document. ``while_training``: a run still training has its points so far scored into
+    ``out.partial`` only (None returned; as the paper's points were "computed every hour during the training
+    phase"); the same command after the run has finished scores the rest and writes ``out``."""
     import json
 
     from strae.evaluate import senteval
 
-    points = curve_points(run_dir)
+    points, finished = curve_points(run_dir, finished_only=not while_training)
     partial = Path(f"{out}.partial")
     # what a kept point must share with this evaluation besides its weights: the tasks, the options and the config
     # (which resolves what the options leave open: classifier, folds, the task files)
@@ -116,6 +126,10 @@ def evaluate_curve(run_dir: str | Path, language: str, tasks: Sequence[str] | No
               + (", scored before" if reused else "") + "): "
               + ", ".join(f"{name} {score:.2f}" for name, score in scores.items() if score is not None), flush=True)
         write_json(partial, document)
+    if not finished:
+        print(f"{run_dir}: still training; {len(points)} points scored into {partial}. The same command after the "
+              f"run has finished scores the rest and writes {out}", flush=True)
+        return None
     document["provenance"] = provenance(command=sys.argv, run_dir=str(run_dir), config=str(config_path))
     write_json(out, document)
     partial.unlink(missing_ok=True)

@@ -845,6 +845,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--curve", action="store_true",
                    help="score every point of the run's training curve (strae train-multiview --curve-every) and "
                         "write one curve JSON (strae.evaluate.curve; the multi-view paper's Figure 2)")
+    p.add_argument("--while-training", action="store_true",
+                   help="with --curve: a run still training has its points so far scored into OUT.partial; the "
+                        "same command after it has finished scores the rest and writes OUT")
     p.add_argument("--quiet", action="store_true")
     return p
 
@@ -860,6 +863,8 @@ def main(argv: list[str] | None = None) -> int:
         options["device"] = args.device
     if args.curve:
         return _curve_main(args, only, options)
+    if args.while_training:
+        raise SentevalError("--while-training: only with --curve")
     result = evaluate(args.model, args.lang, config_path=args.config, tasks_path=args.tasks_file, only=only,
                       encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
                       inner_folds=args.inner_folds, progress=not args.quiet, variant=args.variant,
@@ -879,11 +884,13 @@ def _curve_main(args: argparse.Namespace, only: list[str] | None, options: dict[
 
     if args.variant != SUITE:
         raise SentevalError(f"--curve --variant {args.variant}: a curve scores the transfer tasks (--variant {SUITE})")
-    curve.evaluate_curve(args.model, args.lang, only, args.out, config_path=args.config, tasks_path=args.tasks_file,
-                         encoder_options=options, batch_size=args.batch_size, resources_dir=args.resources_dir,
-                         inner_folds=args.inner_folds, jobs=args.jobs, classifier=args.classifier,
-                         progress=not args.quiet)
-    print(f"wrote {args.out}")
+    document = curve.evaluate_curve(args.model, args.lang, only, args.out, config_path=args.config,
+                                    tasks_path=args.tasks_file, encoder_options=options, batch_size=args.batch_size,
+                                    resources_dir=args.resources_dir, inner_folds=args.inner_folds, jobs=args.jobs,
+                                    classifier=args.classifier, progress=not args.quiet,
+                                    while_training=args.while_training)
+    if document is not None:
+        print(f"wrote {args.out}")
     return 0
 
 if __name__ == "__main__":
