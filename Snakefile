@@ -46,3 +46,4 @@ rule all:
         SCORES,
         FIGURE_TARGETS,
         MV_TABLE_TARGETS,
+        MV_FIGURE_TARGETS,

@@ -714,6 +714,23 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert "--hidden 64" in result.stdout and "--inner-folds 2" in result.stdout
     assert "results/multiview/table2.md" in result.stdout
     assert "--variant senteval" in result.stdout and ".probing." not in result.stdout  # probing only when asked
+    # the paper's Figure 2 (multiview.curve): seed 0 keeps its curve, which is scored on SICK-E and SICK-R and drawn
+    assert re.search(r"--seed 0 --model ctl .*--curve-every 50000 --device", result.stdout)
+    assert re.search(r"strae evaluate --suite senteval --curve --model results/runs/en/multiview_ctl/\S+/seed0 "
+                     r"--lang en --tasks SICK-E,SICK-R .*--out results/eval/en/multiview_ctl/\S+/seed0\.curve\.json",
+                     result.stdout)
+    assert re.search(r"strae figure multiview_fig2_training_curve .*--curves results/eval/en/multiview_ctl/\S+/"
+                     r"seed0\.curve\.json .*--out-png results/figures/multiview_fig2_training_curve\.png",
+                     result.stdout)
+    # without a curve: the training command as before it existed, no curve or figure job
+    (workdir / "nocurve.yaml").write_text("multiview: {curve: {every_sentences: null}}\n")
+    plain = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
+                      "nocurve.yaml")
+    assert plain.returncode == 0, plain.stderr[-3000:]
+    assert "--curve" not in plain.stdout and "multiview_fig2" not in plain.stdout
+    trained = [line for line in plain.stdout.splitlines() if "strae train-multiview" in line]
+    assert [line.replace(" --curve-every 50000", "") for line in result.stdout.splitlines()
+            if "strae train-multiview" in line] == trained
     # Table 2's probing tasks: their own JSON per run, their own command (every probing task, no Table 1 flags)
     result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
                        "config/multiview_probing.yaml")
@@ -726,6 +743,8 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
                        "config/multiview_seeds.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     assert all(re.search(rf"--seed {seed} --model ctl\b", result.stdout) for seed in range(4))
+    # only seed 0 (multiview.curve.seeds) keeps a curve
+    assert len(re.findall(r"--curve-every", result.stdout)) == 1 and ".curve.json" in result.stdout
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed3\.senteval\.json", result.stdout)
     # floors at several widths (multiview.senteval.random_token): one evaluation each, its width passed to the
     # encoder; `model` = the models' test vector, 2 x quick.yaml's hidden 64
@@ -754,8 +773,9 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.search(r"--lang af --seed 0 .*--out results/runs/af/multiview_ctl/", result.stdout)
     assert re.search(r"--out results/eval/af/multiview_ctl/\S+/seed0\.paper\.json", result.stdout)
-    assert not re.search(r"--suite senteval[^\n]*--lang af\b|results/eval/af/\S+\.(senteval|probing)\.json",
+    assert not re.search(r"--suite senteval[^\n]*--lang af\b|results/eval/af/\S+\.(senteval|probing|curve)\.json",
                          result.stdout)
+    assert not re.search(r"--lang af --seed 0 .*--curve-every", result.stdout)  # no SICK task of its own: no curve
     import yaml
 
     quick = yaml.safe_load((workdir / "config/quick.yaml").read_text())["multiview"]["senteval"]["tasks"]

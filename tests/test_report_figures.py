@@ -127,3 +127,44 @@ def test_node_counts_are_measured_on_the_corpus_and_plotted_from_the_json(repo_r
     assert figures.main([name, "--tables", str(repo_root / "config/tables.yaml"), "--config", str(config_path),
                          "--measurement", str(tmp_path / "a.json"), "--out-png", str(png), "--out-pdf", str(pdf)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def _curve_json(path, model: str, seed: int, scores: list[tuple[float, float]]):
+    """A training-curve JSON as `strae evaluate --suite senteval --curve` writes it (evaluations left out)."""
+    from strae.evaluate import curve
+
+    points = [{"step": 5 * i, "sentences_trained": 500 * i, "train_seconds": float(i), "final": i == len(scores) - 1,
+               "scores": {"SICK-E": e, "SICK-R": r}, "evaluation": {}} for i, (e, r) in enumerate(scores)]
+    write_json(path, {"schema_version": curve.SCHEMA_VERSION, "kind": curve.KIND, "suite": "senteval",
+                      "language": "en", "tasks": ["SICK-E", "SICK-R"], "run": {"model": model, "seed": seed},
+                      "points": points})
+    return path
+
+
+def test_training_curve_plots_each_model_over_its_seeds_beside_the_papers_value(repo_root, tmp_path, monkeypatch):
+    """The multi-view paper's Fig. 2: a panel per task, a line per model (mean ± std over seeds at each point, x in
+    thousands of sentences), the paper's Table 1 value dashed; without curves, each panel says so."""
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf: drawn.append(fig))
+    curves = [_curve_json(tmp_path / "a.json", "multiview_ctl", 0, [(50.0, 40.0), (60.0, 50.0)]),
+              _curve_json(tmp_path / "b.json", "multiview_ctl", 1, [(52.0, 44.0), (64.0, 50.0)]),
+              _curve_json(tmp_path / "c.json", "multiview_cl", 0, [(55.0, 45.0), (58.0, 47.0)])]
+    argv = ["multiview_fig2_training_curve", "--tables", str(repo_root / "config/tables.yaml"),
+            "--config", str(repo_root / "config/config.yaml"), "--paper-dir", str(repo_root / "paper_tables"),
+            "--out-png", str(tmp_path / "f.png"), "--out-pdf", str(tmp_path / "f.pdf")]
+    assert figures.main(argv + ["--curves", *map(str, curves)]) == 0
+    top, bottom = drawn[0].axes
+    assert top.get_title() == "SICK-E" and bottom.get_title() == "SICK-R"
+    lines = {container.get_label(): container.lines[0] for container in top.containers}
+    ctl = lines["Contrastive Tree LSTM (CTL) (n=2)"]
+    np.testing.assert_allclose(ctl.get_xdata(), [0.0, 0.5])
+    np.testing.assert_allclose(ctl.get_ydata(), [51.0, 62.0])
+    legend = [text.get_text() for text in top.get_legend().get_texts()]
+    assert "paper, Contrastive Tree (80)" in legend and "Contrastive LSTM (CL) (n=1)" in legend
+    assert "paper, Contrastive Tree (76.8)" in [t.get_text() for t in bottom.get_legend().get_texts()]
+    assert figures.main(argv) == 0  # no curve: the panels say so
+    assert any("no curve scored" in text.get_text() for text in drawn[-1].axes[0].texts)
+    # seeds kept at different steps cannot be averaged
+    odd = _curve_json(tmp_path / "d.json", "multiview_ctl", 2, [(50.0, 40.0), (60.0, 50.0), (61.0, 51.0)])
+    with pytest.raises(SystemExit, match="multiview_ctl curves were kept at different steps"):
+        figures.main(argv + ["--curves", str(curves[0]), str(odd)])

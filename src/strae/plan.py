@@ -18,6 +18,9 @@ import yaml
 from strae import paths, recipes
 
 # ModelConfig.setting_name() layout (docs/CONTRACTS.md); parsed back to get the training flags of a run directory.
+# figure kinds the multi-view workflow draws (workflow/rules/multiview.smk, from its runs' training-curve JSONs), not
+# the `figure` rule (scores.csv and measurements)
+MULTIVIEW_FIGURE_KINDS = ("training_curve",)
 SETTING_PATTERN = re.compile(
     r"^(?P<objective>[a-z]+)_(?P<functions>[a-z]+)_(?P<structure>[a-z]+)_k(?P<k>\d+)_u(?P<u>\d+)$"
 )

@@ -34,7 +34,9 @@ TABLE_PAPERS = plan.SCORE_TABLE_PAPERS
 PAPER_REPORT_NAMES = {"selfstrae": ("Self-StrAE (SemEval 2024)", "Self-StrAE"), "banyan": ("Banyan", "Banyan")}
 TABLE_KEYS = [f"{paper}_table{n}" for paper in TABLE_PAPERS for n in plan.table_numbers(TABLES, paper)]
 TABLE_TARGETS = [str(paths.table_file(key, ext)) for key in TABLE_KEYS for ext in ("csv", "md")]
-FIGURES = TABLES.get("figures", {})
+# the `figure` rule's figures; the multi-view workflow draws its own (multiview.smk: MV_FIGURES)
+FIGURES = {name: spec for name, spec in TABLES.get("figures", {}).items()
+           if spec["kind"] not in plan.MULTIVIEW_FIGURE_KINDS}
 FIGURE_TARGETS = [str(paths.figure_file(name, ext)) for name in FIGURES for ext in ("png", "pdf")]
 # what `strae measure` measures: parameter counts (tables) and the model-based figures' measurements
 MEASUREMENTS = measure.measurement_names(TABLES)

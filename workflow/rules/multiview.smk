@@ -159,6 +159,63 @@ rule multiview_table:
         "> {log} 2>&1"
 
 
+rule multiview_curve:
+    # the paper's Figure 2: every point a run kept (multiview.curve; strae train-multiview --curve-every) scored on
+    # the curve's SentEval tasks, one curve JSON
+    input:
+        record=TRAIN_RECORD_PATTERN,
+        files=mv_curve_files,
+    output:
+        scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "curve")),
+    wildcard_constraints:
+        model="multiview_(ctl|cl)",
+    params:
+        run_dir=get_run_dir,
+        flags=mv_curve_flags,
+        settings=mv_senteval_settings,  # not in the command: what the CLI reads from the config's senteval block
+        config=EFFECTIVE_CONFIG,
+        device=DEVICE,
+    log:
+        "logs/evaluate/{lang}/{model}/{setting}/seed{seed}.curve.log",
+    benchmark:
+        "benchmarks/out/evaluate/{lang}/{model}/{setting}/seed{seed}.curve.tsv"
+    threads: SCALE.get("eval_threads", 1)
+    conda:
+        "../envs/strae.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=12 * 60,
+    shell:
+        f"{OFFLINE} "
+        "OMP_NUM_THREADS={threads} strae evaluate --suite senteval --curve --model {params.run_dir} "
+        "--lang {wildcards.lang} {params.flags} --config {params.config} --device {params.device} "
+        "--out {output.scores} --quiet > {log} 2>&1"
+
+
+rule multiview_figure:
+    # the multi-view paper's figures (config/tables.yaml figures of a multi-view kind) from the curve JSONs
+    input:
+        curves=MV_CURVE_JSONS,
+        tables=TABLES_FILE,
+    output:
+        png=str(paths.figure_file("{mv_figure}", "png")),
+        pdf=str(paths.figure_file("{mv_figure}", "pdf")),
+    wildcard_constraints:
+        mv_figure="|".join(MV_FIGURES) or "none",
+    params:
+        paper_dir=PAPER_TABLES_DIR,
+        config=EFFECTIVE_CONFIG,
+    log:
+        "logs/report/figure_{mv_figure}.log",
+    threads: 1
+    conda:
+        "../envs/strae.yaml"
+    shell:
+        "strae figure {wildcards.mv_figure} --tables {input.tables} --config {params.config} --curves {input.curves} "
+        "--paper-dir {params.paper_dir} --out-png {output.png} --out-pdf {output.pdf} > {log} 2>&1"
+
+
 rule multiview:
     input:
         MV_TABLE_TARGETS,
+        MV_FIGURE_TARGETS,

@@ -13,6 +13,7 @@ MV = config.get("multiview") or {}
 MV_ENABLED = bool(MV.get("enabled", False))
 MV_TRAIN = MV.get("train") or {}
 MV_SENTEVAL = MV.get("senteval") or {}
+MV_CURVE = MV.get("curve") or {}
 _MV_REGISTRY = _mv_load_registry(config["data"]["registry"]) if MV_ENABLED else {}
 
 
@@ -77,6 +78,30 @@ MV_EVAL_JSONS = (_mv_senteval_jsons() + [
     str(paths.eval_json(lang, model, setting, seed, "probing"))
     for lang, model, setting, seed in _mv_runs() if MV_SENTEVAL.get("probing", False) and _mv_has_probing(lang)
 ]) if MV_ENABLED else []
+
+
+def mv_curve_tasks(lang):
+    """The curve's tasks (multiview.curve.tasks) that are `lang`'s own, in the list's order; none: no curve."""
+    from strae.evaluate.senteval import suite_tasks
+    from strae.evaluate.tasks import tasks_file
+
+    path = tasks_file(config)
+    return [task.name for task in suite_tasks(_mv_senteval_catalog(path), lang, {"tasks": MV_CURVE.get("tasks") or []},
+                                              path)] if MV_CURVE.get("tasks") else []
+
+
+def _mv_keeps_curve(lang, seed):
+    return bool(MV_CURVE.get("every_sentences")) and int(seed) in MV_CURVE.get("seeds", [0]) \
+        and bool(mv_curve_tasks(lang))
+
+
+# the paper's Figure 2: each curve run's points scored (strae evaluate --suite senteval --curve), then drawn
+MV_CURVE_JSONS = [str(paths.eval_json(lang, model, setting, seed, "curve"))
+                  for lang, model, setting, seed in _mv_runs() if _mv_keeps_curve(lang, seed)] if MV_ENABLED else []
+MV_FIGURES = sorted(name for name, spec in TABLES.get("figures", {}).items()
+                    if spec["kind"] in plan.MULTIVIEW_FIGURE_KINDS)
+MV_FIGURE_TARGETS = [str(paths.figure_file(name, ext)) for name in MV_FIGURES for ext in ("png", "pdf")] \
+    if MV_CURVE_JSONS else []
 MV_TABLE_TARGETS = [str(paths.table_file(f"multiview_table{n}", ext)) for n in (1, 2) for ext in ("csv", "md")] \
     if MV_ENABLED else []
 MV_PARSES_PATTERN = str(paths.parses_dir("{lang}", MV_PARSE_NAME, RES) / "meta.json")
@@ -135,7 +160,22 @@ def mv_train_flags(wildcards):
         flags.append(f"--epochs {MV_TRAIN['epochs']}")
     if MV_TRAIN.get("own_view", "excluded") != "excluded":  # likewise the default objective
         flags.append(f"--own-view {MV_TRAIN['own_view']}")
+    if _mv_keeps_curve(wildcards.lang, wildcards.seed):  # not part of the recipe: the weights are the same
+        flags.append(f"--curve-every {MV_CURVE['every_sentences']}")
     return " ".join(flags)
+
+
+def mv_curve_flags(wildcards):
+    """The curve's evaluation: its tasks, and the SentEval settings the transfer suite's command passes."""
+    flags = [f"--tasks {','.join(mv_curve_tasks(wildcards.lang))}"]
+    if MV_SENTEVAL.get("inner_folds"):
+        flags.append(f"--inner-folds {MV_SENTEVAL['inner_folds']}")
+    return " ".join(flags)
+
+
+def mv_curve_files(wildcards):
+    """The SentEval files the curve's tasks read (the multi-view manifest; ancient, as get_senteval_files)."""
+    return ancient(str(paths.language_files_manifest(wildcards.lang, "multiview", RES)))
 
 
 def mv_senteval_model(wildcards):

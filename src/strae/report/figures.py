@@ -4,8 +4,11 @@
 - `ku_curves`      SemEval Table 2 / Banyan Table 9 as score-vs-k curves, from scores.csv (via the table builder);
 - `ablation_bars`  Banyan Fig. 1: original vs change bars of a table's Score column, from scores.csv;
 - `node_counts`    Banyan Fig. 2: total nodes of sentential trees vs one entangled graph as the batch grows;
-- `uniformity_alignment`  SemEval Fig. 2: alignment (up vs down of each node) and uniformity per objective.
-The last two plot `strae measure NAME`'s JSON (--measurement): figures never load a model themselves.
+- `uniformity_alignment`  SemEval Fig. 2: alignment (up vs down of each node) and uniformity per objective;
+- `training_curve` the multi-view paper's Fig. 2: SentEval scores (SICK-E, SICK-R) along training, one line per model,
+  from `strae evaluate --suite senteval --curve` JSONs (--curves).
+`node_counts` and `uniformity_alignment` plot `strae measure NAME`'s JSON (--measurement): figures never load a model
+themselves.
 A panel without finished runs says "not run" instead of plotting anything.
 """
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Any
 
 import matplotlib
@@ -166,11 +170,67 @@ def uniformity_alignment(spec: dict[str, Any], tables: dict[str, Any], args) -> 
     return fig
 
 
+def training_curve(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Figure:
+    """One panel per task (top to bottom, as the paper's), x = training sentences read, a line per model (mean ±
+    std over the seeds that kept a curve), the paper's final value of the panel's cell dashed."""
+    from strae.evaluate import curve
+
+    panels = spec["panels"]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6.5, 3.2 * len(panels)), squeeze=False, sharex=True)
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    for path in args.curves:
+        document = curve.load_curve(path)
+        by_model.setdefault(document["run"]["model"], []).append(document)
+    labels = spec.get("labels") or {}
+    for ax, panel in zip(axes[:, 0], panels):
+        plotted = False
+        for model, documents in sorted(by_model.items()):
+            steps = [[(p["sentences_trained"], p["scores"].get(panel["task"])) for p in d["points"]]
+                     for d in documents]
+            if any(score is None for points in steps for _, score in points):
+                continue  # a curve scored without this task
+            if len({tuple(x for x, _ in points) for points in steps}) != 1:
+                raise SystemExit(f"{args.figure}: the {model} curves were kept at different steps; plot seeds "
+                                 "trained with the same --curve-every")
+            x = np.array([x for x, _ in steps[0]]) / 1000
+            y = np.array([[score for _, score in points] for points in steps])
+            ax.errorbar(x, y.mean(axis=0), yerr=y.std(axis=0), marker="o", markersize=3, capsize=2,
+                        label=f"{labels.get(model, model)} (n={len(documents)})")
+            plotted = True
+        paper = panel.get("paper")
+        if paper and plotted:
+            value = _paper_value(tables, args.paper_dir, *paper)
+            if value is not None:
+                ax.axhline(value, linestyle="--", linewidth=1, color="0.4",
+                           label=f"paper, {paper[1]} ({value:g})")
+        ax.set_title(panel.get("title", panel["task"]), fontsize=9)
+        if plotted:
+            ax.set_ylabel(panel.get("ylabel", "score"))
+            ax.legend(fontsize=7)
+        else:
+            _not_run(ax, f"{panel['task']}: no curve scored")
+    axes[-1, 0].set_xlabel("training sentences read (thousands); the paper: a point an hour, ~139k sentences "
+                           "(4.6M in 33 h)", fontsize=8)
+    return fig
+
+
+def _paper_value(tables: dict[str, Any], paper_dir: str, table: str, row: str, column: str) -> float | None:
+    """The paper's number in ``table`` (its transcribed CSV under ``paper_dir``) at ``row``, ``column``."""
+    path = Path(paper_dir) / tables["tables"][table]["paper_file"]
+    cells = pd.read_csv(path)
+    hit = cells[(cells["row"] == row) & (cells["column"] == column)]
+    if hit.empty:
+        raise SystemExit(f"{path}: no cell ({row!r}, {column!r})")
+    value = hit["mean"].iloc[0]
+    return None if pd.isna(value) else float(value)
+
+
 KINDS = {
     "ku_curves": ku_curves,
     "ablation_bars": ablation_bars,
     "node_counts": node_counts,
     "uniformity_alignment": uniformity_alignment,
+    "training_curve": training_curve,
 }
 
 
@@ -182,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scores", nargs="*", default=[], help="results/scores.csv (figures built from scores)")
     parser.add_argument("--measurement", nargs="*", default=[],
                         help="results/measure/NAME.json (model-based figures: `strae measure NAME`)")
+    parser.add_argument("--curves", nargs="*", default=[],
+                        help="training-curve JSONs (`strae evaluate --suite senteval --curve`; training_curve)")
     parser.add_argument("--paper-dir", default=None)
     parser.add_argument("--out-png", required=True)
     parser.add_argument("--out-pdf", required=True)
