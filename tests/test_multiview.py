@@ -892,6 +892,35 @@ def test_multiview_record_keeps_a_floor_per_configured_width_and_a_row_each(tmp_
     assert not (work / "reproductions/missing").exists()
 
 
+def test_multiview_record_keeps_the_training_curves_and_draws_figure_2(tmp_path):
+    """multiview.curve: each run that keeps a curve needs its curve JSON (refused without it, nothing written); the
+    record holds it under curve/ (scores.csv stays the evaluations') and draws the paper's Figure 2 from it."""
+    from strae.evaluate import curve
+
+    committed = Path(__file__).resolve().parents[1] / "reproductions" / REFUSALS_RECORD
+    work = tmp_path / "work"
+    record = _results_from_record(committed, work)
+    (work / "results/config.effective.yaml").write_text(
+        "multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3], senteval: {random_token: true},\n"
+        "  curve: {every_sentences: 50000, seeds: [0], tasks: [SICK-E, SICK-R]}}\n")
+    refused = record("nocurve")
+    assert refused.returncode != 0 and "seed0.curve.json missing (multiview.curve keeps" in refused.stderr
+    assert not (work / "reproductions/nocurve").exists()
+    for model in ("multiview_ctl", "multiview_cl"):
+        setting = next((work / "results/eval/en" / model).iterdir()).name
+        points = [{"step": 500 * i, "sentences_trained": 50000 * i, "train_seconds": 9.0 * i, "final": i == 2,
+                   "scores": {"SICK-E": 60.0 + i, "SICK-R": 50.0 + i}, "evaluation": {}} for i in range(3)]
+        (work / "results/eval/en" / model / setting / "seed0.curve.json").write_text(json.dumps(
+            {"schema_version": curve.SCHEMA_VERSION, "kind": curve.KIND, "run": {"model": model, "seed": 0},
+             "tasks": ["SICK-E", "SICK-R"], "points": points}))
+    made = record("curves")
+    assert made.returncode == 0, made.stdout + made.stderr
+    out = work / "reproductions/curves"
+    assert sorted(p.name for p in (out / "curve").iterdir()) == ["multiview_cl.seed0.json", "multiview_ctl.seed0.json"]
+    assert (out / "figure2.png").read_bytes()[:4] == b"\x89PNG" and (out / "figure2.pdf").exists()
+    assert not any("curve" in p.name for p in (out / "eval").iterdir())
+
+
 def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_path):
     """tools/multiview_record.sh: results/ laid out as `snakemake multiview` leaves it (here: the committed CPU
     record's own train.json and evaluation files put back) -> the same record, its Table 1 cell for cell; an existing

@@ -9,8 +9,10 @@
 #                                         paper (zero-shot); the random-token floors' as random-token.<variant>.json
 #                                         (256-d) and random-token.dim<N>.<variant>.json (the config's other widths;
 #                                         the runs' language; without results/config.effective.yaml the 256-d one)
+#   curve/<model>.seed<N>.json            a run's training curve (multiview.curve: strae evaluate --suite senteval --curve)
 #   scores.csv                            strae aggregate of eval/ (source_json = the record's own files)
 #   table1.{csv,md}, table2.{csv,md}      strae report table of scores.csv
+#   figure2.{png,pdf}                     the paper's Figure 2 from curve/ (strae figure multiview_fig2_training_curve)
 # README.md is for you to write (what ran, where, how long, what the tables say). Refused before anything is
 # written: an existing NAME (records are immutable), a run still under way (train.json status neither completed nor
 # failed; a failed seed is recorded as failed), a model x seed of results/config.effective.yaml without a run, runs
@@ -70,6 +72,17 @@ def scores_transfer(lang):
     return bool(suite_tasks(load_senteval_tasks(tasks_path), lang, block.get("senteval") or {}, tasks_path))
 
 
+def keeps_curve(lang, seed):
+    """Whether the workflow kept and scored a training curve for this run (multiview.curve)."""
+    curve = block.get("curve") or {}
+    if not (curve.get("every_sentences") and int(seed) in curve.get("seeds", [0]) and curve.get("tasks")):
+        return False
+    from strae.evaluate.senteval import load_senteval_tasks, suite_tasks
+
+    tasks_path = (full.get("data") or {}).get("tasks", "config/tasks.yaml")
+    return bool(suite_tasks(load_senteval_tasks(tasks_path), lang, {"tasks": curve["tasks"]}, tasks_path))
+
+
 # the config's model x seed pairs, in its order; the record is that set, other seeds' directories stay out of it
 wanted = [(f"multiview_{m}", f"seed{s}") for m in block.get("models", []) for s in block.get("seeds", [0])]
 if wanted:
@@ -107,6 +120,12 @@ for record in runs:
         source = evals / f"seed{seed}.{variant}.json"
         if source.exists():
             copies.append((str(source), f"eval/{model}.seed{seed}.{variant}.json"))
+    curve = evals / f"seed{seed}.curve.json"
+    if curve.exists():
+        copies.append((str(curve), f"curve/{model}.seed{seed}.json"))
+    elif document.get("status") == "completed" and keeps_curve(lang, seed):
+        sys.exit(f"multiview_record: {curve} missing (multiview.curve keeps this run's); run `snakemake multiview` "
+                 "to the end")
 if block:  # every run the workflow's config asked for is here (a seed never started is not skipped)
     have = {(r.parts[-4], r.parts[-2]) for r in runs}
     missing = [f"{m} {s}" for m, s in wanted if (m, s) not in have]
@@ -165,6 +184,11 @@ tables() {  # scores.csv and the two tables, read from the record's own files (s
             --scores "$OUT/scores.csv" --paper-dir paper_tables "${config[@]}" --out-csv "$OUT/table$n.csv" \
             --out-md "$OUT/table$n.md" || return 1
     done
+    if compgen -G "$OUT/curve/*.json" > /dev/null; then  # the paper's Figure 2, from the record's own curves
+        "$PY" -m strae.cli figure multiview_fig2_training_curve --tables config/tables.yaml "${config[@]}" \
+            --curves "$OUT"/curve/*.json --paper-dir paper_tables --out-png "$OUT/figure2.png" \
+            --out-pdf "$OUT/figure2.pdf" || return 1
+    fi
 }
 mkdir -p "$(dirname "$OUT")"
 mkdir "$OUT" || die "$OUT appeared meanwhile; records are immutable"
