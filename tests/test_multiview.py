@@ -717,10 +717,10 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     # the paper's Figure 2 (multiview.curve): seed 0 keeps its curve, which is scored on SICK-E and SICK-R and drawn
     assert re.search(r"--seed 0 --model ctl .*--curve-every 50000 --device", result.stdout)
     assert re.search(r"strae evaluate --suite senteval --curve --model results/runs/en/multiview_ctl/\S+/seed0 "
-                     r"--lang en --tasks SICK-E,SICK-R .*--out results/eval/en/multiview_ctl/\S+/seed0\.curve\.json",
+                     r"--lang en --tasks SICK-E,SICK-R .*--out results/curves/en/multiview_ctl/\S+/seed0\.json",
                      result.stdout)
-    assert re.search(r"strae figure multiview_fig2_training_curve .*--curves results/eval/en/multiview_ctl/\S+/"
-                     r"seed0\.curve\.json .*--out-png results/figures/multiview_fig2_training_curve\.png",
+    assert re.search(r"strae figure multiview_fig2_training_curve .*--curves results/curves/en/multiview_ctl/\S+/"
+                     r"seed0\.json .*--out-png results/figures/multiview_fig2_training_curve\.png",
                      result.stdout)
     # without a curve: the training command as before it existed, no curve or figure job
     (workdir / "nocurve.yaml").write_text("multiview: {curve: {every_sentences: null}}\n")
@@ -744,7 +744,7 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert all(re.search(rf"--seed {seed} --model ctl\b", result.stdout) for seed in range(4))
     # only seed 0 (multiview.curve.seeds) keeps a curve
-    assert len(re.findall(r"--curve-every", result.stdout)) == 1 and ".curve.json" in result.stdout
+    assert len(re.findall(r"--curve-every", result.stdout)) == 1 and "results/curves/en/" in result.stdout
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed3\.senteval\.json", result.stdout)
     # floors at several widths (multiview.senteval.random_token): one evaluation each, its width passed to the
     # encoder; `model` = the models' test vector, 2 x quick.yaml's hidden 64
@@ -773,8 +773,8 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.search(r"--lang af --seed 0 .*--out results/runs/af/multiview_ctl/", result.stdout)
     assert re.search(r"--out results/eval/af/multiview_ctl/\S+/seed0\.paper\.json", result.stdout)
-    assert not re.search(r"--suite senteval[^\n]*--lang af\b|results/eval/af/\S+\.(senteval|probing|curve)\.json",
-                         result.stdout)
+    assert not re.search(r"--suite senteval[^\n]*--lang af\b|results/eval/af/\S+\.(senteval|probing)\.json"
+                         r"|results/curves/af", result.stdout)
     assert not re.search(r"--lang af --seed 0 .*--curve-every", result.stdout)  # no SICK task of its own: no curve
     import yaml
 
@@ -904,13 +904,14 @@ def test_multiview_record_keeps_the_training_curves_and_draws_figure_2(tmp_path)
         "multiview: {models: [ctl, cl], seeds: [0, 1, 2, 3], senteval: {random_token: true},\n"
         "  curve: {every_sentences: 50000, seeds: [0], tasks: [SICK-E, SICK-R]}}\n")
     refused = record("nocurve")
-    assert refused.returncode != 0 and "seed0.curve.json missing (multiview.curve keeps" in refused.stderr
+    assert refused.returncode != 0 and "seed0.json missing (multiview.curve keeps" in refused.stderr
     assert not (work / "reproductions/nocurve").exists()
     for model in ("multiview_ctl", "multiview_cl"):
         setting = next((work / "results/eval/en" / model).iterdir()).name
+        (work / "results/curves/en" / model / setting).mkdir(parents=True)
         points = [{"step": 500 * i, "sentences_trained": 50000 * i, "train_seconds": 9.0 * i, "final": i == 2,
                    "scores": {"SICK-E": 60.0 + i, "SICK-R": 50.0 + i}, "evaluation": {}} for i in range(3)]
-        (work / "results/eval/en" / model / setting / "seed0.curve.json").write_text(json.dumps(
+        (work / "results/curves/en" / model / setting / "seed0.json").write_text(json.dumps(
             {"schema_version": curve.SCHEMA_VERSION, "kind": curve.KIND, "run": {"model": model, "seed": 0},
              "tasks": ["SICK-E", "SICK-R"], "points": points}))
     made = record("curves")

@@ -120,7 +120,7 @@ for record in runs:
         source = evals / f"seed{seed}.{variant}.json"
         if source.exists():
             copies.append((str(source), f"eval/{model}.seed{seed}.{variant}.json"))
-    curve = evals / f"seed{seed}.curve.json"
+    curve = Path("results/curves", lang, model, setting, f"{seed_dir}.json")
     if curve.exists():
         copies.append((str(curve), f"curve/{model}.seed{seed}.json"))
     elif document.get("status") == "completed" and keeps_curve(lang, seed):

@@ -93,6 +93,12 @@ def eval_json(lang: str, model: str, setting: str, seed: int | str, variant: str
     return Path(results) / "eval" / lang / model / setting_dir / f"seed{seed}.{variant}.json"
 
 
+def curve_json(lang: str, model: str, setting: str, seed: int | str, results: str | Path = DEFAULT_RESULTS) -> Path:
+    """A run's training curve (``strae evaluate --suite senteval --curve``): not an evaluation JSON, so not under
+    ``eval/`` (where ``strae aggregate`` and the records read every ``seed*.json``)."""
+    return Path(results) / "curves" / lang / model / setting / f"seed{seed}.json"
+
+
 def effective_config(results: str | Path = DEFAULT_RESULTS) -> Path:
     """The merged config (config.yaml + overlays) the workflow passes to every CLI as ``--config``."""
     return Path(results) / "config.effective.yaml"

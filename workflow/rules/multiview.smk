@@ -166,7 +166,7 @@ rule multiview_curve:
         record=TRAIN_RECORD_PATTERN,
         files=mv_curve_files,
     output:
-        scores=str(paths.eval_json("{lang}", "{model}", "{setting}", "{seed}", "curve")),
+        curve=str(paths.curve_json("{lang}", "{model}", "{setting}", "{seed}")),
     wildcard_constraints:
         model="multiview_(ctl|cl)",
     params:
@@ -189,7 +189,7 @@ rule multiview_curve:
         f"{OFFLINE} "
         "OMP_NUM_THREADS={threads} strae evaluate --suite senteval --curve --model {params.run_dir} "
         "--lang {wildcards.lang} {params.flags} --config {params.config} --device {params.device} "
-        "--out {output.scores} --quiet > {log} 2>&1"
+        "--out {output.curve} --quiet > {log} 2>&1"
 
 
 rule multiview_figure:

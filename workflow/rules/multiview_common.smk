@@ -96,7 +96,7 @@ def _mv_keeps_curve(lang, seed):
 
 
 # the paper's Figure 2: each curve run's points scored (strae evaluate --suite senteval --curve), then drawn
-MV_CURVE_JSONS = [str(paths.eval_json(lang, model, setting, seed, "curve"))
+MV_CURVE_JSONS = [str(paths.curve_json(lang, model, setting, seed))
                   for lang, model, setting, seed in _mv_runs() if _mv_keeps_curve(lang, seed)] if MV_ENABLED else []
 MV_FIGURES = sorted(name for name, spec in TABLES.get("figures", {}).items()
                     if spec["kind"] in plan.MULTIVIEW_FIGURE_KINDS)
