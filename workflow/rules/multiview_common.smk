@@ -100,7 +100,7 @@ MV_CURVE_JSONS = [str(paths.curve_json(lang, model, setting, seed))
                   for lang, model, setting, seed in _mv_runs() if _mv_keeps_curve(lang, seed)] if MV_ENABLED else []
 MV_FIGURES = sorted(name for name, spec in TABLES.get("figures", {}).items()
                     if spec["kind"] in plan.MULTIVIEW_FIGURE_KINDS)
-MV_FIGURE_TARGETS = [str(paths.figure_file(name, ext)) for name in MV_FIGURES for ext in ("png", "pdf")] \
+MV_FIGURE_TARGETS = [str(paths.multiview_figure_file(name, ext)) for name in MV_FIGURES for ext in ("png", "pdf")] \
     if MV_CURVE_JSONS else []
 MV_TABLE_TARGETS = [str(paths.table_file(f"multiview_table{n}", ext)) for n in (1, 2) for ext in ("csv", "md")] \
     if MV_ENABLED else []
@@ -171,6 +171,19 @@ def mv_curve_flags(wildcards):
     if MV_SENTEVAL.get("inner_folds"):
         flags.append(f"--inner-folds {MV_SENTEVAL['inner_folds']}")
     return " ".join(flags)
+
+
+def mv_curve_task_specs(wildcards):
+    """What the curve's tasks read and how they fit (config/tasks.yaml), as a param: an edited definition scores
+    the curve again (as mv_senteval_task_specs for the transfer suite)."""
+    import dataclasses
+    import json
+
+    from strae.evaluate.tasks import tasks_file
+
+    catalog = _mv_senteval_catalog(tasks_file(config))
+    return json.dumps([dataclasses.asdict(catalog[name]) for name in mv_curve_tasks(wildcards.lang)], sort_keys=True,
+                      default=str)
 
 
 def mv_curve_files(wildcards):

@@ -1,7 +1,7 @@
 """``strae evaluate --suite senteval --curve``: a run's SentEval scores along its training (the multi-view paper's
 Figure 2: SICK-E and SICK-R "computed every hour during the training phase").
 
-    strae evaluate --suite senteval --curve --model RUN --lang L --tasks SICK-E,SICK-R --out RUN.curve.json
+    strae evaluate --suite senteval --curve --model RUN --lang L --tasks SICK-E,SICK-R --out CURVE.json
 
 The run must have kept its curve (``strae train-multiview --curve-every N``): ``train.json``'s ``curve`` block lists
 the points (step, training sentences read by then, folder), the last one the finished run itself. Each point is
@@ -35,14 +35,14 @@ def curve_points(run_dir: str | Path, finished_only: bool = True) -> tuple[list[
     record = RunRecord.from_disk(run_dir)
     finished = (record is not None and record.status == "completed"
                 and (run_dir / ENCODER_MANIFEST).exists())
-    if record is None or record.status == "failed" or (finished_only and not finished):
+    if record is None or (finished_only and not finished):
         raise SystemExit(f"{run_dir}: not a finished run (train.json status completed and encoder.json); a curve "
                          "is scored after training")
     block = record.blocks.get("curve")
     if not block:
-        raise SystemExit(f"{run_dir / 'train.json'}: no `curve` block: the run kept no curve. Train it with "
-                         "`strae train-multiview --curve-every N` (the workflow: multiview.curve) in a new run "
-                         "directory, or delete this one to train it again")
+        raise SystemExit(f"{run_dir / 'train.json'}: no `curve` block: the run kept no curve (only `strae "
+                         "train-multiview --curve-every N` keeps one; the workflow: multiview.curve). Train it in a "
+                         "new run directory, or delete this one to train it again")
     # train.json is written at the run's checkpoints, each after that step's point: every point up to its step is
     # on disk (a point past it may be, too)
     reached = record.timings.get("steps") or 0
@@ -53,7 +53,10 @@ def curve_points(run_dir: str | Path, finished_only: bool = True) -> tuple[list[
             if point["step"] <= reached:
                 missing.append(point["step"])
             continue
-        snapshot = read_json(path / "train.json").get("snapshot") or {}
+        try:
+            snapshot = read_json(path / "train.json").get("snapshot") or {}
+        except FileNotFoundError:  # a point being rewritten by the trainer (a resumed run) as this reads
+            continue
         if snapshot.get("global_step") != point["step"]:
             raise SystemExit(f"{path}: holds step {snapshot.get('global_step')}, train.json's curve says "
                              f"{point['step']}; delete the run directory to train it again")
@@ -93,21 +96,46 @@ def evaluate_curve(run_dir: str | Path, language: str, tasks: Sequence[str] | No
     phase"); the same command after the run has finished scores the rest and writes ``out``."""
     import json
 
+    from strae.data.registry import load_config
     from strae.evaluate import senteval
+    from strae.evaluate.tasks import tasks_file
+    from strae.runs import RunRecord
 
+    record = RunRecord.from_disk(run_dir)
+    if record is not None and record.status == "failed":
+        # as every evaluation of a failed run: recorded without scores (the workflow's tables and figures go on)
+        document = {"schema_version": SCHEMA_VERSION, "kind": KIND, "suite": senteval.SUITE, "language": language,
+                    "tasks": list(tasks) if tasks else None, "run": record.run_info(), "points": [],
+                    "provenance": provenance(command=sys.argv, run_dir=str(run_dir), config=str(config_path))}
+        write_json(out, document)
+        print(f"{run_dir}: the run failed ({record.failure_reason}); recorded without points")
+        return document
     points, finished = curve_points(run_dir, finished_only=not while_training)
     partial = Path(f"{out}.partial")
-    # what a kept point must share with this evaluation besides its weights: the tasks, the options and the config
-    # (which resolves what the options leave open: classifier, folds, the task files)
+    # what a kept point must share with this evaluation besides its weights: the tasks, the options that change a
+    # score (not the device, fit jobs or batch size) and the config and task definitions (which resolve what the
+    # options leave open: classifier, folds, the task files)
+    kept_options = {k: v for k, v in options.items() if k not in ("jobs", "batch_size", "encoder_options")}
+    kept_options["encoder_options"] = {k: v for k, v in (options.get("encoder_options") or {}).items()
+                                       if k != "device"}
     protocol = {"tasks": list(tasks) if tasks else None,
-                "options": json.loads(json.dumps(options, sort_keys=True, default=str)),
-                "config_sha256": sha256_file(config_path)}
+                "options": json.loads(json.dumps(kept_options, sort_keys=True, default=str)),
+                "config_sha256": sha256_file(config_path),
+                "tasks_file_sha256": sha256_file(options.get("tasks_path") or tasks_file(load_config(config_path)))}
     kept = _kept(partial, protocol)
     document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": KIND, "suite": senteval.SUITE,
                                 "language": language, "tasks": None, "protocol": protocol, "run": None,
                                 "points": []}
     for number, point in enumerate(points, 1):
-        weights = sha256_file(point["path"] / "model.pt")
+        try:
+            weights = sha256_file(point["path"] / "model.pt")
+        except FileNotFoundError as error:
+            if finished:
+                raise SystemExit(f"{point['path'] / 'model.pt'}: missing; delete the run directory to train it "
+                                 "again") from error
+            # a point the trainer is writing again (a resumed run) as this reads: left to the next command
+            print(f"step {point['step']}: being rewritten; left to the next command", flush=True)
+            continue
         previous = kept.get(point["step"])
         reused = previous is not None and previous["evaluation"]["encoder"].get("weights_sha256") == weights
         if reused:

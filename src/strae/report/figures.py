@@ -180,7 +180,8 @@ def training_curve(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Fi
     by_model: dict[str, list[dict[str, Any]]] = {}
     for path in args.curves:
         document = curve.load_curve(path)
-        by_model.setdefault(document["run"]["model"], []).append(document)
+        if document["points"]:  # a failed run's curve has none
+            by_model.setdefault(document["run"]["model"], []).append(document)
     labels = spec.get("labels") or {}
     for ax, panel in zip(axes[:, 0], panels):
         plotted = False
