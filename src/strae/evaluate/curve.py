@@ -148,8 +148,8 @@ def evaluate_curve(run_dir: str | Path, language: str, tasks: Sequence[str] | No
         document["points"].append({key: point[key] for key in ("step", "sentences_trained", "train_seconds",
                                                                 "final")}
                                   | {"scores": scores, "evaluation": result})
-        if point["final"]:
-            document["run"] = result["run"]
+        # the run's labels (a point's status is running; the finished run's, last, is what the curve keeps)
+        document["run"] = result["run"]
         print(f"[{number}/{len(points)}] step {point['step']} ({point['sentences_trained']} sentences"
               + (", scored before" if reused else "") + "): "
               + ", ".join(f"{name} {score:.2f}" for name, score in scores.items() if score is not None), flush=True)
