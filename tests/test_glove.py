@@ -33,6 +33,10 @@ def test_a_treebank_run_reads_ptb_clitics_as_words_in_training_and_evaluation(tm
     assert words_of("a woman 's hat", "none", "treebank") == ["a", "woman", "'s", "hat"]
     assert words_of("The woman's hat isn't here.", "treebank") == [
         "the", "woman", "'s", "hat", "is", "n't", "here", "."]
+    # the Treebank tokeniser's bracket, dash and ellipsis tokens stay whole (the plain split peels them apart)
+    assert words_of("He left (then) -- sadly...", "treebank") == [
+        "he", "left", "-lrb-", "then", "-rrb-", "--", "sadly", "..."]
+    assert word_tokenize("-LRB- a -RRB- --") == ["-", "lrb", "-", "a", "-", "rrb", "-", "-", "-"]
     corpus = tmp_path / "train.txt"
     corpus.write_text("The woman's hat isn't red.\nThe man's hat is red.\n" * 20, encoding="utf-8")
     out = tmp_path / "run"

@@ -38,6 +38,10 @@ def _punctuation_chars() -> frozenset[str]:
 # Penn Treebank clitics: tokens of their own in PTB-tokenised text (`dog 's`, `they 're`, `is n't`); with
 # ``keep_clitics`` they stay whole instead of losing their apostrophe (`'s` -> `'`, `s`)
 PTB_CLITICS = frozenset({"'s", "'re", "'ve", "'ll", "'d", "'m", "n't"})
+# the Treebank tokeniser's other tokens made of punctuation (lowercased): its brackets (`(` -> `-LRB-`), dashes,
+# ellipsis and quotes; with ``keep_clitics`` they stay whole too (not `-`, `lrb`, `-`; `.`, `.`, `.`)
+PTB_SYMBOLS = frozenset({"-lrb-", "-rrb-", "-lsb-", "-rsb-", "-lcb-", "-rcb-", "--", "...", "``", "''"})
+PTB_WHOLE = PTB_CLITICS | PTB_SYMBOLS
 
 
 def word_tokenize(text: str, keep_clitics: bool = False) -> list[str]:
@@ -52,7 +56,7 @@ def word_tokenize(text: str, keep_clitics: bool = False) -> list[str]:
     punct = _punctuation_chars()
     tokens: list[str] = []
     for raw in text.lower().split():
-        if (raw[0] not in punct and raw[-1] not in punct) or (keep_clitics and raw in PTB_CLITICS):
+        if (raw[0] not in punct and raw[-1] not in punct) or (keep_clitics and raw in PTB_WHOLE):
             tokens.append(raw)
             continue
         start, end = 0, len(raw)
@@ -69,9 +73,9 @@ def word_tokenize(text: str, keep_clitics: bool = False) -> list[str]:
 
 def words_of(text: str, pretokenize: str = "none", trained_with: str | None = None) -> list[str]:
     """A text's words as a GloVe run of ``trained_with`` pretokenisation (default: ``pretokenize``) reads them:
-    the text split by ``pretokenize`` first, then :func:`word_tokenize`, keeping PTB clitics whole when the run
-    trained on pretokenised text. (``pretokenize`` differs from ``trained_with`` only where an encoder option says
-    so, e.g. ``pretokenize=none`` for text already PTB-tokenised.)"""
+    the text split by ``pretokenize`` first, then :func:`word_tokenize`, keeping PTB clitics and symbols whole
+    when the run trained on pretokenised text. (``pretokenize`` differs from ``trained_with`` only where an encoder
+    option says so, e.g. ``pretokenize=none`` for text already PTB-tokenised.)"""
     trained_with = pretokenize if trained_with is None else trained_with
     return word_tokenize(pretokenize_text(text, pretokenize) if pretokenize != "none" else text,
                          keep_clitics=trained_with != "none")
