@@ -5,7 +5,7 @@
 # scored on SICK-E and SICK-R while it trains (the same command after it has finished scores the last point and
 # writes the curve JSON; `snakemake --cores 2 multiview --configfile config/multiview_curve.yaml` does all of it).
 # This record's run began at 0862c57, when config/config.yaml itself kept the curve (every 50,000 sentences, seed 0);
-# the overlay asks for the same. It was stopped by SIGTERM at step 4,651 of 5,855 when the session ran out.
+# the overlay asks for the same. It was stopped by SIGTERM at step 4,651 and resumed to the end (596a3ca).
 set -euo pipefail
 export HF_HUB_OFFLINE=1
 RUN=results/runs/en/multiview_ctl/ctl_h1000_e300/seed0
@@ -19,6 +19,6 @@ while kill -0 $TRAIN 2>/dev/null; do
         --tasks SICK-E,SICK-R --config results/config.effective.yaml --device auto --out "$OUT" --quiet
     sleep 60
 done
-# the figure from the curve (the record's: from the points scored when the session ended, OUT.partial)
+# the figure from the curve
 strae figure multiview_fig2_training_curve --tables config/tables.yaml --config results/config.effective.yaml \
     --curves "$OUT" --paper-dir paper_tables --out-png figure2.png --out-pdf figure2.pdf
