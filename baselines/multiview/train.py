@@ -167,7 +167,7 @@ def refuse_lost_curve_points(args: argparse.Namespace, step: int) -> None:
     anything is trained or changed."""
     if args.curve_every is None:
         return
-    every = args.curve_every // args.batch_size
+    every = curve_every_steps(args)
     lost = [s for s in range(0, step, every) if not (curve_point_dir(args.out, s) / ENCODER_MANIFEST).exists()]
     if lost:
         raise SystemExit(f"{args.out}: continuing at step {step}, the curve's points at steps {lost} cannot be made "
@@ -286,7 +286,7 @@ def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: to
     n_batches = math.ceil(len(corpus) / args.batch_size)
     total_steps = n_batches * args.epochs if args.max_steps is None else min(n_batches * args.epochs, args.max_steps)
     stats = data_stats(args, parse_meta, parsed, corpus, vocab, n_batches, total_steps)
-    curve_steps = args.curve_every // args.batch_size if args.curve_every else None  # whole batches
+    curve_steps = curve_every_steps(args) if args.curve_every else None
     return Job(args, recipe, corpus, vocab, config, model, optimizer, device, total_steps, n_batches, stats, started,
                curve_steps)
 
@@ -506,6 +506,11 @@ def finish(job: Job, progress: Progress) -> int:
     print(f"{out}: trained {progress.step} steps ({job.data_stats['sentences_trained']} sentences) in "
           f"{progress.train_seconds:.0f} s; total {time.perf_counter() - job.started:.0f} s")
     return 0
+
+
+def curve_every_steps(args: argparse.Namespace) -> int:
+    """--curve-every in whole batches: a curve point every this many steps."""
+    return args.curve_every // args.batch_size
 
 
 def curve_point_dir(out: Path, step: int) -> Path:

@@ -218,12 +218,10 @@ def training_curve(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Fi
 def _paper_value(tables: dict[str, Any], paper_dir: str, table: str, row: str, column: str) -> float | None:
     """The paper's number in ``table`` (its transcribed CSV under ``paper_dir``) at ``row``, ``column``."""
     path = Path(paper_dir) / tables["tables"][table]["paper_file"]
-    cells = pd.read_csv(path)
-    hit = cells[(cells["row"] == row) & (cells["column"] == column)]
-    if hit.empty:
+    cell = table_builder.load_paper_table(path).get(("", row, column))
+    if cell is None:
         raise SystemExit(f"{path}: no cell ({row!r}, {column!r})")
-    value = hit["mean"].iloc[0]
-    return None if pd.isna(value) else float(value)
+    return None if math.isnan(cell["mean"]) else cell["mean"]
 
 
 KINDS = {
