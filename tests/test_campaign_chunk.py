@@ -113,6 +113,11 @@ def test_archive_brings_records_and_log_tails_never_weights(tmp_path, monkeypatc
     run = fake_run(Path("results"), {"train.json": "{}", "checkpoint.pt": "x", "model.pt": "x"})
     assert run.exists()
     Path("results/scores.csv").write_text("a\n")
+    (run / "curve/step000000").mkdir(parents=True)  # a training-curve point: weights and its snapshot's record
+    (run / "curve/step000000/train.json").write_text("{}")
+    (run / "curve/step000000/model.pt").write_text("x")
+    Path("results/curves/xx").mkdir(parents=True)
+    Path("results/curves/xx/seed0.json").write_text("{}")
     Path("logs/train").mkdir(parents=True)
     Path("logs/train/x.log").write_text("".join(f"line {i}\n" for i in range(80)) + "bar 1\rbar 2\n")
     Path("extra.txt").write_text("records\n")
@@ -120,7 +125,8 @@ def test_archive_brings_records_and_log_tails_never_weights(tmp_path, monkeypatc
     with tarfile.open("out/c.tar.xz") as tar:
         names = set(tar.getnames())
         tail = tar.extractfile("logs/train/x.log.tail").read().decode().splitlines()
-    assert names == {f"{RUN.run_dir}/train.json", "results/scores.csv", "logs/train/x.log.tail", "extra.txt"}
+    assert names == {f"{RUN.run_dir}/train.json", "results/scores.csv", "results/curves/xx/seed0.json",
+                     "logs/train/x.log.tail", "extra.txt"}
     assert count == len(names)
     assert len(tail) == progress.LOG_TAIL_LINES and tail[-2:] == ["bar 1", "bar 2"] and tail[0] == "line 32"
 

@@ -135,6 +135,12 @@ def sha256_file(path: str | os.PathLike) -> str:
     return _digest_file(path, hashlib.sha256())[0]
 
 
+def sha256_json(value: Any) -> str:
+    """sha256 of a JSON-able value written with sorted keys: the identity of parsed settings, whatever the key order
+    or formatting of the file they came from (a YAML config merged from overlays is rewritten in another order)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def git_blob_sha1_file(path: str | os.PathLike) -> str:
     """The file's git blob id (``git hash-object FILE``): sha1 of ``blob <size>\\0`` + the bytes. The identity a
     file has when only its repository's tree is known (a registry entry whose sha256 nobody could compute)."""

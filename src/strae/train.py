@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import math
 import sys
 import time
@@ -48,7 +47,7 @@ from strae import paths, recipes
 from strae.argtypes import finite_float, nonnegative_float, nonnegative_int, positive_float, positive_int
 from strae.data.batching import batch_indices, collate, epoch_order
 from strae.data.tokenized import TOKENIZER_ORIGIN_KEYS
-from strae.io import make_output_dir, provenance, read_json, sha256_file
+from strae.io import make_output_dir, provenance, read_json, sha256_file, sha256_json
 from strae.models import propagation as passes
 from strae.models.config import FUNCTIONS, MODELS, OBJECTIVES, STRUCTURES
 from strae.models.fused import fell_back
@@ -330,9 +329,8 @@ def fingerprint(config_dict: dict, settings: TrainSettings, data_meta: dict,
         "batch_size": settings.batch_size,
         "clip_grad_norm": settings.clip_grad_norm,
         "optimizer": settings.optimizer,
-        "data": hashlib.sha256(json.dumps(_stable_data_fields(data_meta), sort_keys=True).encode()).hexdigest(),
-        "dev": {"data": hashlib.sha256(json.dumps(_stable_data_fields(dev_meta or {}), sort_keys=True).encode())
-                .hexdigest(), "max_sentences": dev_max_sentences},
+        "data": sha256_json(_stable_data_fields(data_meta)),
+        "dev": {"data": sha256_json(_stable_data_fields(dev_meta or {})), "max_sentences": dev_max_sentences},
     }
 
 

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from strae.io import provenance, read_json, sha256_file, write_json
+from strae.io import provenance, read_json, sha256_file, sha256_json, write_json
 
 KIND = "training_curve"
 SCHEMA_VERSION = 1
@@ -118,10 +118,13 @@ def evaluate_curve(run_dir: str | Path, language: str, tasks: Sequence[str] | No
     kept_options = {k: v for k, v in options.items() if k not in ("jobs", "batch_size", "encoder_options")}
     kept_options["encoder_options"] = {k: v for k, v in (options.get("encoder_options") or {}).items()
                                        if k != "device"}
+    config = load_config(config_path)
     protocol = {"tasks": list(tasks) if tasks else None,
                 "options": json.loads(json.dumps(kept_options, sort_keys=True, default=str)),
-                "config_sha256": sha256_file(config_path),
-                "tasks_file_sha256": sha256_file(options.get("tasks_path") or tasks_file(load_config(config_path)))}
+                # the parsed config, keys sorted: the same settings rewritten in another key order (the workflow's
+                # effective config after an overlay is merged in) keep the points scored before
+                "config_sha256": sha256_json(config),
+                "tasks_file_sha256": sha256_file(options.get("tasks_path") or tasks_file(config))}
     kept = _kept(partial, protocol)
     document: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": KIND, "suite": senteval.SUITE,
                                 "language": language, "tasks": None, "protocol": protocol, "run": None,

@@ -364,12 +364,20 @@ def unevaluated(results: Path, targets: list[str]) -> list[str]:
 
 # -------------------------------------------------------------------------------------------- archive
 def archive_files(results: Path) -> list[Path]:
-    """What a chunk brings back of results/: records, evaluations, scores and tables (never weights)."""
+    """What a chunk brings back of results/: records, evaluations, training curves, scores and tables (never
+    weights). A train.json inside a run's directory (a training-curve point's snapshot record) is the run's
+    business, not a record of its own: left out."""
     results = Path(results)
-    patterns = ["**/train.json", "eval/**/*.json", f"{SNAPSHOTS}/**/*.{VARIANT}.json", "scores*.csv",
-                "scores/*.csv", "table*", "*/table*", "config.effective.yaml"]
+    patterns = ["**/train.json", "eval/**/*.json", f"{SNAPSHOTS}/**/*.{VARIANT}.json", "curves/**/*.json",
+                "scores*.csv", "scores/*.csv", "table*", "*/table*", "config.effective.yaml"]
     found = {path for pattern in patterns for path in results.glob(pattern) if path.is_file()}
-    return sorted(found)
+    return sorted(path for path in found if not (path.name == TRAIN_JSON and _inside_a_run(path.parent, results)))
+
+
+def _inside_a_run(directory: Path, results: Path) -> bool:
+    """Whether a directory above ``directory`` (below ``results``) holds a run's train.json."""
+    return any((parent / TRAIN_JSON).is_file() for parent in directory.parents if parent.is_relative_to(results)
+               and parent != results)
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> bytes:
