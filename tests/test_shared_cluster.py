@@ -60,6 +60,27 @@ def test_a_failed_atomic_write_leaves_no_file_and_no_directory_it_made(tmp_path)
     assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["a", "a/other.txt", "kept"]
 
 
+def test_an_atomic_write_makes_its_directory_again_when_another_writers_failure_removed_it(tmp_path, monkeypatch):
+    """Two writers into a new directory: the one whose write failed removes the (empty) directory it made, between
+    the other's mkdir and its temporary file; the other makes it again instead of failing."""
+    import tempfile
+
+    from strae import io
+
+    real, removed = tempfile.mkstemp, []
+
+    def racing(*args, dir, **kwargs):
+        if not removed:  # the other writer's cleanup, once
+            removed.append(Path(dir))
+            Path(dir).rmdir()
+        return real(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(io.tempfile, "mkstemp", racing)
+    with io.atomic_path(tmp_path / "new" / "file.txt") as tmp:
+        tmp.write_text("whole")
+    assert removed == [tmp_path / "new"] and (tmp_path / "new" / "file.txt").read_text() == "whole"
+
+
 def _pip_lines(env_file: Path) -> list[str]:
     spec = yaml.safe_load(env_file.read_text(encoding="utf-8"))
     return [str(line).strip() for dep in spec["dependencies"] if isinstance(dep, dict) for line in dep["pip"]]

@@ -33,8 +33,16 @@ def atomic_path(path: str | os.PathLike, suffix: str = "") -> Iterator[Path]:
     """
     path = Path(path)
     created = [parent for parent in path.parents if not parent.exists()]  # deepest first
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+    for attempt in range(3):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix + ".tmp", dir=path.parent)
+            break
+        except FileNotFoundError:
+            # another writer's failed write removed the directory it had created, empty, between the mkdir and
+            # here: make it again
+            if attempt == 2:
+                raise
     os.close(fd)
     tmp_path = Path(tmp)
     done = False
