@@ -509,6 +509,10 @@ def test_a_chunk_without_a_target_is_refused_before_snakemake_runs(tmp_path):
         result = subprocess.run(["bash", "tools/campaign_chunk.sh", *args], cwd=tmp_path, capture_output=True,
                                 text=True, timeout=60, env=dict(chunk_env(90), SNAKEMAKE=str(fake)))
         assert result.returncode == 2 and "no target given" in result.stderr, result.stderr
+    result = subprocess.run(["bash", "tools/campaign_chunk.sh", "results/x.json"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60,
+                            env=dict(chunk_env(90), SNAKEMAKE=str(fake), SNAPSHOT_KEEP_WEIGHTS="yes"))
+    assert result.returncode == 2 and "SNAPSHOT_KEEP_WEIGHTS=yes: 0 or 1" in result.stderr, result.stderr
     assert not (tmp_path / "ran").exists()
 
 

@@ -24,7 +24,8 @@
 # is stopped), WRAPUP_S (20: summary + archive, inside the tail), ARCHIVE_S (8: the archive's least time, never
 # given to the summary), KILL_S (15: snakemake's shutdown grace, inside the tail), FINISH_EVAL_S (30: what a
 # finished run's evaluation is allowed when deciding to let it finish),
-# SNAPSHOT_JOBS (4: runs exported/evaluated at once), PROFILE (profiles/gpu), OUT (campaign-out/ in the checkout;
+# SNAPSHOT_JOBS (4: runs exported/evaluated at once), SNAPSHOT_KEEP_WEIGHTS (0; 1 keeps each evaluated snapshot's
+# model.pt: the archive still brings none, they stay in the work tree, e.g. a cluster's), PROFILE (profiles/gpu), OUT (campaign-out/ in the checkout;
 # a relative OUT counts from the checkout root),
 # PYTHON (python), SNAKEMAKE (snakemake).
 set -uo pipefail  # not -e: a failed step is recorded and the next one runs
@@ -39,6 +40,12 @@ KILL_S=${KILL_S:-15}
 FINISH_EVAL_S=${FINISH_EVAL_S:-30}
 ARCHIVE_S=${ARCHIVE_S:-8}
 SNAPSHOT_JOBS=${SNAPSHOT_JOBS:-4}
+KEEP_WEIGHTS=()
+case ${SNAPSHOT_KEEP_WEIGHTS:-0} in
+    0) ;;
+    1) KEEP_WEIGHTS=(--keep-weights) ;;
+    *) echo "campaign_chunk: SNAPSHOT_KEEP_WEIGHTS=${SNAPSHOT_KEEP_WEIGHTS}: 0 or 1" >&2; exit 2 ;;
+esac
 PROFILE=${PROFILE:-profiles/gpu}
 OUT=${OUT:-$REPO/campaign-out}
 PY=${PYTHON:-python}
@@ -169,7 +176,7 @@ fi
 
 # 2b. snapshots of unfinished runs, each job ending by the deadline it is given
 timeout --kill-after=5 "$((deadline > 1 ? deadline : 1))" "${PROGRESS[@]}" snapshot --deadline-s "$((deadline - 5))" \
-    --jobs "$SNAPSHOT_JOBS" >"$CHUNK.snapshot.txt" 2>"$CHUNK.snapshot.err" \
+    --jobs "$SNAPSHOT_JOBS" "${KEEP_WEIGHTS[@]}" >"$CHUNK.snapshot.txt" 2>"$CHUNK.snapshot.err" \
     || record "[snapshot] FAILED rc $?: $(tail -c 400 "$CHUNK.snapshot.err" | tr '\n' ' ')"
 while IFS= read -r line; do record "[snapshot] $line"; done <"$CHUNK.snapshot.txt"
 if ((finishing)); then
