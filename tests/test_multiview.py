@@ -1033,6 +1033,28 @@ def test_curve_keeps_the_weights_of_its_steps_without_changing_the_run(tmp_path)
         train.main(common + ["--out", str(tmp_path / "dense"), "--curve-every", "5"])
 
 
+def test_a_finished_run_whose_train_json_was_deleted_is_finished_again_from_its_checkpoint(tmp_path):
+    """Snakemake deletes a job's train.json before it reruns the job (its params changed: the curve overlay left
+    off, config/multiview_curve.yaml): the run resumes at its last step and trains nothing, with the same weights;
+    the curve's points stay on disk, and the overlay back names them in train.json again."""
+    from baselines.multiview import train
+
+    common = _tiny_train_args(tmp_path, checkpoint_every_steps=1)
+    out = tmp_path / "run"
+    assert train.main(common + ["--out", str(out), "--curve-every", "20"]) == 0
+    weights = (out / "model.pt").read_bytes()
+    points = json.loads((out / "train.json").read_text())["curve"]["points"]
+    for flags in ([], ["--curve-every", "20"]):  # the overlay left off, then back on
+        (out / "train.json").unlink()
+        assert train.main(common + ["--out", str(out)] + flags) == 0
+        record = json.loads((out / "train.json").read_text())
+        assert record["status"] == "completed" and record["timings"]["steps"] == 6
+        assert all((s["start_step"], s["end_step"]) == (6, 6) for s in record["timings"]["sessions"][1:])
+        assert (out / "model.pt").read_bytes() == weights
+        assert sorted(p.name for p in (out / "curve").iterdir()) == ["step000000", "step000002", "step000004"]
+    assert record["curve"]["points"] == points
+
+
 def _curve_task_config(tmp_path: Path) -> Path:
     """A config whose language xx has one SentEval task (binary, inner folds) over the fake parses' words."""
     import yaml
