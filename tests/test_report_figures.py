@@ -165,7 +165,14 @@ def test_training_curve_plots_each_model_over_its_seeds_beside_the_papers_value(
     assert "paper, Contrastive Tree (80)" in legend and "Contrastive LSTM (CL) (n=1)" in legend
     assert "paper, Contrastive Tree (76.8)" in [t.get_text() for t in bottom.get_legend().get_texts()]
     assert figures.main(argv) == 0  # no curve: the panels say so
-    assert any("no curve scored" in text.get_text() for text in drawn[-1].axes[0].texts)
+    assert any("no curve given (--curves" in text.get_text() for text in drawn[-1].axes[0].texts)
+    without = _curve_json(tmp_path / "e.json", "multiview_ctl", 0, [(52.0, 44.0)])
+    document = read_json(without)
+    for point in document["points"]:
+        del point["scores"]["SICK-R"]
+    write_json(without, {**document, "tasks": ["SICK-E"]})  # a curve scored on SICK-E alone: SICK-R's panel says so
+    assert figures.main(argv + ["--curves", str(without)]) == 0
+    assert any("SICK-R: no curve scored this task" in t.get_text() for t in drawn[-1].axes[1].texts)
     # seeds kept at different steps cannot be averaged
     odd = _curve_json(tmp_path / "d.json", "multiview_ctl", 2, [(50.0, 40.0), (60.0, 50.0), (61.0, 51.0)])
     with pytest.raises(SystemExit, match="multiview_ctl curves were kept at different steps"):
