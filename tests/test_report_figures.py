@@ -166,6 +166,8 @@ def test_training_curve_plots_each_model_over_its_seeds_beside_the_papers_value(
     assert "paper, Contrastive Tree (76.8)" in [t.get_text() for t in bottom.get_legend().get_texts()]
     assert figures.main(argv) == 0  # no curve: the panels say so
     assert any("no curve given (--curves" in text.get_text() for text in drawn[-1].axes[0].texts)
+    assert figures.main(argv + ["--curves", str(failed)]) == 0  # a failed seed's curve alone: said so
+    assert any("every curve given is empty (failed runs)" in t.get_text() for t in drawn[-1].axes[0].texts)
     without = _curve_json(tmp_path / "e.json", "multiview_ctl", 0, [(52.0, 44.0)])
     document = read_json(without)
     for point in document["points"]:
