@@ -33,8 +33,9 @@ def test_the_language_lives_in_one_block_only():
 @pytest.mark.slow
 def test_synthetic_language_runs_to_a_table_row(tmp_path, monkeypatch):
     workdir = copy_workdir(tmp_path)
-    result = snakemake(workdir, "--cores", "2", "results/scores.csv", "results/table2.md",
-                       "results/banyan/table5.md", "--configfile", ".test/config.yaml", timeout=600)
+    targets = ("results/scores.csv", "results/table2.md", "results/banyan/table5.md",
+               "--configfile", ".test/config.yaml")
+    result = snakemake(workdir, "--cores", "2", *targets, timeout=600)
     logs = "\n".join(p.read_text(errors="replace")[-2000:] for p in (workdir / "logs").rglob("*.log")) \
         if (workdir / "logs").exists() else ""
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:] + logs
@@ -77,8 +78,6 @@ def test_synthetic_language_runs_to_a_table_row(tmp_path, monkeypatch):
     # Snakemake's params trigger, which the workflow relies on to retrain a run whose recipe changed (its command
     # names the recipe, not its values): nothing to do with the same config; one recipe value changed for Banyan
     # (an overlay, as a user would) reruns the Banyan run alone, and what reads it, never the Self-StrAE run
-    targets = ("results/scores.csv", "results/table2.md", "results/banyan/table5.md",
-               "--configfile", ".test/config.yaml")
     same = snakemake(workdir, "-n", "--cores", "2", *targets, timeout=300)
     assert same.returncode == 0 and "Nothing to be done" in same.stdout + same.stderr, same.stdout[-3000:]
     (workdir / ".test/retuned.yaml").write_text("models: {banyan: {recipe: banyan, recipe_overrides: "

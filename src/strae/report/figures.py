@@ -209,9 +209,12 @@ def training_curve(spec: dict[str, Any], tables: dict[str, Any], args) -> plt.Fi
             ax.set_ylabel(panel.get("ylabel", "score"))
             ax.legend(fontsize=7)
         else:
-            why = ("no curve scored this task" if by_model else "every curve given is empty (failed runs)"
-                   if args.curves else "no curve given (--curves; the workflow keeps seed 0's with "
-                   "multiview.curve.every_sentences)")
+            if by_model:
+                why = "no curve scored this task"
+            elif args.curves:
+                why = "every curve given is empty (failed runs)"
+            else:
+                why = "no curve given (--curves; the workflow keeps seed 0's with multiview.curve.every_sentences)"
             _not_run(ax, f"{panel['task']}: {why}")
     axes[-1, 0].set_xlabel("training sentences read (thousands); the paper: a point an hour, ~139k sentences "
                            "(4.6M in 33 h)", fontsize=8)
