@@ -3,7 +3,11 @@ the ``strae evaluate --suite senteval`` entry point (JSON -> scores.csv)."""
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -437,6 +441,9 @@ def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch, c
     record = document["tasks"]["BIN"]
     assert record["n_oov"] == 1  # the blank line (kept, as SentEval keeps it) has no vector
     assert record["score"] > 90
+    # the kernels the classifier's BLAS ran (they round differently per CPU: strae.io.cpu_kernels)
+    kernels = document["provenance"]["cpu_kernels"]
+    assert kernels["torch"] and all(blas["architecture"] and blas["version"] for blas in kernels["blas"])
     rows = aggregate.rows_from_document(document, str(out))
     assert [(r["task"], r["variant"], r["model"]) for r in rows] == [("BIN", "senteval", "keyword")]
 
@@ -592,3 +599,18 @@ def test_sick_and_mrpc_name_the_line_of_a_bad_score_or_label(tmp_path, reader, l
                         files={"train": "bad"}, **({"label": label} if label else {}))
     with pytest.raises(senteval.SentevalError, match=message):
         read_task(task, files.__getitem__)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="OpenBLAS's Haswell kernels are x86-64")
+def test_the_recorded_blas_kernels_are_the_ones_openblas_runs_and_openblas_coretype_pins_them():
+    # OpenBLAS chooses its kernels per CPU when it loads; OPENBLAS_CORETYPE overrides the choice. A score's
+    # provenance must name the kernels that ran, not the CPU's default (reproductions/senteval-blas-kernels-cpu-...).
+    code = "import json, numpy, scipy.linalg; from strae.io import cpu_kernels; print(json.dumps(cpu_kernels()))"
+    env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell"}
+    kernels = json.loads(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                                        check=True).stdout)
+    openblas = [blas for blas in kernels["blas"] if blas["internal_api"] == "openblas"]
+    if not openblas:
+        pytest.skip("numpy and scipy use another BLAS here")
+    assert {blas["architecture"] for blas in openblas} == {"Haswell"}
+    assert kernels["openblas_coretype"] == "Haswell"

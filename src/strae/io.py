@@ -216,10 +216,35 @@ def provenance(**extra: Any) -> dict[str, Any]:
         "numpy": numpy.__version__,
         "platform": platform.platform(),
         "hostname": platform.node(),
+        "cpu_kernels": cpu_kernels(),
         "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
     record.update(extra)
     return record
+
+
+def cpu_kernels() -> dict[str, Any]:
+    """Which CPU kernels this process' numeric libraries chose: torch's vector ISA (``AVX512``, ``AVX2``, ...) and,
+    for every BLAS loaded so far (numpy's and scipy's OpenBLAS, via threadpoolctl), its kernel architecture.
+
+    Why it is recorded: OpenBLAS picks its kernels per CPU at load time (``DYNAMIC_ARCH``), and they round
+    differently. A SentEval classifier refit that stops at ``max_iter`` unconverged carries that rounding into the
+    score: the same features scored SICK-E 70.23 with the ``SkylakeX`` kernels and 69.33 with ``Haswell``/``Zen``
+    (reproductions/senteval-blas-kernels-cpu-2026-11-30). ``OPENBLAS_CORETYPE=Haswell`` pins the kernels."""
+    import torch
+
+    kernels: dict[str, Any] = {"torch": torch.backends.cpu.get_cpu_capability(), "blas": []}
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:  # a dependency of scikit-learn, pinned in pyproject; absent only in a partial install
+        return kernels
+    for pool in threadpool_info():
+        if pool.get("user_api") == "blas":
+            kernels["blas"].append({"library": Path(pool.get("filepath") or "").name or pool.get("prefix"),
+                                    **{key: pool.get(key) for key in ("internal_api", "version", "architecture")}})
+    if os.environ.get("OPENBLAS_CORETYPE"):
+        kernels["openblas_coretype"] = os.environ["OPENBLAS_CORETYPE"]
+    return kernels
 
 
 def package_versions(*names: str) -> dict[str, str | None]:
