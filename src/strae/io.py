@@ -242,6 +242,7 @@ def cpu_kernels() -> dict[str, Any]:
         if pool.get("user_api") == "blas":
             kernels["blas"].append({"library": Path(pool.get("filepath") or "").name or pool.get("prefix"),
                                     **{key: pool.get(key) for key in ("internal_api", "version", "architecture")}})
+    kernels["blas"].sort(key=lambda blas: str(blas["library"]))  # the order libraries loaded in varies
     if os.environ.get("OPENBLAS_CORETYPE"):
         kernels["openblas_coretype"] = os.environ["OPENBLAS_CORETYPE"]
     return kernels
