@@ -643,6 +643,7 @@ def test_train_sigterm_checkpoints_after_the_step_and_resumes_exactly(tmp_path, 
     assert [(s["start_step"], s["end_step"], s.get("stopped_by")) for s in sessions] == [(0, 2, "SIGTERM"),
                                                                                          (2, 6, None)]
     assert all(s["device"] and "git_sha" in s and s["ended"] >= s["started"] for s in sessions)
+    assert all(s["cpu_isa"] == torch.backends.cpu.get_cpu_capability() for s in sessions)  # the kernels that ran
     assert len(json.loads((straight / "train.json").read_text())["timings"]["sessions"]) == 1
 
 

@@ -158,9 +158,13 @@ class Sessions:
         return cls(entries)
 
     def open(self, step: int, device: str, **extra: Any) -> dict[str, Any]:
-        """Start this process' session; ``extra``: the trainer's own fields (e.g. its engine's hash)."""
+        """Start this process' session; ``extra``: the trainer's own fields (e.g. its engine's hash).
+        ``cpu_isa``: torch's CPU kernels in this process (``AVX512``, ``AVX2``, ...): a run resumed on a CPU whose
+        kernels differ continues on another trajectory (reproductions/senteval-blas-kernels-cpu-2026-11-30)."""
+        import torch
+
         session = {"started": round(time.time(), 1), "start_step": step, "device": device, "git_sha": git_sha(),
-                   **extra}
+                   "cpu_isa": torch.backends.cpu.get_cpu_capability(), **extra}
         self.entries.append(session)
         return session
 
