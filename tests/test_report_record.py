@@ -402,6 +402,19 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     assert glove_seed0 == ["results/eval/en/glove/words_w10_d256@stopword_rm/seed0.paper.json"]
     # without a record every run is left
     assert all(len(row["left"]) == len(row["runs"]) for row in rec.remaining(None, config, tables))
+    # figures: one drawn from scores needs only them; a model-based one, its runs' weights (no record keeps them)
+    (record / "figures").mkdir()
+    (record / "figures" / "ku_curves.png").write_bytes(b"png")
+    figures = {figure["key"]: figure for figure in rec.remaining_figures(record, config, tables)}
+    assert figures["ku_curves"]["in_record"] and figures["ku_curves"]["from_scores"]
+    assert not figures["ku_curves"]["runs"] and "the scores" in rec.figure_needs(figures["ku_curves"])
+    node_counts = figures["banyan_fig2_node_counts"]
+    assert not node_counts["in_record"] and node_counts["target"] == "results/figures/banyan_fig2_node_counts.png"
+    assert [(run.language, run.model, run.setting, run.seed) for run in node_counts["runs"]] == [
+        ("en", "banyan", "ce_diagonal_entangled_k128_u2", 0)]
+    geometry = figures["selfstrae_fig2_uniformity_alignment"]["runs"]  # SemEval Table 1's three objectives
+    assert len(geometry) == 12 and {run.setting.split("_")[0] for run in geometry} == {"ce", "ceco", "contrastive"}
+    assert "multiview_fig2_training_curve" not in figures  # drawn by `snakemake multiview`, in its own records
     # the CLI: one table's evaluation targets, one per line
     assert rec.main(["--todo", "--targets", "--table", "selfstrae_table2", "--out", str(record.parent),
                      "--config", str(config_path), "--tables", str(tables_path)]) == 0
@@ -412,6 +425,9 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "results/table2.csv (Self-StrAE (SemEval-2024) Table 2): 20 runs, 2 in the record, 18 to train" in text
     assert "en glove words_w10_d256 (seeds 1–3; baselines.glove.enabled: false)" in text
+    assert ("results/figures/banyan_fig2_node_counts.png: not in the record; drawing it takes its runs' weights, "
+            "which records do not keep: en banyan ce_diagonal_entangled_k128_u2 (seed 0)") in text
+    assert "results/figures/ku_curves.png:" not in text  # in the record
     assert rec.main(["--todo", "--table", "banyan_table6", "--out", str(record.parent), "--config", str(config_path),
                      "--tables", str(tables_path)]) == 0
     assert "results/banyan/table6.csv: trains no run of" in capsys.readouterr().out
@@ -438,6 +454,7 @@ def test_the_readme_todo_block_is_regenerated_only_where_its_markers_are(tmp_pat
     assert "stale" not in text and text.endswith(f"{rec.TODO_END}\n\n## Layout\n")
     assert "Against `gpu-test`, for `" in text and "runs still to train**" in text
     assert "| `results/banyan/table1.csv` (Banyan Table 1) | 24 | 4 | 20 |" in text
+    assert "| `results/figures/banyan_fig2_node_counts.png` | no | its runs' weights" in text
     # a README without the todo markers is left as it was outside the results block
     plain = tmp_path / "PLAIN.md"
     plain.write_text(f"# y\n{rec.README_BEGIN}\n{rec.README_END}\ntail\n")

@@ -539,3 +539,18 @@ def table_numbers(tables: dict[str, Any], paper: str) -> list[str]:
 
 def runs_matching(runs: Iterable[Run], **selector: Any) -> list[Run]:
     return [run for run in runs if all(getattr(run, key) == value for key, value in selector.items())]
+
+
+def measurement_runs(runs: Iterable[Run], figure: dict[str, Any]) -> list[Run]:
+    """The runs of ``runs`` a model-based figure's measurement reads (its spec in the tables file): those its
+    ``runs`` selector matches, of its ``corpus_language`` only (a model is measured on text its own tokenizer
+    encoded), of its ``settings`` only where it names them; none for a figure without a selector."""
+    selector = dict(figure.get("runs") or {})
+    if not selector:
+        return []
+    if figure.get("corpus_language"):
+        selector.setdefault("language", figure["corpus_language"])
+    found = runs_matching(runs, **selector)
+    if figure.get("settings"):
+        found = [run for run in found if run.setting in figure["settings"].values()]
+    return found

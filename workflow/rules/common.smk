@@ -301,16 +301,7 @@ def table_report_labels(ext):
 
 def get_measure_runs(wildcards):
     """Training records of the runs a measurement reads (a model-based figure's: geometry, node counts)."""
-    spec = FIGURES.get(wildcards.measurement) or {}
-    selector = dict(spec.get("runs") or {})
-    if not selector:
-        return []
-    if spec.get("corpus_language"):
-        # the runs of the corpus' language only: a model is measured on text its own tokenizer encoded
-        selector.setdefault("language", spec["corpus_language"])
-    runs = plan.runs_matching(MODEL_RUNS, **selector)
-    if spec.get("settings"):
-        runs = [run for run in runs if run.setting in spec["settings"].values()]
+    runs = plan.measurement_runs(MODEL_RUNS, FIGURES.get(wildcards.measurement) or {})
     return [str(paths.train_record(run.language, run.model, run.setting, run.seed)) for run in runs]
 
 

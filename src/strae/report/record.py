@@ -649,6 +649,34 @@ def remaining(record: Path | None, config: dict[str, Any], tables: dict[str, Any
     return out
 
 
+def remaining_figures(record: Path | None, config: dict[str, Any], tables: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per figure of ``tables`` the workflow's `figure` rule draws (the multi-view ones come from `snakemake
+    multiview` and its own records): its key, target (results/figures/KEY.png), whether ``record`` has it, and what
+    drawing it takes: a figure drawn from scores needs only the scores; a model-based one (`strae measure` reads the
+    weights) needs its runs' weights, which no record keeps, so its runs train again (``runs``: those of
+    ``config``'s experiments it reads; none when they are disabled there)."""
+    runs = plan.model_runs(config)
+    out = []
+    for key, spec in (tables.get("figures") or {}).items():
+        if spec.get("kind") in plan.MULTIVIEW_FIGURE_KINDS:
+            continue
+        out.append({"key": key, "target": paths.figure_file(key, "png").as_posix(),
+                    "in_record": record is not None and (record / "figures" / f"{key}.png").exists(),
+                    "from_scores": bool(spec.get("from_scores")),
+                    "runs": [] if spec.get("from_scores") else plan.measurement_runs(runs, spec)})
+    return out
+
+
+def figure_needs(figure: dict[str, Any], disabled: set[str] = frozenset()) -> str:
+    """What drawing ``figure`` (a :func:`remaining_figures` entry) takes, in a phrase."""
+    if figure["from_scores"]:
+        return "the scores (`strae figure`; `strae record` copies it, `tools/campaign_record.sh` draws it)"
+    if not figure["runs"]:
+        return "its runs, which the config's enabled experiments do not train"
+    return (f"its runs' weights, which records do not keep: {runs_text(figure['runs'], disabled)} trained (again), "
+            f"then `snakemake --cores 8 {figure['target']}`")
+
+
 def _seeds_text(seeds: list[int]) -> str:
     seeds = sorted(seeds)
     if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
@@ -691,6 +719,12 @@ def todo_block(record: Path | None, config: dict[str, Any], tables: dict[str, An
         runs, left = len(row["runs"]), len(row["left"])
         lines.append(f"| `{row['target']}` ({row['title']}) | {runs} | {runs - left} | {left} | "
                      f"{runs_text(row['left'], disabled) or '—'} |")
+    figures = remaining_figures(record, config, tables)
+    if figures:
+        lines += ["", "Figures (`strae record --todo` lists them too):", "",
+                  "| figure | in the record | what drawing it takes |", "|---|---|---|"]
+        lines += [f"| `{figure['target']}` | {'yes' if figure['in_record'] else 'no'} | "
+                  f"{figure_needs(figure, disabled)} |" for figure in figures]
     return "\n".join(lines)
 
 
@@ -805,6 +839,10 @@ def print_todo(record: Path | None, config_files: list[Path], tables_path: Path,
               "table that reads its own runs)")
     union = list(dict.fromkeys(run for row in rows for run in row["left"]))
     print(f"# {len(union)} distinct runs to train (tables share runs)")
+    if not keys:
+        for figure in remaining_figures(record, config, tables):
+            if not figure["in_record"]:
+                print(f"{figure['target']}: not in the record; drawing it takes {figure_needs(figure, disabled)}")
     return 0
 
 
