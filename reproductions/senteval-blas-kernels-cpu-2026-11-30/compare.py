@@ -40,7 +40,7 @@ for path, document in sorted(documents.items(), key=lambda item: (  # the record
 
 isa = json.loads((FOLDER / "ctl-seed1-100steps.torch-isa.json").read_text())
 base, other = isa["runs"]["default"], isa["runs"]["avx2"]
-differ = [step for step, (a, b) in enumerate(zip(base["loss"], other["loss"])) if a != b]
+differ = [step for step, (a, b) in enumerate(zip(base["loss"], other["loss"]), start=1) if a != b]  # steps count from 1
 rounding = json.loads((HERE.parent / "multiview-rounding-cpu-2026-11-30/ctl-seed1-300steps.history.json").read_text())
 print()
 print(f"Training, CTL seed 1, 100 steps: torch {base['cpu_kernels']['torch']} vs {other['cpu_kernels']['torch']} "

@@ -5,11 +5,12 @@
 # OpenBLAS reads OPENBLAS_CORETYPE when it loads, so every scoring is its own process. ~40 min in all.
 set -euo pipefail
 OUT=${1:?usage: measure.sh OUT}
+OUT=$(mkdir -p "$OUT" && cd "$OUT" && pwd)   # absolute: the scorings run from inside worktrees
 RUN=${RUN:-$PWD/results/runs/en/multiview_cl/cl_h1000_e300/seed1}
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 HF_HUB_OFFLINE=1
 REPO=$PWD HERE=$PWD/reproductions/senteval-blas-kernels-cpu-2026-11-30
 WT=$OUT/wt-ea098a9   # the 4-seed record's evaluation code (multiview-cpu-full-4seeds-2026-11-29)
-mkdir -p "$OUT" && git worktree add -f "$WT" ea098a9
+git worktree add -f "$WT" ea098a9
 score_at() {  # score_at WORKTREE CORETYPE TASKS CONFIG OUT: strae's SentEval evaluation as that commit's code runs it
     local tree=$1 coretype=$2 tasks=$3 config=$4 out=$5
     (cd "$tree" && if [ "$coretype" != default ]; then export OPENBLAS_CORETYPE=$coretype; fi &&
@@ -27,11 +28,11 @@ for ct in default Haswell; do score_at "$WT" $ct MR config/config.yaml "$OUT/mr.
 # 3. SICK-E by commit 40aa837 (SentEval's row order; provenance.cpu_kernels names the kernels), then with the
 #    refits run to convergence (multiview.senteval.max_iter 2000; they stop at 260-306 iterations)
 git worktree add -f "$OUT/wt-40aa837" 40aa837
-python - "$OUT/max_iter2000.yaml" <<'PY'
+python - "$OUT/wt-40aa837/config/config.yaml" "$OUT/max_iter2000.yaml" <<'PY'
 import sys, yaml
-config = yaml.safe_load(open("config/config.yaml"))
+config = yaml.safe_load(open(sys.argv[1]))   # that commit's config: its schema refuses keys added later
 config["multiview"]["senteval"]["max_iter"] = 2000
-yaml.safe_dump(config, open(sys.argv[1], "w"), sort_keys=False)
+yaml.safe_dump(config, open(sys.argv[2], "w"), sort_keys=False)
 PY
 for ct in default Haswell; do
     score_at "$OUT/wt-40aa837" $ct SICK-E config/config.yaml "$OUT/sick-e.40aa837.$ct.json"

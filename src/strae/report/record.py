@@ -721,7 +721,7 @@ def todo_block(record: Path | None, config: dict[str, Any], tables: dict[str, An
                      f"{runs_text(row['left'], disabled) or '—'} |")
     figures = remaining_figures(record, config, tables)
     if figures:
-        lines += ["", "Figures (`strae record --todo` lists them too):", "",
+        lines += ["", "Figures (`strae record --todo` lists those not in the record):", "",
                   "| figure | in the record | what drawing it takes |", "|---|---|---|"]
         lines += [f"| `{figure['target']}` | {'yes' if figure['in_record'] else 'no'} | "
                   f"{figure_needs(figure, disabled)} |" for figure in figures]
