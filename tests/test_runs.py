@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from strae import runs
-from strae.runs import RunRecord
+from strae.runs import RunRecord, Sessions
 
 # train.json as each trainer wrote it before strae.runs (trimmed to the fields readers use; layouts as written).
 STRAE_V1 = {  # strae train before recipes: recipe values inside config.model, no recipe block
@@ -205,3 +205,24 @@ def test_sessions_from_a_checkpoint_close_what_died_and_name_what_is_unknown():
     sessions.close(9, "SIGTERM")
     sessions.close(12)
     assert (sessions.entries[1]["end_step"], sessions.entries[1]["stopped_by"]) == (9, "SIGTERM")
+
+
+@pytest.mark.parametrize("before, now, warned", [
+    ({"device": "cpu:2cores:1threads", "cpu_isa": "CURRENT"}, "cpu:2cores:1threads", False),
+    ({"device": "cpu:16cores:1threads", "cpu_isa": "CURRENT"}, "cpu:2cores:1threads", False),  # cores only
+    ({"device": "cpu:2cores:1threads"}, "cpu:2cores:1threads", False),  # a session before cpu_isa was recorded
+    ({"device": "cpu:2cores:1threads", "cpu_isa": "AVX2-OTHER"}, "cpu:2cores:1threads", True),
+    ({"device": "cpu:2cores:2threads", "cpu_isa": "CURRENT"}, "cpu:2cores:1threads", True),  # threads round too
+    ({"device": "cuda:NVIDIA H100 80GB HBM3"}, "cuda:NVIDIA H200", True),
+    ({"device": "cuda:NVIDIA H200", "cpu_isa": "AVX2-OTHER"}, "cuda:NVIDIA H200", False),  # the card decides
+])
+def test_a_session_resumed_on_other_kernels_says_so(caplog, before, now, warned):
+    import torch
+
+    isa = torch.backends.cpu.get_cpu_capability()
+    before = {key: (isa if value == "CURRENT" else value) for key, value in before.items()}
+    sessions = Sessions([{"started": 1.0, "start_step": 0, "git_sha": None, "end_step": 5, **before}])
+    with caplog.at_level("WARNING", logger="strae.runs"):
+        sessions.open(5, now)
+    assert bool([r for r in caplog.records if "will not repeat bitwise" in r.getMessage()]) == warned
+    assert sessions.entries[-1]["cpu_isa"] == isa and len(sessions.entries) == 2

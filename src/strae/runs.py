@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import shutil
 import sys
@@ -163,8 +164,17 @@ class Sessions:
         kernels differ continues on another trajectory (reproductions/senteval-blas-kernels-cpu-2026-11-30)."""
         import torch
 
+        previous = next((entry for entry in reversed(self.entries) if entry.get("device")), None)
         session = {"started": round(time.time(), 1), "start_step": step, "device": device, "git_sha": git_sha(),
                    "cpu_isa": torch.backends.cpu.get_cpu_capability(), **extra}
+        if previous is not None and _kernels(previous, session) != _kernels(session, previous):
+            # a SLURM job resubmitted onto another node type, a run moved between machines: valid, but no longer
+            # the run one machine would have made, and nothing else would say so
+            logging.getLogger(__name__).warning(
+                "resumed at step %d on %s (torch %s kernels); the run's previous session ran on %s (%s): from here "
+                "on other kernels round its steps, so it will not repeat bitwise a run made on either alone "
+                "(train.json's timings.sessions name both)", step, device, session["cpu_isa"],
+                previous["device"], previous.get("cpu_isa") or "kernels not recorded")
         self.entries.append(session)
         return session
 
@@ -177,6 +187,16 @@ class Sessions:
         session.update(ended=round(time.time(), 1), end_step=step)
         if stopped_by:
             session["stopped_by"] = stopped_by
+
+
+def _kernels(session: dict[str, Any], other: dict[str, Any]) -> tuple[Any, ...]:
+    """What decides a session's rounding: on a CPU torch's thread count and vector ISA (the core count does not
+    matter), on a GPU the card; the ISA only where ``other`` recorded one too (sessions before 2026-11-30 did not)."""
+    device = str(session["device"])
+    if not device.startswith("cpu:"):
+        return (device,)
+    isa = session.get("cpu_isa") if other.get("cpu_isa") else None
+    return ("cpu", device.rsplit(":", 1)[-1], isa)
 
 
 class ProgressFile:
