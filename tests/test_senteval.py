@@ -447,6 +447,8 @@ def test_cli_suite_senteval_writes_json_that_aggregates(tmp_path, monkeypatch, c
     assert all(blas["architecture"] for blas in kernels["blas"] if blas["internal_api"] == "openblas")
     rows = aggregate.rows_from_document(document, str(out))
     assert [(r["task"], r["variant"], r["model"]) for r in rows] == [("BIN", "senteval", "keyword")]
+    assert rows[0]["cpu_kernels"].startswith(f"torch {kernels['torch']}")  # the tidy CSV names them too
+    assert all(f"{b['internal_api']} " in rows[0]["cpu_kernels"] for b in kernels["blas"])
 
 
 def test_the_selection_is_the_named_tasks_else_the_languages_group_and_refuses_by_name(repo_root):

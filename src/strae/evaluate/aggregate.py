@@ -42,6 +42,9 @@ COLUMNS = [
     "recipe", "recipe_overrides", "corpus_source",
     # the evaluation setting's label (schema 3; EvalResult.evaluation): e.g. stopword_rm, empty for plain
     "eval_label",
+    # the CPU kernels the evaluation ran (provenance.cpu_kernels, since 2026-11-30): a classifier task's score moves
+    # with the BLAS's (reproductions/senteval-blas-kernels-cpu-2026-11-30); e.g. "torch AVX512; openblas SkylakeX"
+    "cpu_kernels",
 ]
 
 
@@ -114,6 +117,15 @@ def _blank(value: Any) -> Any:
     return "" if value is None else value
 
 
+def kernels_text(kernels: dict[str, Any] | None) -> str:
+    """``provenance.cpu_kernels`` in a cell: torch's ISA, then each BLAS family's kernels (numpy's and scipy's
+    OpenBLAS once when they agree); blank for an evaluation that did not record them."""
+    if not kernels:
+        return ""
+    blas = dict.fromkeys(f"{b.get('internal_api')} {b.get('architecture') or '?'}" for b in kernels.get("blas") or [])
+    return "; ".join([f"torch {kernels.get('torch')}", *blas])
+
+
 def rows_from_result(result: EvalResult, source: str) -> list[dict[str, Any]]:
     """The CSV rows of one evaluation result (``source``: its file, the ``source_json`` column)."""
     run, prov = result.run, result.provenance
@@ -135,6 +147,7 @@ def rows_from_result(result: EvalResult, source: str) -> list[dict[str, Any]]:
         "recipe_overrides": _blank(run.get("recipe_overrides")),
         "corpus_source": _blank(run.get("corpus_source")),
         "eval_label": _blank(result.evaluation.label),
+        "cpu_kernels": kernels_text(prov.get("cpu_kernels")),
     }
     rows: list[dict[str, Any]] = []
     if result.failed or not result.tasks:
