@@ -18,6 +18,9 @@ from strae.data.tokenized import tokenize_corpus
 from strae.data.tokenizer import train_sentencepiece
 
 TRAIN = [f"Paper sentence {i} has words. It stays one line {i}." for i in range(60)]
+# a row with a line break inside: the reference writes rows raw and reads the file by lines, so it is two lines
+TRAIN[7] = "A row written raw\nbreaks into two lines, as in the reference."
+TRAIN_LINES = [piece for row in TRAIN for piece in row.split("\n")]
 DEV = [f"Paper dev line {i} here." for i in range(8)]
 
 
@@ -68,7 +71,7 @@ def test_paper_source_used_when_available_and_recorded(setup, repo_root, monkeyp
     meta = prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "out")
     assert meta["corpus_source"] == "paper_source" and meta["paper_source_skipped"] is None
     # every line, in order, unsplit (segmented: true) and not subsampled (subsample: false; budget was 100 tokens)
-    assert _lines(tmp_path / "out" / "train.txt") == TRAIN
+    assert _lines(tmp_path / "out" / "train.txt") == TRAIN_LINES and len(TRAIN_LINES) == len(TRAIN) + 1
     assert _lines(tmp_path / "out" / "dev.txt") == DEV
     assert meta["subsampled"] is False and meta["segmenter"]["package"] is None
     source = meta["sources"][0]

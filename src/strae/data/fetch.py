@@ -264,7 +264,9 @@ def fetch_source(
         with atomic_path(dest) as tmp:
             with open(tmp, "w", encoding="utf-8") as out:
                 for row in ds:
-                    out.write(str(row[field_name]).replace("\n", " ") + "\n")
+                    # raw, one row then a newline, as the reference writes its corpus (B:scripts/get_data.py): a
+                    # line break inside a row makes two lines there (its readlines), and so here
+                    out.write(str(row[field_name]) + "\n")
             got = sha256_file(tmp)
             if expected and got != expected.lower():
                 raise ChecksumError(f"HF dataset {spec['hf_dataset']}: text differs from the language block's sha256")
