@@ -139,6 +139,20 @@ def test_the_code_sha_is_read_when_a_command_starts_and_kept(monkeypatch):
     assert io.git_sha() == "started-on" and io.git_sha() == "started-on"
 
 
+def test_a_git_status_that_fails_leaves_the_sha_unchecked_not_clean(monkeypatch):
+    import subprocess
+    import types
+
+    from strae import io
+
+    def run(command, **_):  # rev-parse answers; status fails with no output (as with an unreadable index)
+        failed = "status" in command
+        return types.SimpleNamespace(returncode=128 if failed else 0, stdout="" if failed else "abc123\n")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    assert io._read_git_sha() == "abc123-unchecked"
+
+
 def test_license_is_mit_as_pyproject_says():
     import tomllib
 

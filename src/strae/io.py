@@ -198,6 +198,8 @@ def _read_git_sha() -> str | None:
                                 cwd=project_root(), capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return f"{sha}-unchecked"  # the commit, with changes to it neither seen nor ruled out
+    if status.returncode != 0:  # e.g. an unreadable index: its empty output says nothing about changes
+        return f"{sha}-unchecked"
     return sha + ("-dirty" if status.stdout.strip() else "")
 
 

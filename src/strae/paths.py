@@ -71,9 +71,14 @@ def parses_dir(lang: str, name: str, resources: str | Path = DEFAULT_RESOURCES) 
 
 
 # ----------------------------------------------------------------------------------------------- results/
+def runs_root(results: str | Path = DEFAULT_RESULTS) -> Path:
+    """Where every run directory lives (a record keeps the same layout for its runs' train.json)."""
+    return Path(results) / "runs"
+
+
 def run_dir(lang: str, model: str, setting: str, seed: int | str, results: str | Path = DEFAULT_RESULTS) -> Path:
     """A run directory (``strae train`` and the baseline trainers); ``train.json`` in it is the DAG's target."""
-    return Path(results) / "runs" / lang / model / setting / f"seed{seed}"
+    return runs_root(results) / lang / model / setting / f"seed{seed}"
 
 
 def snapshot_dir(lang: str, model: str, setting: str, seed: int | str, step: int | str,
@@ -91,6 +96,12 @@ def eval_json(lang: str, model: str, setting: str, seed: int | str, variant: str
     """An evaluation JSON; an evaluation ``option`` (a baseline's ``eval_options`` key) is ``SETTING@OPTION``."""
     setting_dir = f"{setting}@{option}" if option else setting
     return Path(results) / "eval" / lang / model / setting_dir / f"seed{seed}.{variant}.json"
+
+
+def encoder_eval_json(lang: str, name: str, variant: str, results: str | Path = DEFAULT_RESULTS) -> Path:
+    """The evaluation of an encoder that is no run (a builtin such as ``random-token``, or a folder without a
+    train.json): ``strae evaluate``'s default ``--out`` for it."""
+    return Path(results) / "eval" / lang / f"{name}.{variant}.json"
 
 
 def multiview_figure_file(name: str, ext: str, results: str | Path = DEFAULT_RESULTS) -> Path:
@@ -154,5 +165,10 @@ def split_table_key(key: str) -> tuple[str, str]:
     return paper, number
 
 
+def figures_dir(results: str | Path = DEFAULT_RESULTS) -> Path:
+    """The Self-StrAE / Banyan figures (a record copies the folder as it is)."""
+    return Path(results) / "figures"
+
+
 def figure_file(name: str, ext: str, results: str | Path = DEFAULT_RESULTS) -> Path:
-    return Path(results) / "figures" / f"{name}.{ext}"
+    return figures_dir(results) / f"{name}.{ext}"

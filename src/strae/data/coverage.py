@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.corpus is None:
         from strae.data.registry import load_config
 
-        args.corpus = [paths.resources_dir(load_config(args.config)) / "corpora" / args.lang / "train.txt"]
+        args.corpus = [paths.corpus_file(args.lang, "train", paths.resources_dir(load_config(args.config)))]
     if args.label is not None and len(args.label) != len(args.corpus):
         parser.error(f"--label: {len(args.label)} names for {len(args.corpus)} --corpus files")
     corpora = []

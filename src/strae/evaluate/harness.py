@@ -316,7 +316,7 @@ def default_out_path(model: str, lang: str, variant: str, options: dict[str, Any
     record = RunRecord.from_disk(model) if Path(model).is_dir() else None
     if record is not None and None not in (record.model, record.setting, record.seed):
         return paths.eval_json(lang, record.model, f"{record.setting}{suffix}", record.seed, variant)
-    return Path("results/eval", lang, f"{Path(model).name or 'model'}{suffix}.{variant}.json")
+    return paths.encoder_eval_json(lang, f"{Path(model).name or 'model'}{suffix}", variant)
 
 
 def main(argv: list[str] | None = None) -> int:

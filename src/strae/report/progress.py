@@ -313,7 +313,7 @@ def summary(results: Path, config_path: Path) -> list[str]:
             lines.append(summary_line(results, config, run, path))
         except Exception as error:  # a half-written file still gets its line
             lines.append(f"{label(run)}  unreadable  {type(error).__name__}: {error}")
-    return lines or ["no run directory under " + str(Path(results) / "runs")]
+    return lines or ["no run directory under " + str(paths.runs_root(results))]
 
 
 # ------------------------------------------------------------------------------------------------ eta

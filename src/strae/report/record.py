@@ -239,12 +239,12 @@ def _check_carried(results: Path, carried: Path) -> None:
     or the new record's tables and scores would silently drop them."""
     if not (carried / MANIFEST).exists():
         raise SystemExit(f"{carried}: not a record (no {MANIFEST}); --carry takes a reproductions/<record>/ folder")
-    if not (carried / "scores.csv").exists():
+    if not (paths.scores_csv(carried)).exists():
         raise SystemExit(f"{carried}: a record without its scores.csv; --carry takes a complete record folder")
-    check_scores_csv(carried / "scores.csv")
-    with open(carried / "scores.csv", encoding="utf-8", newline="") as handle:
+    check_scores_csv(paths.scores_csv(carried))
+    with open(paths.scores_csv(carried), encoding="utf-8", newline="") as handle:
         wanted = {evaluation_key(row) for row in csv.DictReader(handle)}
-    with open(results / "scores.csv", encoding="utf-8", newline="") as handle:
+    with open(paths.scores_csv(results), encoding="utf-8", newline="") as handle:
         present = {evaluation_key(row) for row in csv.DictReader(handle)}
     absent = sorted(wanted - present)
     if absent:
@@ -320,7 +320,7 @@ def _check_tables_current(results: Path, tables_file: Path | None, paper_dir: Pa
         if paths.split_table_key(key)[0] not in plan.SCORE_TABLE_PAPERS or not rendered.exists():
             continue  # (a multi-view table is rendered from results/multiview/scores.csv, and not recorded here)
         if scores is None:
-            scores = report.load_scores(results / "scores.csv")
+            scores = report.load_scores(paths.scores_csv(results))
         fresh, _ = report.render(key, tables, config, scores, paper_dir, param_counts)
         difference = _first_difference(read_rendered(rendered), fresh)
         if difference:
@@ -334,7 +334,7 @@ def _check_figures_current(results: Path, tables_file: Path | None) -> None:
     """A figure drawn from scores (``from_scores: true`` in the tables file) before results/scores.csv was last
     written (e.g. before `strae aggregate --carry`) shows older scores than the record's tables: refused, naming the
     command that redraws it. Figures drawn from measurements do not read scores.csv and are not compared."""
-    figures = results / "figures"
+    figures = paths.figures_dir(results)
     if not figures.exists():
         return
     config_path, _, tables_file, _ = _report_files(results, tables_file, None)
@@ -342,7 +342,7 @@ def _check_figures_current(results: Path, tables_file: Path | None) -> None:
         return
     from_scores = {name for name, spec in (report.load_tables(tables_file).get("figures") or {}).items()
                    if spec.get("from_scores")}
-    written = (results / "scores.csv").stat().st_mtime
+    written = paths.scores_csv(results).stat().st_mtime
     stale = sorted(p.name for p in figures.iterdir()
                    if p.is_file() and p.stem in from_scores and p.stat().st_mtime < written)
     if stale:
@@ -358,9 +358,9 @@ MULTIVIEW_MODEL_PREFIX = "multiview_"
 
 def _train_jsons(root: Path) -> list[Path]:
     """Every run's train.json under root/runs, but the multi-view paper's (its own records)."""
-    if not (root / "runs").exists():
+    if not paths.runs_root(root).exists():
         return []
-    return sorted(p for p in (root / "runs").rglob("train.json")
+    return sorted(p for p in paths.runs_root(root).rglob("train.json")
                   if not any(part.startswith(MULTIVIEW_MODEL_PREFIX) for part in p.relative_to(root).parts))
 
 
@@ -394,7 +394,7 @@ def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
     whose scores.csv holds exactly the run's evaluations in results/scores.csv — those scores were made from that
     train.json's run, even when results/ holds a newer one of the run (restarted, not yet evaluated) — else
     results/, else the first carried record that has one."""
-    recorded = _evaluations_by_run(results / "scores.csv")
+    recorded = _evaluations_by_run(paths.scores_csv(results))
     sources: dict[Path, list[Path]] = {}
     for root in (results, *carry):
         for train_json in _train_jsons(root):
@@ -407,7 +407,7 @@ def _train_json_sources(results: Path, carry: list[Path]) -> dict[Path, Path]:
                       "left out of the record", file=sys.stderr)
                 continue
             sources.setdefault(relative, []).append(root)
-    carried = {root: _evaluations_by_run(root / "scores.csv") for root in carry}
+    carried = {root: _evaluations_by_run(paths.scores_csv(root)) for root in carry}
     chosen = {}
     for relative, roots in sorted(sources.items()):
         run = _run_key(relative)
@@ -433,9 +433,9 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
     scores are the carried record's (:func:`_train_json_sources`); ``tables_file`` and
     ``paper_dir`` (default: the effective config's ``report`` block) re-render the tables to check them against
     scores.csv."""
-    if not (results / "scores.csv").exists():
+    if not (paths.scores_csv(results)).exists():
         raise SystemExit(f"{results}/scores.csv: missing; run `snakemake results/scores.csv` (and the tables) first")
-    check_scores_csv(results / "scores.csv")  # a record freezes it: a file cut short or of another kind is refused
+    check_scores_csv(paths.scores_csv(results))  # a record freezes it: a file cut short or of another kind is refused
     carry = list(carry or [])
     for carried in carry:
         _check_carried(results, carried)
@@ -458,7 +458,7 @@ def build_record(results: Path, out_root: Path, name: str, carry: list[Path] | N
 
 def _fill_record(staging: Path, name: str, results: Path, carry: list[Path]) -> None:
     """The record's files, into ``staging``: scores, every run's train.json, tables, figures, summary, manifest."""
-    shutil.copy2(results / "scores.csv", staging / "scores.csv")
+    shutil.copy2(paths.scores_csv(results), paths.scores_csv(staging))
     runs, devices = 0, set()
     for relative, root in _train_json_sources(results, carry).items():
         (staging / relative).parent.mkdir(parents=True, exist_ok=True)
@@ -479,9 +479,9 @@ def _fill_record(staging: Path, name: str, results: Path, carry: list[Path]) -> 
         counts, comparable = cell_summary(csv_path, cells)
         label = table_label(cells, relative)
         tables.append((label, counts, comparable, relative, md.exists(), _has_halves(cells)))
-    figures = results / "figures"
+    figures = paths.figures_dir(results)
     if figures.exists():
-        shutil.copytree(figures, staging / "figures")
+        shutil.copytree(figures, paths.figures_dir(staging))
     write_summary(staging, [(label, counts, cells, halves) for label, counts, cells, _, _, halves in tables])
     manifest = {
         # microseconds: two records made in one second still order by creation
@@ -598,7 +598,7 @@ def recorded_evaluations(record: Path) -> set[tuple[str, ...]]:
     """The evaluations in ``record``'s scores.csv, keyed as :func:`strae.evaluate.aggregate.evaluation_key`
     (language, model, setting, seed, variant, evaluation label): trained and scored, failed seeds included (a
     diverged seed is a result, not a run to repeat)."""
-    path = record / "scores.csv"
+    path = paths.scores_csv(record)
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         missing = {"language", "model", "setting", "seed"} - set(reader.fieldnames or ())

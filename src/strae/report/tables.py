@@ -585,7 +585,7 @@ def write_table(cells: pd.DataFrame, markdown: str, out_csv: str | Path, out_md:
 
 def _common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tables", default="config/tables.yaml")
-    parser.add_argument("--scores", default="results/scores.csv")
+    parser.add_argument("--scores", default=str(paths.scores_csv()))
     parser.add_argument("--param-counts", default=None, help="results/measure/param_counts.json (strae measure)")
     parser.add_argument("--paper-dir", default="paper_tables")
     parser.add_argument("--config", default=None, help="config whose language blocks may add columns "
