@@ -153,6 +153,21 @@ def test_a_git_status_that_fails_leaves_the_sha_unchecked_not_clean(monkeypatch)
     assert io._read_git_sha() == "abc123-unchecked"
 
 
+def test_every_records_scripts_parse():
+    """A record's scripts (measure.sh, compare.py, ...) are how its numbers are made again: each must at least parse
+    (bash -n, Python's compiler), so a record is never committed with a script that cannot run."""
+    import subprocess
+
+    shell = sorted((REPO_ROOT / "reproductions").rglob("*.sh"))
+    python = sorted((REPO_ROOT / "reproductions").rglob("*.py"))
+    assert shell and python
+    for script in shell:
+        result = subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True)
+        assert result.returncode == 0, f"{script.relative_to(REPO_ROOT)}: {result.stderr.strip()}"
+    for script in python:  # a SyntaxError names the file and line
+        compile(script.read_text(encoding="utf-8"), str(script), "exec")
+
+
 def test_license_is_mit_as_pyproject_says():
     import tomllib
 
