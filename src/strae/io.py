@@ -234,12 +234,9 @@ def cpu_kernels() -> dict[str, Any]:
     score: the same features scored SICK-E 70.23 with the ``SkylakeX`` kernels and 69.33 with ``Haswell``/``Zen``
     (reproductions/senteval-blas-kernels-cpu-2026-11-30). ``OPENBLAS_CORETYPE=Haswell`` pins the kernels."""
     import torch
+    from threadpoolctl import threadpool_info
 
     kernels: dict[str, Any] = {"torch": torch.backends.cpu.get_cpu_capability(), "blas": []}
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:  # a dependency of scikit-learn, pinned in pyproject; absent only in a partial install
-        return kernels
     for pool in threadpool_info():
         if pool.get("user_api") == "blas":
             kernels["blas"].append({"library": Path(pool.get("filepath") or "").name or pool.get("prefix"),

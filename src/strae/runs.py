@@ -167,7 +167,9 @@ class Sessions:
         previous = next((entry for entry in reversed(self.entries) if entry.get("device")), None)
         session = {"started": round(time.time(), 1), "start_step": step, "device": device, "git_sha": git_sha(),
                    "cpu_isa": torch.backends.cpu.get_cpu_capability(), **extra}
-        if previous is not None and _kernels(previous, session) != _kernels(session, previous):
+        # sessions before 2026-11-30 recorded no ISA: compared by threads / card only
+        with_isa = previous is not None and bool(previous.get("cpu_isa"))
+        if previous is not None and _kernels(previous, with_isa) != _kernels(session, with_isa):
             # a SLURM job resubmitted onto another node type, a run moved between machines: valid, but no longer
             # the run one machine would have made, and nothing else would say so
             logging.getLogger(__name__).warning(
@@ -189,14 +191,13 @@ class Sessions:
             session["stopped_by"] = stopped_by
 
 
-def _kernels(session: dict[str, Any], other: dict[str, Any]) -> tuple[Any, ...]:
-    """What decides a session's rounding: on a CPU torch's thread count and vector ISA (the core count does not
-    matter), on a GPU the card; the ISA only where ``other`` recorded one too (sessions before 2026-11-30 did not)."""
+def _kernels(session: dict[str, Any], with_isa: bool) -> tuple[Any, ...]:
+    """What decides a session's rounding: on a CPU torch's thread count and (``with_isa``) vector ISA (the core count
+    does not matter), on a GPU the card."""
     device = str(session["device"])
     if not device.startswith("cpu:"):
         return (device,)
-    isa = session.get("cpu_isa") if other.get("cpu_isa") else None
-    return ("cpu", device.rsplit(":", 1)[-1], isa)
+    return ("cpu", device.rsplit(":", 1)[-1], session.get("cpu_isa") if with_isa else None)
 
 
 class ProgressFile:

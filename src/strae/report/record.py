@@ -661,7 +661,7 @@ def remaining_figures(record: Path | None, config: dict[str, Any], tables: dict[
         if spec.get("kind") in plan.MULTIVIEW_FIGURE_KINDS:
             continue
         out.append({"key": key, "target": paths.figure_file(key, "png").as_posix(),
-                    "in_record": record is not None and (record / "figures" / f"{key}.png").exists(),
+                    "in_record": record is not None and paths.figure_file(key, "png", record).exists(),
                     "from_scores": bool(spec.get("from_scores")),
                     "runs": [] if spec.get("from_scores") else plan.measurement_runs(runs, spec)})
     return out
