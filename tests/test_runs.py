@@ -205,6 +205,12 @@ def test_sessions_from_a_checkpoint_close_what_died_and_name_what_is_unknown():
     sessions.close(9, "SIGTERM")
     sessions.close(12)
     assert (sessions.entries[1]["end_step"], sessions.entries[1]["stopped_by"]) == (9, "SIGTERM")
+    first, second = sessions.history_lines()  # what a resumed trainer prints first
+    assert first == ("  session 1: steps 0→4, started 1970-01-01 00:00 UTC on cpu at ?; died after its last "
+                     "checkpoint (its later steps were redone)")
+    assert second.startswith("  session 2: steps 4→9, started ") and second.endswith("; stopped by SIGTERM")
+    assert Sessions.from_checkpoint(None, 7).history_lines() == [
+        "  session 1: steps 0→7 (before sessions were recorded)"]
 
 
 @pytest.mark.parametrize("before, now, warned", [

@@ -688,15 +688,21 @@ def test_train_and_dev_splits_from_different_tokenisations_are_refused(tiny, tmp
         trainer.train(args)
 
 
-def test_a_finished_run_extended_later_keeps_its_session_finished(tiny, tmp_path):
+def test_a_finished_run_extended_later_keeps_its_session_finished(tiny, tmp_path, capsys):
     """The last checkpoint of a finished run closes its session, so a larger budget that continues from it lists
     that session as ended (not lost after its checkpoint); a checkpointed directory relabelled by another command
-    (--setting is not in the checkpoint's fingerprint) is refused."""
+    (--setting is not in the checkpoint's fingerprint) is refused. The resumed session first prints the earlier
+    sessions and epochs (the workflow's `> {log}` keeps only the last session's output)."""
     out = tmp_path / "run"
     assert trainer.train(train_args(tiny, out, "--max-steps", "3")) == 0
+    first_epoch = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("epoch 1: "))
     saved = torch.load(out / "checkpoint.pt", weights_only=False)
     assert saved["timings"]["sessions"][-1]["end_step"] == 3
     assert trainer.train(train_args(tiny, out, "--max-steps", "5")) == 0
+    resumed = capsys.readouterr().err.splitlines()
+    at = next(i for i, line in enumerate(resumed) if line.startswith("resuming "))
+    assert resumed[at + 1].startswith("  session 1: steps 0→3, started ") and resumed[at + 1].endswith("; ended")
+    assert resumed[at + 2] == f"  {first_epoch}" and first_epoch.endswith("(partial: --max-steps)")
     first, second = json.loads((out / "train.json").read_text())["timings"]["sessions"]
     assert (first["end_step"], second["start_step"], second["end_step"]) == (3, 3, 5)
     assert "ended" in first and "lost_after_checkpoint" not in first

@@ -180,6 +180,25 @@ class Sessions:
         self.entries.append(session)
         return session
 
+    def history_lines(self) -> list[str]:
+        """The earlier sessions, one line each, for a resumed trainer to print first: the workflow's log of a job
+        (``> {log}``) is rewritten by every session, so without them it would show only the last one's output."""
+        lines = []
+        for number, entry in enumerate(self.entries, 1):
+            steps = f"steps {entry.get('start_step', 0):,}→{entry['end_step']:,}" if "end_step" in entry else \
+                f"from step {entry.get('start_step', 0):,}"
+            if entry.get("unrecorded"):
+                lines.append(f"  session {number}: {steps} (before sessions were recorded)")
+                continue
+            started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(entry["started"])) if "started" in entry else "?"
+            lost = "died after its last checkpoint (its later steps were redone)"
+            how = (f"stopped by {entry['stopped_by']}" if entry.get("stopped_by") else
+                   lost if entry.get("lost_after_checkpoint") else "ended" if "end_step" in entry else "open")
+            sha = str(entry.get("git_sha") or "?")[:10]
+            lines.append(f"  session {number}: {steps}, started {started} on {entry.get('device', '?')} at {sha}; "
+                         f"{how}")
+        return lines
+
     def close(self, step: int, stopped_by: str | None = None) -> None:
         """End the open session at ``step`` (``stopped_by``: SIGTERM, SIGINT, max_minutes, failure); a closed one
         stays as it was (the last step's checkpoint closes it before the run's end is written)."""

@@ -656,7 +656,10 @@ def resume(job: Job, state: State) -> str | None:
     for key in PROGRESS_KEYS:
         setattr(state, key, saved[key])
     state.sessions = Sessions.from_checkpoint(state.timings.get("sessions"), state.global_step)
-    log(f"resuming {job.out} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step}")
+    log(f"resuming {job.out} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step}; "
+        "so far (train.json has it all):")
+    for line in state.sessions.history_lines() + [epoch_line(entry) for entry in state.history]:
+        log(line if line.startswith("  ") else f"  {line}")
     return "resumed"
 
 
@@ -935,6 +938,16 @@ def write_checkpoint(job: Job, state: State) -> None:
     state.last_checkpoint = time.monotonic()
 
 
+def epoch_line(entry: dict[str, Any]) -> str:
+    """An epoch's summary line, as printed at its end (and again, from the history, when a later session resumes)."""
+    gains = entry.get("function_gains") or {}
+    partial = "  (partial: --max-steps)" if entry.get("partial") else ""
+    return (f"epoch {entry['epoch']}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
+            f"{entry['dev']['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
+            f"{entry['collapse']['mean_pairwise_cosine']:.3f}  gains {gains.get('compose', float('nan')):.2f} / "
+            f"{gains.get('decompose', float('nan')):.2f}{partial}")
+
+
 def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: float) -> None:
     """Dev loss and the collapse check, the epoch's history entry, then a checkpoint at the next position."""
     dev, collapse = evaluate_dev(job, state)
@@ -944,10 +957,7 @@ def end_epoch(job: Job, state: State, record: RunRecord, partial: bool, tick: fl
         # history (and the best-dev-loss pick over it) is the one an uninterrupted run to here writes
         state.history.pop()
     state.history.append(entry)
-    log(f"epoch {state.epoch + 1}: train loss {entry['train'].get('loss', float('nan')):.4f}  dev loss "
-        f"{dev['loss']:.4f}  {entry['tokens_per_second']:,.0f} tok/s  mean cos "
-        f"{collapse['mean_pairwise_cosine']:.3f}  gains {entry['function_gains']['compose']:.2f} / "
-        f"{entry['function_gains']['decompose']:.2f}" + ("  (partial: --max-steps)" if partial else ""))
+    log(epoch_line(entry))
     if not partial:
         # a partial epoch's sums go on: a larger budget completes the epoch, and its entry (which replaces the
         # partial one) then covers every batch of it, as an uninterrupted run's does
