@@ -249,7 +249,7 @@ def test_carrying_a_file_that_is_not_a_scores_csv_names_it(tmp_path):
     from strae.evaluate import aggregate as agg
     bad = tmp_path / "table1.csv"
     bad.write_text("table,row,column,mean\nx,y,z,1\n")
-    with pytest.raises(SystemExit, match="table1.csv: not a strae scores.csv"):
+    with pytest.raises(SystemExit, match="table1.csv: not a scores.csv of `strae aggregate` .no column language"):
         agg.main(["--out", str(tmp_path / "scores.csv"), "--carry", str(bad)])
     with pytest.raises(SystemExit, match="no such scores.csv"):
         agg.main(["--out", str(tmp_path / "scores.csv"), "--carry", str(tmp_path / "missing.csv")])

@@ -146,5 +146,5 @@ def test_a_config_a_command_reads_alone_is_checked_for_typos_and_types(tmp_path)
             harness.main(["--model", "random-token", "--lang", "xx", "--variant", "paper", "--config", str(path),
                           "--out", str(tmp_path / "x.json")])
     (tmp_path / "broken.yaml").write_text("data: [unclosed\n")
-    with pytest.raises(SystemExit, match="broken.yaml: not readable YAML"):
+    with pytest.raises(SystemExit, match="broken.yaml: not valid YAML"):
         load_config(tmp_path / "broken.yaml")

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from baselines.roberta.model import SpecialIds
-from strae.io import read_json
+from strae.io import read_json, text_lines
 
 
 class SentenceCorpus(Protocol):
@@ -63,13 +63,12 @@ def load_corpus(data_dir: str | Path | None, corpus_file: str | Path | None, tok
         if not path.is_file():
             raise SystemExit(f"--corpus {path}: file not found")
         lines: list[str] = []
-        with open(path, encoding="utf-8") as handle:
-            for line in handle:
-                line = line.strip()
-                if line:
-                    lines.append(line)
-                if max_sentences is not None and len(lines) >= max_sentences:
-                    break
+        for line in text_lines(path):
+            line = line.strip()
+            if line:
+                lines.append(line)
+            if max_sentences is not None and len(lines) >= max_sentences:
+                break
         return InMemoryCorpus(tokenizer.encode_batch(lines), tokenizer.vocab_size)
     directory = Path(data_dir)
     if not (directory / f"{split}.ids.npy").exists():

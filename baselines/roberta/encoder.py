@@ -33,7 +33,7 @@ import torch
 from tqdm import tqdm
 
 from strae.encode import Encoder
-from strae.io import read_json, sha256_file
+from strae.io import read_json, sha256_file, text_lines
 from strae.runs import TRAIN_JSON, RunRecord, load_weights_file
 
 WORD_START_MARK = "\u2581"  # SentencePiece's word-boundary prefix
@@ -84,8 +84,7 @@ def flat_corpus(source: str | Path, tokenizer, split: str = "train") -> tuple[np
     if not path.is_file():
         raise SystemExit(f"{path}: word-context corpus not found "
                          "(pass --encoder-option corpus=PATH or word_context=none)")
-    with open(path, encoding="utf-8") as handle:
-        lines = [line.strip() for line in handle if line.strip()]
+    lines = [line.strip() for line in text_lines(path) if line.strip()]
     encoded = tokenizer.encode_batch(lines)
     lengths = np.array([len(e) for e in encoded], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from strae import paths
-from strae.io import atomic_path, git_sha, project_root, sha256_file, write_json
+from strae.io import atomic_path, git_sha, project_root, read_json, sha256_file, write_json
 
 SCHEMA_VERSION = 1
 DEFAULT_OUT = "bundle"
@@ -464,10 +464,15 @@ def unpack(bundle: Path, resources: Path, registry: str) -> dict[str, int]:
     manifest_path = bundle / MANIFEST
     if not manifest_path.exists():
         raise SystemExit(f"{manifest_path}: missing; the bundle is incomplete (write it again with `strae bundle`)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    if manifest.get("schema_version") != SCHEMA_VERSION:
+    manifest = read_json(manifest_path)  # a manifest cut short in transfer is named, with where it breaks
+    if not isinstance(manifest, dict) or manifest.get("schema_version") != SCHEMA_VERSION:
+        manifest = manifest if isinstance(manifest, dict) else {}
         raise SystemExit(f"{manifest_path}: schema_version {manifest.get('schema_version')}, this strae reads "
                          f"{SCHEMA_VERSION}; write the bundle with the same checkout")
+    lacking = [key for key in ("resources", "standins", "eval") if not isinstance(manifest.get(key), list)]
+    if lacking:
+        raise SystemExit(f"{manifest_path}: no {', '.join(lacking)} list; the bundle is damaged (write it again with "
+                         "`strae bundle`)")
     counts: dict[str, int] = {}
     for entry in manifest["resources"]:
         done = _restore(bundle / entry["stored"], entry["mode"], resources / entry["path"], entry["sha256"],

@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 
 def current_umask() -> int:
     """The process umask (os.umask can only be read by setting it, so set it back at once)."""
@@ -108,6 +110,65 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     with atomic_open(path, "w", encoding="utf-8") as handle:
         json.dump(obj, handle, indent=2, sort_keys=False, default=str)
         handle.write("\n")
+
+
+def text_lines(path: str | os.PathLike) -> Iterator[str]:
+    """``path``'s lines exactly as ``open(path, encoding="utf-8")`` gives them; a file that is not UTF-8 is an error
+    naming it and the last line read, not a bare UnicodeDecodeError (for corpora: hand-made ones, re-saved ones)."""
+    with open(path, encoding="utf-8") as handle:
+        try:
+            yield from handle
+        except UnicodeDecodeError as error:
+            # text mode decodes by blocks, so the error's position says nothing of the line: find it (once)
+            with open(path, "rb") as raw:
+                line_no = next((n for n, line in enumerate(raw, 1) if not _is_utf8(line)), "?")
+            raise SystemExit(f"{path}:{line_no}: not UTF-8 text ({error.reason}); the file must be UTF-8, one "
+                             "sentence per line") from None
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def read_yaml(path: str | os.PathLike, error: type[BaseException] = SystemExit) -> Any:
+    """A YAML file (config, overlay, data sheet, recipes), refusing what yaml.safe_load lets through silently: a
+    key given twice in one mapping (the later value would replace the earlier, e.g. a second ``data:`` block
+    dropping the first); a file that is not UTF-8 or not YAML is ``error`` naming the file (and line)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.load(handle, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+    except UnicodeDecodeError as problem:
+        raise error(f"{path}: not a UTF-8 text file ({problem})") from None
+    except _DuplicateKey as problem:
+        raise error(f"{path}:{problem}") from None
+    except yaml.YAMLError as problem:
+        raise error(f"{path}: not valid YAML ({problem})") from None
+
+
+class _DuplicateKey(yaml.YAMLError):
+    """``LINE: message``."""
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load's loader, refusing a key given twice in one mapping (``<<: *anchor`` merges may be overridden)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            with contextlib.suppress(TypeError):  # an unhashable key: safe_load's own error follows
+                if key in seen:
+                    raise _DuplicateKey(f"{key_node.start_mark.line + 1}: key {key!r} given twice (first on line "
+                                        f"{seen[key] + 1}): the later value would silently replace the earlier one; "
+                                        "merge the two")
+                seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep)
 
 
 class JSONFileError(SystemExit, ValueError):

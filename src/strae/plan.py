@@ -435,7 +435,11 @@ def _stopword_errors(config: dict[str, Any], name: str, spec: dict[str, Any]) ->
     # what the run records (strae train-glove --stopwords-language: a train option after the block's flag wins)
     trained = train[train.index("--stopwords-language") + 1] if "--stopwords-language" in train[:-1] else None
     for option, flags in (spec.get("eval_options") or {}).items():
-        given = dict(parse_encoder_option(str(flag)) for flag in flags or [])  # as the evaluation will read them
+        try:
+            given = dict(parse_encoder_option(str(flag)) for flag in flags or [])  # as the evaluation will read them
+        except SystemExit as error:
+            errors.append(f"baselines.{name}.eval_options.{option}: {error}")
+            continue
         if given.get("stopwords") != "remove":
             continue
         for lang in spec.get("languages", []):

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 # Every recipe gives each objective a learning rate, and says its loss_precision.
+from strae.io import read_yaml
 from strae.objectives import LOSS_PRECISIONS
 from strae.objectives import NAMES as OBJECTIVE_NAMES
 
@@ -100,8 +101,7 @@ FIELDS = tuple(f.name for f in dataclasses.fields(Recipe) if f.name not in ("nam
 
 @functools.lru_cache(maxsize=4)
 def _load(path: str) -> dict[str, dict[str, Any]]:
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle) or {}
+    data = read_yaml(path, ValueError) or {}
     recipes = data.get("recipes")
     if not isinstance(recipes, dict) or not recipes:
         raise ValueError(f"{path}: expected a top-level `recipes:` mapping")

@@ -84,6 +84,9 @@ class RunRecord:
     @classmethod
     def from_dict(cls, record: dict[str, Any], source: str = TRAIN_JSON) -> RunRecord:
         """A record of any readable schema. A record without a status predates statuses: it was a finished run."""
+        if not isinstance(record, dict) or not isinstance(record.get("run") or {}, dict):
+            raise SystemExit(f"{source}: not a train.json (its top level, or its `run`, is not a mapping); a "
+                             "hand-edited file? Train the run again or restore the file")
         version = record.get("schema_version", 1)
         if version not in READABLE_SCHEMAS:
             raise SystemExit(f"{source}: schema_version {version} is not one this strae reads "

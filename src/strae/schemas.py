@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from strae.io import project_root
+from strae.io import project_root, read_yaml
 
 SCHEMA_DIR = Path("workflow") / "schemas"
 
@@ -50,9 +50,5 @@ def load_sheet(path: str | Path, name: str, error: type[SystemExit] = SheetError
     path = Path(path)
     if not path.exists():
         raise error(f"{path}: file not found (run from the repository root or pass its path)")
-    with open(path, encoding="utf-8") as handle:
-        try:
-            document = yaml.safe_load(handle)
-        except yaml.YAMLError as problem:
-            raise error(f"{path}: not valid YAML ({problem})") from problem
+    document = read_yaml(path, error)
     return validate(document if document is not None else {}, name, path, error)

@@ -13,9 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from strae.io import git_blob_sha1_file, project_root, sha256_file
+from strae.io import git_blob_sha1_file, project_root, read_yaml, sha256_file
 
 DEFAULT_REGISTRY = "config/registry.yaml"
 DEFAULT_CONFIG = "config/config.yaml"
@@ -107,11 +105,7 @@ def read_config_layer(path: str | Path) -> dict[str, Any]:
     resolved = resolve_project_file(path)
     if not resolved.exists():
         raise RegistryError(f"{path}: config file not found; pass --config PATH")
-    try:
-        with open(resolved, encoding="utf-8") as handle:
-            config = yaml.safe_load(handle) or {}
-    except yaml.YAMLError as error:
-        raise RegistryError(f"{path}: not readable YAML: {error}") from None
+    config = read_yaml(resolved, RegistryError) or {}
     if not isinstance(config, dict):
         raise RegistryError(f"{path}: not a config (its top level is not a mapping)")
     return config

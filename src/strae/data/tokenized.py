@@ -24,7 +24,7 @@ from tqdm import tqdm
 
 from strae import paths
 from strae.argtypes import positive_int
-from strae.io import atomic_open, package_versions, provenance, read_json, sha256_file, write_json
+from strae.io import atomic_open, package_versions, provenance, read_json, sha256_file, text_lines, write_json
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +77,12 @@ class TokenizedCorpus:
 
 
 def _batches(path: Path, size: int) -> Iterator[list[str]]:
-    with open(path, encoding="utf-8") as handle:
-        while True:
-            lines = [line.rstrip("\n") for line in itertools.islice(handle, size)]
-            if not lines:
-                return
-            yield lines
+    source = text_lines(path)
+    while True:
+        lines = [line.rstrip("\n") for line in itertools.islice(source, size)]
+        if not lines:
+            return
+        yield lines
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:

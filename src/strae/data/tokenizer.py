@@ -38,7 +38,7 @@ from strae import paths
 from strae.data.fetch import ChecksumError, FetchError
 from strae.data.pretokenize import check_kind, get_pretokenizer
 from strae.data.registry import DEFAULT_CONFIG, language_block, load_config, load_registry
-from strae.io import atomic_path, package_versions, provenance, sha256_file, write_json
+from strae.io import atomic_path, package_versions, provenance, sha256_file, text_lines, write_json
 
 log = logging.getLogger(__name__)
 
@@ -180,8 +180,8 @@ def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: in
     n_lines = 0
     with tempfile.TemporaryDirectory(prefix="strae-spm-") as tmpdir:
         normalized = Path(tmpdir) / "train.normalized.txt"
-        with open(corpus, encoding="utf-8") as src, open(normalized, "w", encoding="utf-8") as dst:
-            for line in src:
+        with open(normalized, "w", encoding="utf-8") as dst:
+            for line in text_lines(corpus):
                 line = normalize(pretokenizer(line.strip()))
                 if not line:
                     continue

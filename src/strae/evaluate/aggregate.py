@@ -73,15 +73,21 @@ def check_scores_csv(path: str | Path) -> None:
         raise SystemExit(f"{path}: no such scores.csv (`strae aggregate` writes it)")
     with open(path, encoding="utf-8", newline="") as handle:
         reader = csv.reader(handle)
-        header = next(reader, None)
-        missing = [column for column in KEY_COLUMNS if column not in (header or [])]
-        if missing:
-            raise SystemExit(f"{path}: not a scores.csv of `strae aggregate` (no column {', '.join(missing)}); "
-                             "columns: docs/CONTRACTS.md \"Evaluation\"")
-        for row in reader:
-            if len(row) != len(header):
-                raise SystemExit(f"{path}:{reader.line_num}: {len(row)} fields where the header has {len(header)} "
-                                 "(a file cut short or edited?); write it again with `strae aggregate`")
+        try:
+            header = next(reader, None)
+            missing = [column for column in KEY_COLUMNS if column not in (header or [])]
+            if missing:
+                raise SystemExit(f"{path}: not a scores.csv of `strae aggregate` (no column {', '.join(missing)}); "
+                                 "columns: docs/CONTRACTS.md \"Evaluation\"")
+            for row in reader:
+                if len(row) != len(header):
+                    raise SystemExit(f"{path}:{reader.line_num}: {len(row)} fields where the header has "
+                                     f"{len(header)} (a file cut short or edited?); write it again with `strae "
+                                     "aggregate`")
+        except (UnicodeDecodeError, csv.Error) as error:
+            # e.g. re-saved by a spreadsheet in another encoding
+            raise SystemExit(f"{path}: not a UTF-8 CSV as `strae aggregate` writes it ({error}; after line "
+                             f"{reader.line_num})") from None
 
 
 def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[str, Any]]:
@@ -90,6 +96,7 @@ def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[
     path = Path(path)
     if not path.exists():
         raise SystemExit(f"{path}: no such scores.csv to carry (a record's, e.g. reproductions/<record>/scores.csv)")
+    check_scores_csv(path)  # every row whole, the file UTF-8
     with open(path, encoding="utf-8", newline="") as handle:
         reader = csv.DictReader(handle)
         header = reader.fieldnames or []
@@ -98,7 +105,6 @@ def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[
         if unknown or missing:
             raise SystemExit(f"{path}: not a strae scores.csv (unknown columns {unknown}, missing {missing}); "
                              f"columns: docs/CONTRACTS.md \"Evaluation\"")
-        check_scores_csv(path)  # every row whole
         rows = [{column: row.get(column) or "" for column in COLUMNS} for row in reader]
     for row in rows:  # older records: a labelled evaluation's setting may name its label (result.run_setting)
         row["setting"] = run_setting(row["setting"], row["eval_label"]) or ""

@@ -270,7 +270,11 @@ def parse_encoder_option(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise SystemExit(f"--encoder-option {text!r}: expected key=value")
-    return key, yaml.safe_load(value) if value else value  # "3" -> 3, "true" -> True, "remove" -> "remove"
+    try:
+        return key, yaml.safe_load(value) if value else value  # "3" -> 3, "true" -> True, "remove" -> "remove"
+    except yaml.YAMLError as error:
+        raise SystemExit(f"--encoder-option {text!r}: the value is not YAML ({' '.join(str(error).split())}); quote "
+                         "it as YAML would, e.g. key='[a'") from None
 
 
 def build_parser() -> argparse.ArgumentParser:

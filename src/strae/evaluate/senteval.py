@@ -35,6 +35,7 @@ probing files). Every task's file is placed
 from __future__ import annotations
 
 import argparse
+import codecs
 import contextlib
 import os
 import sys
@@ -118,6 +119,11 @@ def load_senteval_tasks(path: str | Path) -> dict[str, SentevalTask]:
         if task.reader == "binary" and task.label_ids is not None and set(task.label_ids) != set(task.files):
             raise SentevalError(f"{where} ({task.name}): label_ids must name each of its files' roles "
                                 f"{sorted(task.files)}, not {sorted(task.label_ids)}")
+        try:
+            codecs.lookup(task.encoding)
+        except LookupError:
+            raise SentevalError(f"{where} ({task.name}): encoding {task.encoding!r} is not one Python knows "
+                                "(e.g. utf-8, latin-1)") from None
         if task.name in tasks:
             raise SentevalError(f"{where}: duplicate task name {task.name!r}")
         tasks[task.name] = task
@@ -139,8 +145,12 @@ class Split:
 
 
 def _lines(path: Path, encoding: str) -> list[str]:
-    with open(path, encoding=encoding, newline="") as handle:
-        return [line.rstrip("\r\n") for line in handle]
+    try:
+        with open(path, encoding=encoding, newline="") as handle:
+            return [line.rstrip("\r\n") for line in handle]
+    except UnicodeDecodeError as error:
+        raise SentevalError(f"{path}: not {encoding} text ({error}); set the task's `encoding` in its tasks file") \
+            from None
 
 
 def _sick_score(path: Path, n: int, text: str) -> float:

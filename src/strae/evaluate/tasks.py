@@ -348,6 +348,21 @@ def _file_error(path: Path, line_no: int | None, file_format: str, problem: str)
     return EvalFileError(f"{where}: {problem}; format {file_format} expects {FORMATS[file_format][1]}")
 
 
+def _checked_rows(path: Path, reader, file_format: str):
+    """``reader``'s rows; the csv module's own errors (a quote opened and never closed swallows the rest of the file
+    into one field, past csv's field size limit) are named with the line where the row began."""
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise _file_error(path, start, file_format, f"{error}: a quote opened on this line and never closed?") \
+                from None
+        yield row
+
+
 def _gold(path: Path, line_no: int, file_format: str, text: str) -> tuple[float, str]:
     text = text.strip()
     try:
@@ -381,7 +396,7 @@ def _read_semrel2024(path: Path, handle) -> tuple[list, list, list, list]:
         raise _file_error(path, 1, fmt, f"header {header!r}")
     left, right, gold, gold_text = [], [], [], []
     line_no = reader.line_num
-    for row in reader:
+    for row in _checked_rows(path, reader, fmt):
         start, line_no = line_no + 1, reader.line_num  # Text spans two physical lines: report where the row starts
         if not row:
             continue
@@ -477,7 +492,7 @@ def _read_mirror_csv(path: Path, handle, level: str) -> tuple[list, list, list, 
                           f"(expected {','.join(HEADERS[level])})")
     left, right, gold, gold_text = [], [], [], []
     line_no = reader.line_num
-    for row in reader:
+    for row in _checked_rows(path, reader, DEFAULT_FORMAT):
         line_no, start = reader.line_num, line_no + 1  # a quoted field may span lines: report where it starts
         if len(row) != 3:
             raise _file_error(path, start, DEFAULT_FORMAT, f"{len(row)} fields, not 3")

@@ -18,6 +18,7 @@ Parameter-count cells (Banyan Table 6, SemEval Table 2 "# Params") read `strae m
 from __future__ import annotations
 
 import argparse
+import csv
 import math
 import sys
 from pathlib import Path
@@ -98,27 +99,46 @@ def load_paper_table(path: Path | None) -> dict[tuple[str, str, str], dict[str, 
     tolerance (optional column) is the printed precision of an approximate value (``≈10M``: 500000), else NaN."""
     if path is None or not path.exists():
         return {}
-    paper = pd.read_csv(path, dtype=str, keep_default_na=False)
-    missing = {"row", "column", "mean", "std"} - set(paper.columns)
+    # the csv module, not pandas: a row with one field too many (a comma inside an unquoted note) would become
+    # pandas' index and shift every column of the file silently
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader, [])
+            rows = [(reader.line_num, row) for row in reader if row]  # (pandas skipped blank lines too)
+        except (csv.Error, UnicodeDecodeError) as error:
+            raise SystemExit(f"{path}: not a UTF-8 CSV ({error}; after line {reader.line_num})") from None
+    missing = {"row", "column", "mean", "std"} - set(header)
     if missing:
         raise SystemExit(f"{path}: missing columns {sorted(missing)}; expected row,column,mean,std,note[,half]")
     cells = {}
-    for record in paper.to_dict("records"):
+    for line, row in rows:
+        if len(row) != len(header):
+            raise SystemExit(f"{path}:{line}: {len(row)} fields where the header has {len(header)} (a comma inside "
+                             "an unquoted note?)")
+        record = dict(zip(header, row))
         key = (record.get("half", "") or "", record["row"], record["column"])
+        where = f"{path}:{line}"
         cells[key] = {
-            "mean": _to_float(record["mean"]),
-            "std": _to_float(record["std"]),
+            "mean": _to_float(record["mean"], where, "mean"),
+            "std": _to_float(record["std"], where, "std"),
             "note": record.get("note", ""),
-            "tolerance": _to_float(record.get("tolerance", "")),
+            "tolerance": _to_float(record.get("tolerance", ""), where, "tolerance"),
         }
     return cells
 
 
-def _to_float(text: Any) -> float:
-    try:
-        return float(str(text).replace("≈", "").replace("~", "").strip())
-    except ValueError:
+def _to_float(text: Any, where: str, column: str) -> float:
+    """A published value (``≈``/``~`` marks an approximate one); empty is "not published" (NaN), anything else that
+    is not a number a typo, named, not shown as a silent ``n/a``."""
+    text = str(text).replace("≈", "").replace("~", "").strip()
+    if not text:
         return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        raise SystemExit(f"{where}: {column} {text!r} is not a number (leave it empty if the paper has none)") \
+            from None
 
 
 def _metric_column(metric: str, where: str) -> str:
