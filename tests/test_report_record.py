@@ -575,3 +575,17 @@ def test_a_parameter_count_printed_in_both_halves_counts_once_and_halves_name_ev
     rec.write_summary(tmp_path, [("banyan/table1", counts, comparable, rec._has_halves(cells))])
     summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
     assert "| half | row | column |" in summary and "| Banyan | ++ CE loss | STS-12 |" in summary
+
+
+def test_a_best_seed_cell_says_so_in_the_summary_and_the_headline():
+    """A cell that shows its best seed (SemEval Table 3; Table 2's second half) reads "best of 4 (seed 2)", not a
+    bare 4 that passes for a mean over four seeds; the headline's seeds column says which."""
+    import pandas as pd
+
+    best = pd.Series({"n_seeds": 4.0, "aggregate": "best_seed", "best_seed": 2.0})
+    assert rec._cell_seeds(best) == "best of 4 (seed 2)"
+    assert rec._cell_seeds(pd.Series({"n_seeds": 3.0, "aggregate": "mean", "best_seed": 1.0})) == "3"
+    scored = pd.DataFrame({"n_seeds": [4.0, 4.0], "aggregate": ["best_seed", "best_seed"]})
+    assert rec._seed_range(scored) == "best of 4"
+    assert rec._seed_range(scored.assign(aggregate=["mean", "best_seed"], n_seeds=[1.0, 1.0])) == "1 (mean; best of 1)"
+    assert rec._seed_range(scored.assign(aggregate=["mean", "mean"], n_seeds=[3.0, 4.0])) == "3–4"

@@ -136,7 +136,7 @@ def cell_summary(csv_path: Path, cells: pd.DataFrame | None = None) -> tuple[dic
               "failed_seeds": int(cells["n_failed"].fillna(0).sum()),
               "mean_abs_delta": float(scored["delta"].abs().mean()) if len(scored) else math.nan,
               # seeds behind the reproduced cells (the papers average four): "4", or "1-4" when cells differ
-              "seeds": _seed_range(scored["n_seeds"])}
+              "seeds": _seed_range(scored)}
     return counts, comparable
 
 
@@ -145,11 +145,25 @@ def _has_halves(cells: pd.DataFrame) -> bool:
     return "half" in cells and cells["half"].nunique(dropna=True) > 1
 
 
-def _seed_range(n_seeds: pd.Series) -> str | None:
-    values = sorted({int(n) for n in n_seeds.dropna()})
+def _seed_range(scored: pd.DataFrame) -> str | None:
+    """The seeds behind a table's scored cells ("4", "1–4"), and where a cell shows its best seed, not the mean over
+    them (SemEval Table 2's second half, Table 3), said: "best of 4" (every cell) or "1 (mean; best of 1)"."""
+    values = sorted({int(n) for n in scored["n_seeds"].dropna()})
     if not values:
         return None
-    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+    text = str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+    best = (scored["aggregate"] == "best_seed") if "aggregate" in scored else pd.Series(False, index=scored.index)
+    return f"best of {text}" if best.all() else f"{text} (mean; best of {text})" if best.any() else text
+
+
+def _cell_seeds(cell: pd.Series) -> str:
+    """A summary row's seeds: "4", or "best of 4 (seed 2)" for a cell that shows its best seed's score."""
+    n_seeds = cell["n_seeds"]
+    if math.isnan(n_seeds):
+        return ""
+    if cell.get("aggregate") == "best_seed" and not pd.isna(cell.get("best_seed")):
+        return f"best of {int(n_seeds)} (seed {int(cell['best_seed'])})"
+    return str(int(n_seeds))
 
 
 def _fmt(value: float) -> str:
@@ -226,7 +240,7 @@ def write_summary(record: Path, tables: list[tuple[str, dict[str, Any], pd.DataF
                 approx = "" if math.isnan(cell.get("paper_tolerance", math.nan)) else "≈"
                 half = f"{cell['half']} | " if halves else ""
                 out.append(f"| {half}{cell.get('row', '')} | {cell.get('column', '')} | {cell['mean']:.2f}{std} | "
-                           f"{int(n_seeds) if not math.isnan(n_seeds) else ''} | "
+                           f"{_cell_seeds(cell)} | "
                            f"{approx}{cell['paper_mean']:.2f}{paper_std} | {_fmt(cell['delta'])} | "
                            f"{'yes' if cell['within_std'] else 'no'} | {'yes' if cell['within'] else 'no'} |")
             out.append("")
