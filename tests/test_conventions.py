@@ -136,6 +136,7 @@ def test_the_code_sha_is_read_when_a_command_starts_and_kept(monkeypatch):
     monkeypatch.setattr(io, "_read_git_sha", lambda: next(answers))
     with pytest.raises(SystemExit):  # argparse's --help: the command reads nothing more, but it did start
         cli.main(["evaluate", "--help"])
+    assert io._CODE_SHA == ["started-on"]  # read by the command's start, not by the asserts below
     assert io.git_sha() == "started-on" and io.git_sha() == "started-on"
 
 

@@ -354,8 +354,9 @@ def test_the_mirror_csv_reader_names_bad_files_like_the_other_formats(tmp_path):
     from strae.evaluate.tasks import EvalFileError, read_pairs
 
     header = "sent1,sent2,score\n"
-    cases = {"empty.csv": (header, "no pairs"), "nan.csv": (header + "a b,c d,nan\n", "nan.csv:2: score is NaN"),
-             "latin.csv": (header + "caf\xe9,b,1\n", "not UTF-8")}
+    cases = {"empty.csv": (header, r"empty\.csv: no pairs"),
+             "nan.csv": (header + "a b,c d,nan\n", "nan.csv:2: score is NaN"),
+             "latin.csv": (header + "caf\xe9,b,1\n", r"latin\.csv: not UTF-8")}
     for name, (text, message) in cases.items():
         path = tmp_path / name
         path.write_bytes(text.encode("latin-1"))

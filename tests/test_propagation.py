@@ -87,7 +87,11 @@ def test_an_unknown_propagation_is_refused():
 
 # ------------------------------------------------------------------------------------- the Triton level kernels
 # conftest.py sets TRITON_INTERPRET=1: the kernels run on Triton's CPU interpreter (correctness, not speed).
-triton = pytest.importorskip("triton")
+try:  # the torch tests above run without triton; the kernels below need it (the `kernels` extra)
+    import triton
+except ImportError:
+    triton = None
+needs_triton = pytest.mark.skipif(triton is None, reason="triton is not installed (pip install -e .[kernels])")
 
 
 def _levels(structure: str, recipe: str, functions: str, dropout: bool, triton_levels: bool, n_sentences: int = 40):
@@ -105,6 +109,7 @@ def _levels(structure: str, recipe: str, functions: str, dropout: bool, triton_l
                                         if p.grad is not None}
 
 
+@needs_triton
 @pytest.mark.parametrize("dropout", [True, False])
 @pytest.mark.parametrize("case", CASES)
 def test_triton_levels_compute_the_torch_levels(case, dropout):
@@ -118,6 +123,7 @@ def test_triton_levels_compute_the_torch_levels(case, dropout):
         assert (grads_t[name] - grads[name]).abs().max() <= 1e-5 * grads[name].abs().max(), name
 
 
+@needs_triton
 def test_level_launches_put_the_narrow_top_levels_in_one_single_program_launch():
     from strae.models.propagation import level_launches
 
@@ -131,6 +137,7 @@ def test_level_launches_put_the_narrow_top_levels_in_one_single_program_launch()
     assert level_launches([0, 5, 6], 16, 10 ** 9) == [(1, 2, 1)]
 
 
+@needs_triton
 @pytest.mark.parametrize("case, tails, n_sentences", [("entangled-keyed", (8, 10 ** 9), 40), ("selfstrae", (4,), 12)])
 def test_levels_sharing_one_launch_compute_what_a_launch_per_level_does(case, tails, n_sentences, monkeypatch):
     """The same arithmetic in the same order, the blocks' partials in the same rows: identical results (the
@@ -163,6 +170,7 @@ def _graph_offsets(structure: str, recipe: str, functions: str, n_sentences: int
     return model.graph(ids, lengths).level_offsets
 
 
+@needs_triton
 def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_recorded():
     cfg = config("ce", "entangled", "diagonal")
     model = StraeModel(cfg, induction_kernel="triton", propagation="handwritten")
@@ -185,6 +193,7 @@ def test_the_triton_levels_are_chosen_where_the_induction_runs_triton_and_record
         torch.testing.assert_close(results[1][name], results[0][name], rtol=1e-4, atol=1e-5, msg=name)
 
 
+@needs_triton
 def test_a_failing_triton_level_falls_back_to_the_torch_levels(monkeypatch):
     import strae.models.propagate_kernel as kernels
 
@@ -231,6 +240,7 @@ for suffix, shape in shapes:
 """
 
 
+@needs_triton
 def test_the_level_kernels_compile_for_an_h100_without_one(tmp_path):
     """As tests/test_fused_induction.py does for the induction: the interpreter does not type-check like the
     compiler, so compile each level kernel to an sm_90 cubin (triton ships ptxas) in a non-interpreting process:
@@ -250,6 +260,7 @@ def test_the_level_kernels_compile_for_an_h100_without_one(tmp_path):
     assert result.returncode == 0 and result.stdout.count("compiled") == 4 * 7, result.stderr[-3000:]
 
 
+@needs_triton
 def test_every_index_array_starts_16_byte_aligned():
     """Triton specialises a kernel on each pointer argument's 16-byte alignment: the plan's index arrays, slices of
     one buffer, must all start aligned whatever the batch, or a run compiles new kernel variants batch after batch."""
@@ -267,6 +278,7 @@ def test_every_index_array_starts_16_byte_aligned():
     assert not misaligned
 
 
+@needs_triton
 def test_parents_csr_is_the_lexsort_order():
     """_parents_csr sorts one combined key; it must give the documented lexsort order (child, parent level
     descending, left side first, parent) that the Triton levels sum messages in."""
@@ -305,6 +317,7 @@ def test_parents_csr_is_the_lexsort_order():
         assert np.array_equal(np.diff(begin), np.bincount(child, minlength=n_nodes))
 
 
+@needs_triton
 def test_the_levels_check_allows_rounding_that_cancelling_sums_amplify():
     """Self-StrAE k256 u1 (a SemEval Table 2 grid point): decompose_bias's gradient (~0.13) sums ~10^4 terms that
     cancel; against the result alone the Triton levels' correct fp32 rounding failed the check (interpreter:
@@ -318,6 +331,7 @@ def test_the_levels_check_allows_rounding_that_cancelling_sums_amplify():
     assert model.levels_choice(torch.device("cpu")).used == "triton"
 
 
+@needs_triton
 def test_the_levels_check_still_fails_a_kernel_off_by_a_tf32_sized_error(monkeypatch):
     from strae.models import propagation
 

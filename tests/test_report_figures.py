@@ -68,6 +68,24 @@ def test_every_declared_figure_writes_png_and_pdf(repo_root, tmp_path, name):
     assert png.read_bytes()[:4] == b"\x89PNG" and pdf.read_bytes()[:4] == b"%PDF"
 
 
+def test_ku_curves_plot_the_scores_means_over_k(repo_root, tmp_path, monkeypatch):
+    """The k/u curves read scores.csv back: each column's line is its cells' mean over seeds at each k (the fixture's
+    scores are 10 + k/10 + seed, seeds 0 and 1), the paper's means dashed beside it."""
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf: drawn.append(fig))
+    assert figures.main(["ku_curves", "--tables", str(repo_root / "config/tables.yaml"),
+                         "--config", str(repo_root / "config/config.yaml"), "--paper-dir",
+                         str(repo_root / "paper_tables"), "--scores", str(_scores(tmp_path)),
+                         "--out-png", str(tmp_path / "f.png"), "--out-pdf", str(tmp_path / "f.pdf")]) == 0
+    lines = {container.get_label(): container.lines[0] for container in drawn[0].axes[0].containers}
+    assert "STS-12" in lines and "SemRel (Dev)" in lines
+    for line in lines.values():
+        np.testing.assert_allclose(line.get_xdata(), [8, 128])
+        np.testing.assert_allclose(line.get_ydata(), [10.5 + 0.8, 10.5 + 12.8])
+    dashed = [line for line in drawn[0].axes[0].lines if line.get_linestyle() == "--"]
+    assert len(dashed) == len(lines) and all(np.isfinite(line.get_ydata()).any() for line in dashed)
+
+
 def test_a_model_figure_without_its_measurement_names_the_flag(repo_root, tmp_path):
     with pytest.raises(SystemExit, match="--measurement: figure 'banyan_fig2_node_counts'"):
         figures.main(["banyan_fig2_node_counts", "--tables", str(repo_root / "config/tables.yaml"),
@@ -102,7 +120,8 @@ def test_param_counts_come_from_the_models(repo_root, tmp_path):
         measure.load_param_counts(_measure(repo_root, tmp_path, "banyan_fig2_node_counts"))
 
 
-def test_node_counts_are_measured_on_the_corpus_and_plotted_from_the_json(repo_root, tmp_path, tiny_tokenized):
+def test_node_counts_are_measured_on_the_corpus_and_plotted_from_the_json(repo_root, tmp_path, tiny_tokenized,
+                                                                         monkeypatch):
     """With a tokenised corpus and no finished run, the untrained declared setting is measured; same seed, same
     numbers; the figure reads them back."""
     config = yaml.safe_load((repo_root / "config/config.yaml").read_text())
@@ -124,9 +143,17 @@ def test_node_counts_are_measured_on_the_corpus_and_plotted_from_the_json(repo_r
     # sentential trees: 2n-1 nodes per sentence of n pieces; entangling identical subtrees can only merge nodes
     assert all(e <= s for s, e in zip(sentential, entangled)) and sentential[1] > sentential[0]
     png, pdf = tmp_path / "f.png", tmp_path / "f.pdf"
+    drawn = []
+    save = figures._save
+    monkeypatch.setattr(figures, "_save", lambda fig, png, pdf: (drawn.append(fig), save(fig, png, pdf)))
     assert figures.main([name, "--tables", str(repo_root / "config/tables.yaml"), "--config", str(config_path),
                          "--measurement", str(tmp_path / "a.json"), "--out-png", str(png), "--out-pdf", str(pdf)]) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
+    plotted = {container.get_label(): container.lines[0] for container in drawn[0].axes[0].containers}
+    for kind in ("sentential", "entangled"):  # the measurement's numbers, read back
+        line = plotted[f"{kind} trees"]  # (lists plot as object arrays)
+        np.testing.assert_allclose(line.get_xdata().astype(float), [2, 4])
+        np.testing.assert_allclose(line.get_ydata().astype(float), first["nodes"][kind]["mean"])
 
 
 def _curve_json(path, model: str, seed: int, scores: list[tuple[float, float]]):

@@ -100,7 +100,7 @@ def test_record_copies_results_counts_cells_and_updates_the_readme(results, tmp_
     assert "| 4 | 1 | 3 | 1.45 | 1–4 | 1 | 1 |" in text and "1 run, commit" in text
     assert "| 3 | 2 | 2 | — | — | 0 | 0 |" in text  # Table 6: no mean |Δ| across parameter counts
     # records are immutable; a second one becomes the newest and the README follows it
-    with pytest.raises(SystemExit, match="exists"):
+    with pytest.raises(SystemExit, match="h100-test: exists; records are immutable"):
         rec.main(["--name", "h100-test", "--results", str(results), *_hand_made(results),
                   "--out", str(out), "--readme", str(readme)])
     rec.main(["--name", "h100-later", "--results", str(results), *_hand_made(results),
@@ -434,8 +434,10 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     with pytest.raises(SystemExit, match="no table selfstrae_table99"):
         rec.main(["--todo", "--table", "selfstrae_table99", "--out", str(record.parent),
                   "--config", str(config_path), "--tables", str(tables_path)])
-    with pytest.raises(SystemExit):  # --targets without --todo is a usage error
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as usage:  # --targets without --todo is a usage error
         rec.main(["--targets", "--out", str(record.parent)])
+    assert usage.value.code == 2 and "--targets and --table go with --todo" in capsys.readouterr().err
 
 
 def test_the_readme_todo_block_is_regenerated_only_where_its_markers_are(tmp_path):

@@ -343,7 +343,8 @@ def test_sick_relatedness_and_entailment(tmp_path, monkeypatch):
     # strings: every label id the task declares, none missing
     ids = dict(sick_e.__dict__, label_ids={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2})
     record = evaluate_task(KeywordEncoder(), SentevalTask(**ids), resolve, classifier="pytorch")["SICK-E"]
-    assert 0 <= record.score <= 100 and record.details["l2_selected"] in senteval.PYTORCH_L2_GRID
+    # (the features separate the classes, as the sklearn path's 100 shows; chance is ~1/3: 82 measured, 2026-11-30)
+    assert record.score > 70 and record.details["l2_selected"] in senteval.PYTORCH_L2_GRID
 
 
 def test_repository_task_declarations_load(repo_root):

@@ -110,6 +110,18 @@ def test_round_trip_through_strae_evaluate(run_dir, mirror, tmp_path, repo_root,
     for name in ("simlex", "sts12"):
         task = document["tasks"][name]
         assert task["n_pairs"] > 0 and -100 <= task["score"] <= 100
+    # STS-12's score is the Spearman of the encoder's own cosines against the gold, over every pair: recomputed here
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    from strae.evaluate.tasks import read_pairs, resolve_data_file
+
+    pairs = read_pairs(resolve_data_file("eval/paper_variant/sts12_test", tmp_path / "resources"), "sentence")
+    encoder = load_encoder(str(run_dir), device="cpu")
+    left, right = encoder.encode_sentences(pairs.left), encoder.encode_sentences(pairs.right)
+    cosines = (left * right).sum(1) / (np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1))
+    assert document["tasks"]["sts12"]["n_pairs"] == len(pairs.gold) == 3108
+    assert document["tasks"]["sts12"]["score"] == pytest.approx(100 * spearmanr(cosines, pairs.gold)[0], abs=1e-3)
 
 
 def _copy_run(run_dir, dest, manifest=None, data=None):

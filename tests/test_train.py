@@ -362,7 +362,7 @@ def test_changed_settings_refuse_to_resume(tiny, tmp_path):
     out = tmp_path / "run"
     with pytest.raises(Interrupt):
         trainer.train(train_args(tiny, out, "--checkpoint-every-steps", "2"), step_callback=interrupt_at(3))
-    with pytest.raises(SystemExit, match="lr"):
+    with pytest.raises(SystemExit, match=r"written with different settings \(lr, recipe\)"):
         trainer.train(train_args(tiny, out, "--lr", "5e-4"))
     # weights that no longer fit the model code (the engine changed) are a clear error, not a traceback
     state = torch.load(out / "checkpoint.pt", weights_only=False)

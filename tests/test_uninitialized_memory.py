@@ -64,6 +64,8 @@ def trained(model_name: str, engine: str, poison: bool, steps: int = 2) -> tuple
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
             losses.append(float(loss.detach()))
+        if propagation == "handwritten":  # the engine named is the one that ran (no silent fallback to torch levels)
+            assert model.levels_choice(torch.device("cpu")).used == ("triton" if kernel == "triton" else "torch")
     return losses, {name: tensor.clone() for name, tensor in model.state_dict().items()}
 
 
