@@ -5,7 +5,7 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
-from strae.io import read_yaml
+from strae.io import read_config_file
 from strae.schemas import SheetError, validate
 
 min_version("9.0")
@@ -19,8 +19,8 @@ try:
     # workflow.configfiles lists the --configfile overlays first, then this file's configfile: base first here
     _files = [str(f) for f in workflow.configfiles[-1:] + workflow.configfiles[:-1]]
     _overlays = f" overlaid by {', '.join(_files[1:])}" if _files[1:] else ""
-    for _file in _files:  # Snakemake's own reading lets a key given twice replace the first silently
-        read_yaml(_file, SheetError)
+    for _file in _files:  # Snakemake reads them (JSON, else YAML) letting a key given twice replace the first
+        read_config_file(_file, SheetError)
     validate(config, "config", f"the config ({_files[0]}{_overlays})")
 except SheetError as error:
     raise WorkflowError(str(error)) from None

@@ -20,6 +20,23 @@ def test_a_config_key_given_twice_is_refused_naming_both_lines(tmp_path):
     anchors = tmp_path / "anchors.yaml"  # a merge key's values may be overridden: not a duplicate
     anchors.write_text("base: &b {p: 1, q: 2}\nderived:\n  <<: *b\n  p: 5\n")
     assert read_yaml(anchors)["derived"] == {"p": 5, "q": 2}
+    # ... also when a merge reaches a mapping before it is built (whose own merge then overrides a key)
+    anchors.write_text("base: &base {k: 0, j: 0}\nx:\n  inner: &in\n    <<: *base\n    k: 1\ny:\n  <<: *in\n")
+    assert read_yaml(anchors)["y"] == {"k": 1, "j": 0}
+    anchors.write_text("b: &b {q: 1}\nc:\n  <<: *b\n  z: 1\n  z: 2\n")  # a duplicate after a merge still is one
+    with pytest.raises(SystemExit, match="anchors.yaml:5: key 'z' given twice"):
+        read_yaml(anchors)
+
+
+def test_config_files_are_read_as_snakemake_reads_them_json_first(tmp_path):
+    from strae.io import read_config_file
+
+    tabs = tmp_path / "overlay.json"  # tab-indented JSON is not YAML
+    tabs.write_text('{\n\t"scale": {\n\t\t"device": "cpu"\n\t}\n}\n')
+    assert read_config_file(tabs) == {"scale": {"device": "cpu"}}
+    tabs.write_text('{"scale": {"device": "cpu"}, "scale": {}}')
+    with pytest.raises(SystemExit, match="overlay.json: key 'scale' given twice in one object"):
+        read_config_file(tabs)
 
 
 def test_config_and_sheet_files_that_are_not_utf8_are_named(tmp_path):
@@ -91,6 +108,9 @@ def test_a_corpus_that_is_not_utf8_is_named_with_the_line_it_breaks_after(tmp_pa
     corpus.write_bytes(b"one\r\ntwo\n" + LATIN1 + b"\n")
     with pytest.raises(SystemExit, match=r"train.txt:3: not UTF-8 text \(invalid continuation byte\)"):
         list(text_lines(corpus))
+    corpus.write_bytes(b"a\rb\r\xff bad\rc\r")  # lines as text mode splits them (a CR alone ends one)
+    with pytest.raises(SystemExit, match=r"train.txt:3: not UTF-8 text"):
+        list(text_lines(corpus))
     corpus.write_bytes(b"one\r\ntwo\rthree\n")  # exactly what open(..., encoding="utf-8") yields
     assert list(text_lines(corpus)) == ["one\n", "two\n", "three\n"]
 
@@ -128,3 +148,25 @@ def test_a_train_json_of_the_wrong_shape_is_named(tmp_path):
     (tmp_path / "train.json").write_text(json.dumps({"status": "failed", "run": "en/selfstrae/x/0"}))
     with pytest.raises(SystemExit, match="train.json: not a train.json"):
         RunRecord.from_disk(tmp_path)
+
+
+def test_a_multiview_corpus_that_is_not_utf8_is_named(tmp_path):
+    from baselines.multiview.parse import read_books
+
+    corpus = tmp_path / "books.txt"
+    corpus.write_bytes(b"a paragraph\n" + LATIN1 + b"\n")
+    with pytest.raises(SystemExit, match="books.txt: not UTF-8 text"):
+        read_books(corpus)
+
+
+def test_an_unreadable_recipes_file_is_one_config_error_not_one_per_model(tmp_path, monkeypatch):
+    from strae import plan, recipes
+    from tests.test_workflow import paper_config
+
+    broken = tmp_path / "recipes.yaml"
+    broken.write_text("recipes:\n  banyan: {lr: 1}\n  banyan: {lr: 2}\n")
+    load = recipes._load
+    monkeypatch.setattr(recipes, "_load", lambda path: load(str(broken)))
+    errors = [e for e in plan.check_config(paper_config()) if "recipes.yaml" in e]
+    assert errors == [f"recipes: {broken}:3: key 'banyan' given twice (first on line 2): the later value would "
+                      "silently replace the earlier one; merge the two"]

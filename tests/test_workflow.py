@@ -171,6 +171,20 @@ def test_bad_config_fails_at_validation_naming_the_key(workdir, tmp_path, overla
     assert "Failed validating" not in result.stdout + result.stderr
 
 
+def test_an_overlay_with_a_key_given_twice_is_refused_and_tab_json_still_read(workdir, tmp_path):
+    """Snakemake merges an overlay whose `scale:` appears twice keeping the later block only; the Snakefile refuses it
+    naming both lines. A tab-indented JSON overlay (not YAML) is read as Snakemake reads it: JSON first."""
+    twice = tmp_path / "twice.yaml"
+    twice.write_text("scale:\n  seeds: [0]\nscale:\n  device: cpu\n")
+    result = snakemake(workdir, "-n", "--cores", "1", "results/scores.csv", "--configfile", str(twice))
+    assert result.returncode != 0
+    assert f"{twice}:3: key 'scale' given twice (first on line 1)" in result.stdout + result.stderr
+    tabs = tmp_path / "tabs.json"
+    tabs.write_text('{\n\t"scale": {\n\t\t"seeds": [0]\n\t}\n}\n')
+    result = snakemake(workdir, "-n", "--cores", "1", "results/scores.csv", "--configfile", str(tabs))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def _schema_errors(config: dict) -> list[str]:
     import jsonschema
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import lzma
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from strae.data.segment import open_text
 from strae.io import atomic_open, make_output_dir, provenance, read_json, sha256_file, write_json
 from strae.runs import RunRecord
 
@@ -143,22 +143,22 @@ def span_to_tree(span) -> tuple[list[str], list[int]]:
 
 
 # ------------------------------------------------------------------------------------------------ corpus
-def open_text(path: Path):
-    return lzma.open(path, "rt", encoding="utf-8") if path.suffix == ".xz" else open(path, encoding="utf-8")
-
-
 def read_books(path: Path) -> list[tuple[str, list[str]]]:
     """[(book label, paragraphs)] in file order."""
     books: list[tuple[str, list[str]]] = []
-    with open_text(path) as handle:
-        for line in handle:
-            line = line.strip()
-            if line.startswith(BOOK_MARK):
-                books.append((line[len(BOOK_MARK):].strip(), []))
-            elif line:
-                if not books:
-                    books.append((path.name, []))
-                books[-1][1].append(line)
+    try:
+        with open_text(path, errors="strict") as handle:
+            for line in handle:
+                line = line.strip()
+                if line.startswith(BOOK_MARK):
+                    books.append((line[len(BOOK_MARK):].strip(), []))
+                elif line:
+                    if not books:
+                        books.append((path.name, []))
+                    books[-1][1].append(line)
+    except UnicodeDecodeError as error:  # (no line number: text mode decodes by blocks)
+        raise SystemExit(f"{path}: not UTF-8 text ({error.reason}); the corpus must be UTF-8, one paragraph per "
+                         "line") from None
     if not books:
         raise SystemExit(f"{path}: no paragraphs found")
     return books

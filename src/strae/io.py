@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -114,30 +115,26 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
 
 def text_lines(path: str | os.PathLike) -> Iterator[str]:
     """``path``'s lines exactly as ``open(path, encoding="utf-8")`` gives them; a file that is not UTF-8 is an error
-    naming it and the last line read, not a bare UnicodeDecodeError (for corpora: hand-made ones, re-saved ones)."""
+    naming it and its first such line, not a bare UnicodeDecodeError (for corpora: hand-made ones, re-saved ones)."""
     with open(path, encoding="utf-8") as handle:
         try:
             yield from handle
         except UnicodeDecodeError as error:
-            # text mode decodes by blocks, so the error's position says nothing of the line: find it (once)
-            with open(path, "rb") as raw:
-                line_no = next((n for n, line in enumerate(raw, 1) if not _is_utf8(line)), "?")
+            # text mode decodes by blocks, so the error's position says nothing of the line: read it again with
+            # the same line splitting (universal newlines), undecodable bytes as surrogates, to find the line
+            with open(path, encoding="utf-8", errors="surrogateescape") as again:
+                line_no = next((n for n, line in enumerate(again, 1) if _UNDECODED.search(line)), "?")
             raise SystemExit(f"{path}:{line_no}: not UTF-8 text ({error.reason}); the file must be UTF-8, one "
                              "sentence per line") from None
 
 
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
+_UNDECODED = re.compile("[\udc80-\udcff]")  # what errors="surrogateescape" makes of a byte that is not UTF-8
 
 
 def read_yaml(path: str | os.PathLike, error: type[BaseException] = SystemExit) -> Any:
-    """A YAML file (config, overlay, data sheet, recipes), refusing what yaml.safe_load lets through silently: a
-    key given twice in one mapping (the later value would replace the earlier, e.g. a second ``data:`` block
-    dropping the first); a file that is not UTF-8 or not YAML is ``error`` naming the file (and line)."""
+    """A YAML file (config, overlay, data sheet, recipes, schema), refusing what yaml.safe_load lets through
+    silently: a key given twice in one mapping (the later value would replace the earlier, e.g. a second ``data:``
+    block dropping the first); a file that is not UTF-8 or not YAML is ``error`` naming the file (and line)."""
     try:
         with open(path, encoding="utf-8") as handle:
             return yaml.load(handle, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
@@ -149,26 +146,54 @@ def read_yaml(path: str | os.PathLike, error: type[BaseException] = SystemExit) 
         raise error(f"{path}: not valid YAML ({problem})") from None
 
 
+def read_config_file(path: str | os.PathLike, error: type[BaseException] = SystemExit) -> Any:
+    """A config file as Snakemake reads ``--configfile``: JSON first, else YAML (tab-indented JSON is not YAML), a
+    key given twice in one object refused in either."""
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        return json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(pairs, path, error))
+    except json.JSONDecodeError:
+        return read_yaml(path, error)
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]], path: str | os.PathLike, error: type[BaseException]) -> dict:
+    keys = [key for key, _ in pairs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise error(f"{path}: key {twice[0]!r} given twice in one object: the later value would silently replace the "
+                    "earlier one; merge the two")
+    return dict(pairs)
+
+
 class _DuplicateKey(yaml.YAMLError):
     """``LINE: message``."""
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """safe_load's loader, refusing a key given twice in one mapping (``<<: *anchor`` merges may be overridden)."""
+    """safe_load's loader, refusing a key given twice in one mapping. Checked in flatten_mapping, on each mapping's
+    own keys before any ``<<: *anchor`` merge rewrites them (merged keys may be overridden; a merge can reach a
+    mapping before it is built, so its keys are checked once, the first time it is met)."""
 
-    def construct_mapping(self, node, deep=False):
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            with contextlib.suppress(TypeError):  # an unhashable key: safe_load's own error follows
-                if key in seen:
-                    raise _DuplicateKey(f"{key_node.start_mark.line + 1}: key {key!r} given twice (first on line "
-                                        f"{seen[key] + 1}): the later value would silently replace the earlier one; "
-                                        "merge the two")
-                seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep)
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._checked: set[int] = set()
+
+    def flatten_mapping(self, node):
+        if id(node) not in self._checked:
+            self._checked.add(id(node))
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag in ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"):
+                    continue
+                key = self.construct_object(key_node)
+                with contextlib.suppress(TypeError):  # an unhashable key: safe_load's own error follows
+                    if key in seen:
+                        raise _DuplicateKey(f"{key_node.start_mark.line + 1}: key {key!r} given twice (first on line "
+                                            f"{seen[key] + 1}): the later value would silently replace the earlier "
+                                            "one; merge the two")
+                    seen[key] = key_node.start_mark.line
+        super().flatten_mapping(node)
 
 
 class JSONFileError(SystemExit, ValueError):

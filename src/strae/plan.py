@@ -361,8 +361,14 @@ def check_config(config: dict[str, Any]) -> list[str]:
                               "bpemb); kind sentencepiece trains its model on the corpus and reads only vocab_size")
         errors += _eval_errors(config, lang, block, registry)
     # resolve each recipe with its overrides now: a typo in a key fails the DAG at parse time, not a training job
-    # hours into the run
-    for name, model in models.items():
+    # hours into the run (recipes.yaml itself unreadable: said once, not once per model)
+    try:
+        recipes.names()
+        resolvable = models
+    except ValueError as error:
+        errors.append(f"recipes: {error}")
+        resolvable = {}
+    for name, model in resolvable.items():
         recipe = model.get("recipe")
         try:
             recipes.resolve(recipe, [(k, v, f"models.{name}.recipe_overrides")

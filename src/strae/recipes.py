@@ -18,8 +18,9 @@ from typing import Any
 
 import yaml
 
-# Every recipe gives each objective a learning rate, and says its loss_precision.
 from strae.io import read_yaml
+
+# Every recipe gives each objective a learning rate, and says its loss_precision.
 from strae.objectives import LOSS_PRECISIONS
 from strae.objectives import NAMES as OBJECTIVE_NAMES
 

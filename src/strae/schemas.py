@@ -10,8 +10,6 @@ import functools
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from strae.io import project_root, read_yaml
 
 SCHEMA_DIR = Path("workflow") / "schemas"
@@ -26,7 +24,7 @@ def _validator(name: str):
     import jsonschema
 
     path = project_root() / SCHEMA_DIR / f"{name}.schema.yaml"
-    schema = yaml.safe_load(path.read_text(encoding="utf-8"))
+    schema = read_yaml(path, SheetError)
     return jsonschema.Draft202012Validator(schema)
 
 

@@ -16,11 +16,12 @@ from pathlib import Path
 from sentencex import segment as _sentencex_segment
 
 
-def open_text(path: str | Path) -> io.TextIOBase:
-    """Open plain, .xz, .gz or .bz2 text for streaming reads (UTF-8; undecodable bytes replaced, not fatal)."""
+def open_text(path: str | Path, errors: str = "replace") -> io.TextIOBase:
+    """Open plain, .xz, .gz or .bz2 text for streaming reads (UTF-8; by default undecodable bytes replaced, not
+    fatal; ``errors="strict"`` where a corpus must be UTF-8 as it is)."""
     path = Path(path)
     opener = {".xz": lzma.open, ".lzma": lzma.open, ".gz": gzip.open, ".bz2": bz2.open}.get(path.suffix, open)
-    return opener(path, "rt", encoding="utf-8", errors="replace", newline=None)
+    return opener(path, "rt", encoding="utf-8", errors=errors, newline=None)
 
 
 def normalize_whitespace(text: str) -> str:

@@ -135,7 +135,8 @@ def cell_summary(csv_path: Path, cells: pd.DataFrame | None = None) -> tuple[dic
               "not_run": int((cells["status"] == "not run").sum()),
               "failed_seeds": int(cells["n_failed"].fillna(0).sum()),
               "mean_abs_delta": float(scored["delta"].abs().mean()) if len(scored) else math.nan,
-              # seeds behind the reproduced cells (the papers average four): "4", or "1-4" when cells differ
+              # seeds behind the reproduced cells (the papers average four): "4", "1-4" when cells differ, "best of
+              # 4" where the cells show their best seed (_seed_range)
               "seeds": _seed_range(scored)}
     return counts, comparable
 
