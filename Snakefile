@@ -5,8 +5,8 @@
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
-from strae.io import read_config_file
 from strae.schemas import SheetError, validate
+from strae.yamlio import read_config_file
 
 min_version("9.0")
 

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from strae.io import read_yaml, text_lines
+from strae.io import text_lines
+from strae.yamlio import read_yaml
 
 LATIN1 = "café".encode("latin-1")
 
@@ -29,7 +30,7 @@ def test_a_config_key_given_twice_is_refused_naming_both_lines(tmp_path):
 
 
 def test_config_files_are_read_as_snakemake_reads_them_json_first(tmp_path):
-    from strae.io import read_config_file
+    from strae.yamlio import read_config_file
 
     tabs = tmp_path / "overlay.json"  # tab-indented JSON is not YAML
     tabs.write_text('{\n\t"scale": {\n\t\t"device": "cpu"\n\t}\n}\n')

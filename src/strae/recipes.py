@@ -18,11 +18,10 @@ from typing import Any
 
 import yaml
 
-from strae.io import read_yaml
-
 # Every recipe gives each objective a learning rate, and says its loss_precision.
 from strae.objectives import LOSS_PRECISIONS
 from strae.objectives import NAMES as OBJECTIVE_NAMES
+from strae.yamlio import read_yaml
 
 RECIPES_FILE = Path(__file__).with_name("recipes.yaml")
 DECODER_CHILD_ORDERS = ("position", "node_id")

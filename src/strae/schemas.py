@@ -10,7 +10,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from strae.io import project_root, read_yaml
+from strae.io import project_root
+from strae.yamlio import read_yaml
 
 SCHEMA_DIR = Path("workflow") / "schemas"
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from strae.io import git_blob_sha1_file, project_root, read_yaml, sha256_file
+from strae.io import git_blob_sha1_file, project_root, sha256_file
+from strae.yamlio import read_yaml
 
 DEFAULT_REGISTRY = "config/registry.yaml"
 DEFAULT_CONFIG = "config/config.yaml"
