@@ -454,6 +454,7 @@ def test_a_count_cache_killed_half_written_is_never_read_with_the_old_key(tmp_pa
     ("--lr", "0", "must be a finite number > 0"), ("--x-max", "-1", "must be a finite number > 0"),
     ("--alpha", "-0.5", "must be a finite number >= 0"),
     ("--alpha", "nan", "must be a finite number"), ("--epochs", "two", "not an integer: 'two'"),
+    ("--seed", "-1", "must be >= 0, got -1"),  # (numpy's generators take no negative seed)
 ])
 def test_numeric_options_are_checked_when_parsed(option, value, why, tmp_path, capsys):
     from baselines.glove.train import main
@@ -560,3 +561,37 @@ def test_a_second_process_on_the_run_directory_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="another `strae train-glove` process is training"):
         glove_train.main(_tiny_glove_args(corpus, out, "--epochs", "1"))
     assert not (out / "train.json").exists()
+
+
+def test_a_corpus_with_nothing_to_count_or_a_bad_data_dir_is_refused_before_anything_is_written(tmp_path, mirror):
+    """Lines of one token co-occur with nothing: the run would 'complete' with its random initial vectors. A
+    --data-dir without a tokenised split used to be ignored silently (the corpus tokenised instead)."""
+    from baselines.glove.train import main
+
+    corpus = tmp_path / "one.txt"
+    corpus.write_text("hello\n" * 20, encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"one.txt: no two tokens co-occur within --window"):
+        main(_tiny_glove_args(corpus, tmp_path / "run", "--epochs", "1"))
+    assert not (tmp_path / "run" / "train.json").exists()
+    model_file = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
+    with pytest.raises(SystemExit, match=r"--data-dir .*typo: no tokenised training split"):
+        main(_tiny_glove_args(corpus, tmp_path / "sub", "--tokenization", "subword", "--tokenizer", str(model_file),
+                              "--data-dir", str(tmp_path / "typo")))
+    other = tmp_path / "other"  # a split tokenised with another tokenizer: its ids would take this one's names
+    other.mkdir()
+    np.save(other / "train.ids.npy", np.zeros(3, dtype=np.int32))
+    (other / "train.json").write_text('{"tokenizer_sha256": "' + "a" * 64 + '"}')
+    with pytest.raises(SystemExit, match=r"--data-dir .*other: tokenised with another tokenizer"):
+        main(_tiny_glove_args(corpus, tmp_path / "sub", "--tokenization", "subword", "--tokenizer", str(model_file),
+                              "--data-dir", str(other)))
+
+
+def test_a_checkpoint_is_never_exported_into_its_own_run_directory(toy_run):
+    from baselines.glove.train import main
+
+    out, argv = toy_run
+    record = (out / "train.json").read_text()
+    for dest in (out, out / "snapshot"):
+        with pytest.raises(SystemExit, match="inside the run directory"):
+            main(argv + ["--export-checkpoint", str(dest)])
+    assert (out / "train.json").read_text() == record

@@ -499,6 +499,41 @@ def test_a_batch_without_context_pairs_is_skipped_not_a_failure(tmp_path):
     assert record["summary"]["skipped_steps"] == 1 and record["summary"]["first_loss"] > 0
 
 
+def test_a_run_without_any_context_pair_is_refused_not_completed_untrained(tmp_path):
+    """Batches of one sentence (or books of one) give no step a context pair: every step would be skipped and the
+    run 'complete' with its initial weights."""
+    from baselines.multiview import train
+
+    parses = tmp_path / "parses"
+    _write_fake_parses(parses, n_books=2, per_book=5)
+    with pytest.raises(SystemExit, match=r"no sentence has a neighbour of its own book in its batch \(--batch-size 1"):
+        train.main(["--parses", str(parses), "--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4",
+                    "--batch-size", "1", "--quiet", "--out", str(tmp_path / "run")])
+
+
+def test_a_damaged_parse_is_named_not_trained_on(tmp_path):
+    """A shard cut short, or holding fewer sentences than meta.json lists (its runs would pass for the whole
+    parse's), is named; parse-corpus refuses counts below one."""
+    from baselines.multiview import train
+    from baselines.multiview.parse import build_parser
+
+    args = ["--lang", "xx", "--seed", "1", "--hidden", "8", "--embedding-dim", "4", "--batch-size", "10", "--quiet"]
+    parses = tmp_path / "parses"
+    _write_fake_parses(parses)
+    shard = parses / "shard_0001_00000.jsonl.gz"
+    rows = gzip.open(shard, "rt", encoding="utf-8").read().splitlines()
+    with gzip.open(shard, "wt", encoding="utf-8") as handle:
+        handle.write("\n".join(rows[:5]) + "\n")
+    with pytest.raises(SystemExit, match=r"meta.json: lists 60 sentences, its shards hold 35"):
+        train.main(["--parses", str(parses), *args, "--out", str(tmp_path / "run")])
+    shard.write_bytes(shard.read_bytes()[:20])
+    with pytest.raises(SystemExit, match=r"shard_0001_00000.jsonl.gz: unreadable parse shard"):
+        train.main(["--parses", str(parses), *args, "--out", str(tmp_path / "run2")])
+    for option in ("--shard-paragraphs", "--max-sentences", "--paragraphs-per-book"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["--corpus", "c", "--out", "o", "--pipeline", "p", option, "0"])
+
+
 def test_a_parse_with_a_bad_head_is_refused_naming_its_shard_and_line(tmp_path):
     """A head outside the sentence would make a token another sentence's child once the batch is packed; a cycle
     or a second root has no tree: refused before training, naming the shard line."""
@@ -691,6 +726,7 @@ def test_the_stop_checkpoint_is_written_while_the_signal_handlers_are_still_inst
     ("--vocab-size", "0", "argument --vocab-size: must be >= 1, got 0"),
     ("--clip-grad-norm", "0", "argument --clip-grad-norm: must be a finite number > 0, got 0"),
     ("--max-tokens", "-1", "argument --max-tokens: must be >= 1, got -1"),
+    ("--seed", "-1", "argument --seed: must be >= 0, got -1"),
 ])
 def test_train_multiview_refuses_impossible_settings_naming_the_option(option, value, message, capsys):
     from baselines.multiview.train import build_parser

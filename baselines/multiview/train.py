@@ -40,7 +40,7 @@ from baselines.multiview import DEFAULT_EMBEDDING_DIM, DEFAULT_HIDDEN, OWN_VIEW,
 from baselines.multiview.data import Vocabulary, batch_at, count_context_pairs, load_parsed, select_training
 from baselines.multiview.model import MODELS, MultiviewConfig, MultiviewModel, bilstm_path
 from baselines.multiview.parse import META_FILE, parse_identity, recorded_recipe
-from strae.argtypes import positive_float, positive_int
+from strae.argtypes import nonnegative_int, positive_float, positive_int
 from strae.encode import write_encoder_manifest
 from strae.io import atomic_path, make_output_dir, provenance, read_json, write_json
 from strae.runs import (
@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="strae train-multiview", description=__doc__.split("\n\n")[0])
     p.add_argument("--parses", required=True, type=Path, help="directory written by `strae parse-corpus`")
     p.add_argument("--lang", required=True, help="language key of config/config.yaml (labels the run)")
-    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--seed", type=nonnegative_int, required=True)
     p.add_argument("--out", required=True, type=Path, help="run directory")
     p.add_argument("--model", choices=sorted(MODELS), default="ctl",
                    help="ctl: BiLSTM target vs Tree-LSTM context (the paper's model); cl: BiLSTM vs BiLSTM")
@@ -283,6 +283,11 @@ def prepare(args: argparse.Namespace, recipe: dict, parse_meta: dict, device: to
     if not len(corpus):
         raise SystemExit(f"{args.parses}: no training sentences left after --max-tokens {args.max_tokens}, "
                          "--sentences-per-book and --max-sentences")
+    if count_context_pairs(corpus.books, corpus.positions, args.batch_size) == 0:
+        # every step would be skipped (a sentence's context is its neighbours in the same book and batch): a
+        # "completed" run of untrained weights otherwise
+        raise SystemExit(f"{args.parses}: no sentence has a neighbour of its own book in its batch (--batch-size "
+                         f"{args.batch_size}; one-sentence books?): no context pair to train on")
     n_batches = math.ceil(len(corpus) / args.batch_size)
     total_steps = n_batches * args.epochs if args.max_steps is None else min(n_batches * args.epochs, args.max_steps)
     stats = data_stats(args, parse_meta, parsed, corpus, vocab, n_batches, total_steps)

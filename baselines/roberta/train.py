@@ -32,7 +32,7 @@ import torch
 from tqdm import tqdm
 
 from strae import paths
-from strae.argtypes import fraction, nonnegative_float, positive_float, positive_int, probability
+from strae.argtypes import fraction, nonnegative_float, nonnegative_int, positive_float, positive_int, probability
 from strae.data.batching import batch_at_step
 from strae.io import make_output_dir, provenance, read_json, sha256_file
 from strae.runs import (
@@ -542,7 +542,7 @@ def adamw_record(weight_decay: float, device: torch.device) -> dict[str, Any]:
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--seed", type=nonnegative_int, required=True)
     parser.add_argument("--out", type=Path, required=True, help="run directory")
     parser.add_argument("--corpus", default=None, help="UTF-8 text file, one sentence per line (instead of --data-dir)")
     parser.add_argument("--max-sentences", type=positive_int, default=None,

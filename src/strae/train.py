@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=positive_int, help="override the recipe's batch size")
     p.add_argument("--clip-grad-norm", type=nonnegative_float, help="override the recipe's max gradient norm (0 = off)")
     p.add_argument("--lang", required=True, help="language key of config/config.yaml (only used for paths/labels)")
-    p.add_argument("--seed", type=int, required=True, help="model seed (init, dropout, batch order)")
+    p.add_argument("--seed", type=nonnegative_int, required=True, help="model seed (init, dropout, batch order)")
     p.add_argument("--out", required=True, type=Path, help="run directory")
     p.add_argument("--resources-dir", type=Path, default=Path(paths.DEFAULT_RESOURCES),
                    help="the config's data.resources_dir: where --data-dir and --tokenizer default to")

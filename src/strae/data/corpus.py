@@ -28,7 +28,7 @@ import numpy as np
 from tqdm import tqdm
 
 from strae import paths
-from strae.argtypes import positive_int
+from strae.argtypes import nonnegative_int, positive_int
 from strae.data.fetch import ChecksumError, FetchError, fetch_source
 from strae.data.registry import DEFAULT_CONFIG, data_setting, language_block, load_config, load_registry
 from strae.data.segment import iter_sentences
@@ -239,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", default=DEFAULT_CONFIG)
     parser.add_argument("--tokens", type=positive_int, default=None,
                         help="whitespace-token budget (default: data.tokens_per_language)")
-    parser.add_argument("--seed", type=int, default=None, help="subsample seed (default: data.subsample_seed)")
+    parser.add_argument("--seed", type=nonnegative_int, default=None,
+                        help="subsample seed (default: data.subsample_seed)")
     parser.add_argument("--dev-sentences", type=positive_int, default=None, help="default: data.dev_sentences")
     parser.add_argument("--out-dir", default=None, help="default: <resources>/corpora/<lang>")
     parser.add_argument("--resources-dir", default=None, help="default: data.resources_dir")

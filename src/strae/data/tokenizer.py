@@ -191,6 +191,8 @@ def train_sentencepiece(corpus: str | Path, out: str | Path, requested_vocab: in
                 n_lines += 1
                 if n_lines <= 200_000:  # the alphabet saturates early; don't pay for it on every line
                     chars.update(line.replace(" ", ""))
+        if n_lines == 0:
+            raise SystemExit(f"{corpus}: no text to train a tokenizer on (empty, or blank lines only)")
         vocab, reason = choose_vocab_size(requested_vocab, len(types), len(chars))
         log.info("tokenizer vocab for %s: %s", corpus, reason)
         # The same bytes on every machine: a model trained from a file records that file's path and its model
