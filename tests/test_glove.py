@@ -196,6 +196,13 @@ def test_completed_run_is_not_retrained_and_resume_continues(toy_run, tmp_path):
     before = (out / "vectors.bin").read_bytes()
     assert main(argv) == 0  # already completed: nothing changes
     assert (out / "vectors.bin").read_bytes() == before
+    # the stop-word list's language is an evaluation label: a completed run takes a new one into its encoder.json
+    # (the workflow reruns the job when languages.<lang>.stopwords_language changes), its vectors untouched
+    assert main(argv + ["--stopwords-language", "de"]) == 0
+    assert json.loads((out / "encoder.json").read_text())["stopwords_language"] == "de"
+    assert load_run(out, stopwords="remove").describe()["stopword_list"] == "stopwordsiso:de"
+    assert main(argv) == 0 and json.loads((out / "encoder.json").read_text())["stopwords_language"] == "en"
+    assert (out / "vectors.bin").read_bytes() == before
     # resume: a finished 2-epoch run asked for 4 epochs continues from its checkpoint and ends exactly
     # where an uninterrupted 4-epoch run ends (shuffles depend on (seed, epoch) only)
     corpus = out.parent / "train.txt"
