@@ -366,3 +366,7 @@ def test_default_limit_leaves_room_for_the_checkout(tmp_path):
     (repo / "bundle" / "ignored.bin").write_bytes(b"x" * 2**20)  # the bundle itself is not the checkout's
     limit, why = bundle.default_max_mib(repo)
     assert abs(limit - (bundle.BOX_CARRY_MIB - 3.0 - 0.5)) < 0.01 and "checkout's 3.0 MiB" in why
+    # a bundle written below the checkout's top (results/bundle) is measured against the whole checkout
+    (repo / "results").mkdir()
+    assert bundle.checkout_root(repo / "results") == repo.resolve() and bundle.checkout_root(tmp_path) == tmp_path
+    assert bundle.default_max_mib(bundle.checkout_root(repo / "results"))[0] == limit

@@ -155,6 +155,22 @@ def test_eta_counts_only_runs_training_now_and_their_evaluation(tmp_path):
     (path / "progress.json").write_text('{"global_step": 10')  # half-written: not in time, and said so
     in_time, lines = progress.eta(results, 1e9, 0)
     assert not in_time and "progress unreadable" in lines[0]
+    # a trainer starting (train.json `running` just written; loading, compiling) has no rate yet: never in time,
+    # where it used to read as "no run is training now" and let the chunk skip its cut
+    (path / "progress.json").unlink()
+    (path / "train.json").write_text(json.dumps({"status": "running"}))
+    in_time, lines = progress.eta(results, 1e9, 0)
+    assert not in_time and "starting (no progress of this sitting yet)" in lines[0]
+    write_progress(path, 10, 1000, 5.0, age_s=progress.LIVE_S + 5)  # the previous sitting's, older than train.json
+    old = time.time() - 120
+    os.utime(path / "progress.json", (old, old))
+    assert progress.eta(results, 1e9, 0)[0] is False
+    write_progress(path, 10, 1000, 5.0)  # this sitting's first progress: judged by its rate again
+    assert progress.eta(results, 1e9, 0)[0] is True
+    old = time.time() - progress.STARTING_S - 5  # a stopped run's leftover train.json: not starting
+    os.utime(path / "train.json", (old, old))
+    (path / "progress.json").unlink()
+    assert progress.eta(results, 1, 0) == (True, ["no run is training now"])
 
 
 def test_unevaluated_names_the_targets_of_finished_runs_whose_evaluation_is_missing(tmp_path):

@@ -88,7 +88,9 @@ if ! command -v "$SNAKEMAKE" >/dev/null; then
     exit 2
 fi
 
-record() { echo "$1" | tee -a "$RECORDS"; }
+# each line also copied to $OUT at once: a call killed from outside (the device tool's time limit) before the
+# archive still brings back what it did
+record() { echo "$1" | tee -a "$RECORDS"; cp "$RECORDS" "$OUT/campaign.txt" 2>/dev/null || true; }
 left_until() { echo $(($1 - (SECONDS - START))); }  # seconds from now until $1 seconds after the start
 PROGRESS=("$PY" -m strae.report.progress)
 
@@ -108,6 +110,12 @@ fi
 #    included, before the hard stop (CHUNK_S - WRAPUP_S - KILL_S) at its recent rate (`python -m
 #    strae.report.progress eta`, from the runs' progress.json): then snakemake goes on, and the snapshots get the
 #    time that is left. A run a few steps from its end finishes in this call instead of needing another one.
+# a call killed from outside (not by this script's own timeout, whose 137 is handled below) leaves snakemake's lock,
+# which would fail this call's snakemake at once: nothing else runs snakemake in this checkout on the box
+if compgen -G ".snakemake/locks/*" >/dev/null && ! pgrep -f "snakemake --profile" >/dev/null; then
+    record "[snakemake] removed the lock a killed earlier call left"
+    rm -f .snakemake/locks/*
+fi
 rc=0
 stopped=0
 hard=$((CHUNK_S - WRAPUP_S - KILL_S))

@@ -73,7 +73,7 @@ cd "$REPO" || exit 1
 # roberta-loop failed on ModuleNotFoundError 'baselines' when run without it)
 export PYTHONPATH="$REPO/src:$REPO${PYTHONPATH:+:$PYTHONPATH}"
 OUT=${OUT:-$REPO/gpu-measure}
-PY=${PYTHON:-python}
+PY=${PYTHON:-$(command -v python || command -v python3)}  # (the box's bare image has python3 only)
 DEADLINE_S=${GPU_MEASURE_DEADLINE_S:-555}  # one <= 570 s (9.5 min) call, with a margin for the last kill
 DEVICE=${DEVICE:-cuda}
 BATCH=${BATCH:-512}

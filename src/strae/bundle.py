@@ -302,6 +302,17 @@ def _install_plan(items: list[dict], requirements: list[str], wheels: Path, file
 
 
 # ------------------------------------------------------------------------------------------------- sizes
+def checkout_root(folder: Path) -> Path:
+    """The git checkout holding ``folder`` (a bundle written to results/bundle travels with the whole checkout,
+    not with results/), or ``folder`` itself outside one."""
+    try:
+        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"], capture_output=True,
+                             check=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return folder
+    return Path(top) if top else folder
+
+
 def checkout_bytes(root: Path) -> int | None:
     """Bytes of the files of the git checkout at ``root`` that travel to the box beside the bundle (tracked, and
     untracked but not ignored); None outside a git checkout."""
@@ -378,7 +389,7 @@ def write_bundle(args: argparse.Namespace) -> int:
         print(f"strae bundle: wheels for {', '.join(packages)} (Python {BOX_PYTHON}, via {args.python})", flush=True)
         manifest["wheels"] = bundle_wheels(args.python, pinned_requirements(packages, Path(args.pyproject)), out)
     if args.max_mib is None:
-        max_mib, why = default_max_mib(out.resolve().parent)
+        max_mib, why = default_max_mib(checkout_root(out.resolve().parent))
     else:
         max_mib, why = args.max_mib, "--max-mib"
     return _finish(out, manifest, max_mib, why)

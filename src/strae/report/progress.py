@@ -46,7 +46,7 @@ from typing import Any
 from strae import paths, plan
 from strae.data.registry import load_config  # the project's one reader of a config file
 from strae.io import atomic_path, read_json
-from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, MODEL_FILE, PROGRESS_FILE, TRAIN_JSON, RunRecord
+from strae.runs import CHECKPOINT_FILE, ENCODER_MANIFEST, MODEL_FILE, PROGRESS_FILE, TRAIN_JSON, ProgressFile, RunRecord
 
 VARIANT = "paper"  # the variant the campaign's targets evaluate (results/eval/.../seed<N>.paper.json)
 SNAPSHOTS = "snapshots"
@@ -54,6 +54,9 @@ LOG_TAIL_LINES = 50
 MIN_JOB_S = 5  # a job started with less time than this left cannot finish: reported as skipped instead
 EXPORT_TRIES = 3  # exports of a checkpoint that keeps changing under them before giving up for this chunk
 LIVE_S = 60.0  # a progress.json not rewritten for this long (trainers rewrite it every 10 s) has no trainer
+# a train.json `running` written this recently, without a live progress.json, is a trainer still starting (loading,
+# compiling kernels: its first progress.json comes 10 s after its first step); older, a stopped run's leftover
+STARTING_S = 900.0
 
 
 # ------------------------------------------------------------------------------------------------ runs
@@ -324,8 +327,14 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
     now = time.time() if now is None else now
     estimates = []
     for run, path in run_dirs(results):
-        if not (path / PROGRESS_FILE).exists() or (path / ENCODER_MANIFEST).exists() \
-                or recorded_status(path) == "failed":
+        status = recorded_status(path)
+        if (path / ENCODER_MANIFEST).exists() or status == "failed":
+            continue
+        if status == "running" and _starting(path):
+            # no rate to judge by (loading, compiling kernels): never let a chunk skip its cut for it
+            estimates.append((f"{label(run)}  starting (no progress of this sitting yet)", math.inf))
+            continue
+        if not (path / PROGRESS_FILE).exists():
             continue
         try:
             step, total, rate, updated = read_progress(path)
@@ -338,6 +347,17 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
         estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s: ends in ~{train_s:.0f} s + "
                           f"{eval_s:.0f} s evaluation", train_s + eval_s))
     return estimates
+
+
+def _starting(path: Path) -> bool:
+    """A trainer started within STARTING_S (its train.json, written as it starts) that has written no progress.json
+    since (the first comes 10 s after its first step; a resumed run's is the previous sitting's until then). A
+    train.json rewritten at an epoch's end is followed by a progress.json within ~10 s: that gap is not "starting"."""
+    written = (path / TRAIN_JSON).stat().st_mtime
+    if time.time() - written > STARTING_S:
+        return False
+    progress = path / PROGRESS_FILE
+    return not progress.exists() or progress.stat().st_mtime < written - 3 * ProgressFile.every_s
 
 
 def eta(results: Path, within_s: float, eval_s: float) -> tuple[bool, list[str]]:
