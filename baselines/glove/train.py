@@ -497,14 +497,13 @@ def already_completed(args) -> bool:
     if previous.status == "completed" and len(previous.history) >= args.epochs:
         manifest = read_json(out / ENCODER_MANIFEST)
         wanted = args.stopwords_language or args.lang
+        done = "nothing to do"
         if manifest.get("stopwords_language") != wanted:
             # an evaluation label, not a training setting (the vectors do not depend on it): a changed
             # languages.<lang>.stopwords_language reaches the run's evaluations, as the workflow's rerun intends
-            manifest["stopwords_language"] = wanted
-            write_json(out / ENCODER_MANIFEST, manifest)
-            print(f"{out}: already completed; encoder.json's stopwords_language set to {wanted!r}")
-            return True
-        print(f"{out}: already completed; nothing to do")
+            write_json(out / ENCODER_MANIFEST, {**manifest, "stopwords_language": wanted})
+            done = f"encoder.json's stopwords_language set to {wanted!r}"
+        print(f"{out}: already completed; {done}")
         return True
     (out / ENCODER_MANIFEST).unlink()
     return False

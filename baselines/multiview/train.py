@@ -372,8 +372,7 @@ def resume(job: Job, state: dict[str, Any] | None) -> Progress:
     job.optimizer.load_state_dict(state["optimizer"])
     restore_rng_states(state["rng"], job.device)
     sessions = Sessions.from_checkpoint(state.get("sessions"), state["step"])
-    print("\n".join([f"{job.out}: resuming at step {state['step']}/{job.total_steps}; so far (train.json has it all):",
-                     *sessions.history_lines()]))
+    print(sessions.resume_report(f"{job.out}: resuming at step {state['step']}/{job.total_steps}"))
     return Progress(state["step"], state["history"], state["train_seconds"], sessions)
 
 

@@ -270,8 +270,8 @@ class StepLoop:
         self.sessions = Sessions.from_checkpoint(state.get("sessions"), self.step)
         self.window = LossWindow.from_state(state.get("window"))  # (checkpoints before 2026-11-29: an empty one)
         self.record.timings["resumed_from_step"] = self.step
-        print("\n".join([f"resuming {self.run_dir} at step {self.step}/{self.total_steps}; so far (train.json has it "
-                         "all):", *self.sessions.history_lines()]), file=sys.stderr)
+        print(self.sessions.resume_report(f"resuming {self.run_dir} at step {self.step}/{self.total_steps}"),
+              file=sys.stderr)
 
     def check_resumable(self, state: dict[str, Any]) -> None:
         """A checkpoint written with other settings is refused, naming what differs (never silently mixed)."""

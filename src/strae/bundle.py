@@ -476,9 +476,9 @@ def unpack(bundle: Path, resources: Path, registry: str) -> dict[str, int]:
     if not manifest_path.exists():
         raise SystemExit(f"{manifest_path}: missing; the bundle is incomplete (write it again with `strae bundle`)")
     manifest = read_json(manifest_path)  # a manifest cut short in transfer is named, with where it breaks
-    if not isinstance(manifest, dict) or manifest.get("schema_version") != SCHEMA_VERSION:
-        manifest = manifest if isinstance(manifest, dict) else {}
-        raise SystemExit(f"{manifest_path}: schema_version {manifest.get('schema_version')}, this strae reads "
+    version = manifest.get("schema_version") if isinstance(manifest, dict) else None
+    if version != SCHEMA_VERSION:
+        raise SystemExit(f"{manifest_path}: schema_version {version}, this strae reads "
                          f"{SCHEMA_VERSION}; write the bundle with the same checkout")
     lacking = [key for key in ("resources", "standins", "eval") if not isinstance(manifest.get(key), list)]
     if lacking:

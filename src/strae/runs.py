@@ -18,6 +18,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -182,6 +183,12 @@ class Sessions:
                 previous["device"], previous.get("cpu_isa") or "kernels not recorded")
         self.entries.append(session)
         return session
+
+    def resume_report(self, headline: str, more: Iterable[str] = ()) -> str:
+        """What a resumed trainer prints first: ``headline``, then a line per earlier session and per ``more`` line
+        (e.g. its earlier epochs), indented."""
+        return "\n".join([f"{headline}; so far (train.json has it all):", *self.history_lines(),
+                          *(f"  {line}" for line in more)])
 
     def history_lines(self) -> list[str]:
         """The earlier sessions, one line each, for a resumed trainer to print first: the workflow's log of a job

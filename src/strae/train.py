@@ -656,10 +656,8 @@ def resume(job: Job, state: State) -> str | None:
     for key in PROGRESS_KEYS:
         setattr(state, key, saved[key])
     state.sessions = Sessions.from_checkpoint(state.timings.get("sessions"), state.global_step)
-    log(f"resuming {job.out} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, step {state.global_step}; "
-        "so far (train.json has it all):")
-    for line in state.sessions.history_lines() + [epoch_line(entry) for entry in state.history]:
-        log(line if line.startswith("  ") else f"  {line}")
+    log(state.sessions.resume_report(f"resuming {job.out} at epoch {state.epoch + 1}, batch {state.batch_in_epoch}, "
+                                     f"step {state.global_step}", map(epoch_line, state.history)))
     return "resumed"
 
 

@@ -30,11 +30,10 @@ def read_yaml(path: str | os.PathLike, error: type[BaseException] = SystemExit) 
 def read_config_file(path: str | os.PathLike, error: type[BaseException] = SystemExit) -> Any:
     """A config file as Snakemake reads ``--configfile``: JSON first, else YAML (tab-indented JSON is not YAML), a
     key given twice in one object refused in either."""
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
     try:
-        return json.loads(text, object_pairs_hook=lambda pairs: _unique_pairs(pairs, path, error))
-    except json.JSONDecodeError:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle, object_pairs_hook=lambda pairs: _unique_pairs(pairs, path, error))
+    except (json.JSONDecodeError, UnicodeDecodeError):  # not JSON (or not UTF-8: read_yaml names it)
         return read_yaml(path, error)
 
 

@@ -330,7 +330,7 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
         status = recorded_status(path)
         if (path / ENCODER_MANIFEST).exists() or status == "failed":
             continue
-        if status == "running" and _starting(path):
+        if status == "running" and _starting(path, now):
             # no rate to judge by (loading, compiling kernels): never let a chunk skip its cut for it
             estimates.append((f"{label(run)}  starting (no progress of this sitting yet)", math.inf))
             continue
@@ -349,12 +349,12 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
     return estimates
 
 
-def _starting(path: Path) -> bool:
+def _starting(path: Path, now: float) -> bool:
     """A trainer started within STARTING_S (its train.json, written as it starts) that has written no progress.json
     since (the first comes 10 s after its first step; a resumed run's is the previous sitting's until then). A
     train.json rewritten at an epoch's end is followed by a progress.json within ~10 s: that gap is not "starting"."""
     written = (path / TRAIN_JSON).stat().st_mtime
-    if time.time() - written > STARTING_S:
+    if now - written > STARTING_S:
         return False
     progress = path / PROGRESS_FILE
     return not progress.exists() or progress.stat().st_mtime < written - 3 * ProgressFile.every_s
