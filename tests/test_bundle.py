@@ -217,6 +217,19 @@ def test_unpack_restores_a_layout_strae_finds(here, tmp_path):
     assert "present" in again.stdout and "restored" not in again.stdout
 
 
+def test_unpack_names_a_python_this_box_lacks(here, tmp_path):
+    # 2026-11-30's first call on an H200 set PYTHON to the bundling machine's pyenv path: bash's bare "No such
+    # file or directory" from line 34 was all the call brought back
+    box = _box_from(here, tmp_path)
+    env = dict(os.environ, PYTHON=str(tmp_path / "elsewhere/python3.12"), STRAE_OFFLINE_VENV=str(tmp_path / "venv"))
+    result = subprocess.run(["bash", str(box / "tools/offline_unpack.sh"), "bundle"], cwd=box, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert f"PYTHON={tmp_path / 'elsewhere/python3.12'}: cannot run it on this box" in result.stderr
+    assert "leave PYTHON unset" in result.stderr
+    assert not (tmp_path / "venv").exists()  # nothing made
+
+
 def test_unpack_refuses_to_overwrite_a_different_file(here, tmp_path):
     resources = tmp_path / "res"
     changed = _mk(paths.tokenizer_model(LANG, resources))
