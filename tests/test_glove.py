@@ -12,6 +12,7 @@ import yaml
 from baselines.glove.cooccurrence import count_cooccurrences, word_tokenize, words_corpus
 from baselines.glove.encoder import GloveEncoder, load_run, stopword_set
 from baselines.glove.model import GloveModel, RowOptimizer, glove_weight, sum_by_row
+from strae.io import read_json, write_json
 
 
 # -- tokenisation and counting ----------------------------------------------------------------------
@@ -396,6 +397,42 @@ def test_subword_mode_names_vectors_by_piece_and_composes_words(mirror, tmp_path
     # no piece of "jazz" (letters j, a, z) occurs in the toy corpus as the same piece: no vector at all
     assert not any(p in encoder.vectors.key_to_index for p in tokenizer.encode_as_pieces("jazz"))
     assert np.isnan(encoder.encode_words(["jazz"])).all()
+
+
+def test_a_subword_data_dir_run_evaluates_text_as_its_tokenised_corpus_was_split(mirror, tmp_path):
+    """--data-dir's pieces were encoded from treebank-split text (its train.json says so): the run records that
+    pretokeniser and its encoder applies it before SentencePiece, so "don't" reads as the pieces of "do n't", the
+    way the corpus had it (it used to read the raw "don't", pieces the run never saw)."""
+    from baselines.glove.train import main
+    from strae.data.tokenized import tokenize_split
+    from strae.data.tokenizer import load_tokenizer
+
+    model_file = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
+    text = tmp_path / "train.txt"
+    text.write_text("we don't like rain . they don't like snow either .\n" * 60, encoding="utf-8")
+    tokenizer = load_tokenizer(model_file, pretokenize="treebank")
+    data_dir = tmp_path / "tokenized"
+    write_json(data_dir / "train.json", tokenize_split(text, tokenizer, data_dir, "train", 1, 200))
+    out = tmp_path / "run"
+    assert main(["--lang", "en", "--seed", "0", "--out", str(out), "--corpus", str(text), "--tokenization",
+                 "subword", "--tokenizer", str(model_file), "--data-dir", str(data_dir), "--dim", "8",
+                 "--epochs", "1", "--window", "3"]) == 0
+    assert read_json(out / "train.json")["config"]["pretokenize"] == "treebank"
+    assert read_json(out / "encoder.json")["pretokenize"] == "treebank"
+    encoder = load_run(out)
+    split = tokenizer.encode_as_pieces("don't")  # the pieces of "do n't"
+    assert split != load_tokenizer(model_file).encode_as_pieces("don't")  # not those of the raw word
+    assert all(p in encoder.vectors.key_to_index for p in split)
+    np.testing.assert_allclose(encoder.encode_words(["don't"])[0],
+                               np.mean([encoder.vectors[p] for p in split], axis=0), rtol=1e-6)
+    assert encoder.describe()["pretokenize"] == "treebank"
+    # a run from before the setting (no pretokenize in its config) still resumes: the same ids trained it
+    record = read_json(out / "train.json")
+    del record["config"]["pretokenize"]
+    write_json(out / "train.json", record)
+    assert main(["--lang", "en", "--seed", "0", "--out", str(out), "--corpus", str(text), "--tokenization",
+                 "subword", "--tokenizer", str(model_file), "--data-dir", str(data_dir), "--dim", "8",
+                 "--epochs", "1", "--window", "3"]) == 0
 
 
 def test_a_corpus_that_is_not_utf8_is_named_with_its_line(tmp_path):

@@ -210,11 +210,16 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
         vectors = KeyedVectors.load_word2vec_format(str(vectors_path), binary=True)
     except (ValueError, EOFError, UnicodeDecodeError, OSError) as error:
         raise SystemExit(f"{vectors_path}: cannot load ({error}); re-run strae train-glove") from error
+    from strae.data.pretokenize import check_kind
+
+    trained_with = check_kind(manifest.get("pretokenize") or "none", f"{run_dir / 'encoder.json'}: pretokenize")
+    chosen = check_kind(pretokenize, "--encoder-option pretokenize") if pretokenize else trained_with
     tokenizer = None
     if manifest.get("tokenization") == "subword":
         from strae.data.tokenizer import load_tokenizer
 
-        tokenizer = load_tokenizer(run_dir / manifest.get("tokenizer", "tokenizer.model"))
+        # the pieces were learnt from text so pretokenised (a --data-dir run: its tokenised corpus' pretokeniser)
+        tokenizer = load_tokenizer(run_dir / manifest.get("tokenizer", "tokenizer.model"), pretokenize=chosen)
     language = stopwords_language or manifest.get("stopwords_language") or manifest.get("language")
     train = RunRecord.from_disk(run_dir)  # None for a run directory copied without its train.json
     info = {
@@ -225,9 +230,5 @@ def load_run(run_dir: str | Path, stopwords: str = "keep", stopwords_language: s
         "train": {"status": train.status if train else None, "failure_reason": train.failure_reason if train else None},
     }
     stop = stopword_set(language, stopword_list) if stopwords == "remove" else None
-    from strae.data.pretokenize import check_kind
-
-    trained_with = check_kind(manifest.get("pretokenize") or "none", f"{run_dir / 'encoder.json'}: pretokenize")
-    chosen = check_kind(pretokenize, "--encoder-option pretokenize") if pretokenize else trained_with
     return GloveEncoder(vectors, manifest.get("tokenization", "words"), tokenizer, stop, info, stopword_list,
                         chosen, trained_with)

@@ -138,9 +138,11 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
         "window": args.window, "weighting": "1/distance, symmetric",
         "dim": args.dim, "epochs": args.epochs, "lr": args.lr, "optimizer": args.optimizer,
         "x_max": args.x_max, "alpha": args.alpha, "batch_size": args.batch_size,
-        # words mode with --pretokenize: how lines were split before word_tokenize (absent: none, the lines as they
-        # are - so a default run's config is the one runs before the setting wrote, and they resume)
-        **({"pretokenize": args.pretokenize} if args.tokenization == "words" and args.pretokenize != "none" else {}),
+        # how raw text is pretokenised before the run's tokenisation (absent: none, the lines as they are - so a
+        # default run's config is the one runs before the setting wrote, and they resume): words mode, --pretokenize
+        # before word_tokenize; subword with --data-dir, the tokenised corpus' own (its train.json), which the
+        # evaluation's tokenizer must apply too
+        **({"pretokenize": pretokenize} if (pretokenize := run_pretokenize(args)) != "none" else {}),
         "min_count": args.min_count if args.tokenization == "words" else None,
         "max_vocab": args.max_vocab if args.tokenization == "words" else None, "max_lines": args.max_lines,
         "word_vector": "w + w~", "batch_loss": "sum over pairs (GloVe eq. 8)",
@@ -148,12 +150,30 @@ def _train_config(args: argparse.Namespace, corpus: Path, corpus_sha: str, token
     }
 
 
+def run_pretokenize(args: argparse.Namespace) -> str:
+    """The pretokeniser raw text goes through before this run's tokenisation: ``--pretokenize`` (words mode); the
+    ``pretokenize`` of --data-dir's tokenised split (subword; its pieces were encoded from text so split); else none
+    (subword from --corpus: tokenised here, and evaluated, with none)."""
+    if args.tokenization == "words":
+        return args.pretokenize
+    if args.data_dir is not None:
+        from strae.data.pretokenize import check_kind
+
+        meta = args.data_dir / "train.json"
+        if not meta.is_file():  # refused, by name, where the split is read (tokenized_corpus)
+            return "none"
+        return check_kind(read_json(meta).get("pretokenize") or "none", f"{meta}: pretokenize")
+    return "none"
+
+
 def _counts_key(config: dict) -> dict:
     """The config fields the co-occurrence cache depends on (the rest may change on resume)."""
     keys = ("tokenization", "corpus_sha256", "tokenizer_sha256", "tokenized_dir", "window", "min_count",
             "max_vocab", "max_lines")
     key = {k: config[k] for k in keys}
-    if config.get("pretokenize") not in (None, "none"):  # (a cache from before the setting: none, the same key)
+    # words mode: the split changes the counts (a cache from before the setting: none, the same key); a subword
+    # --data-dir run's counts are its tokenised_dir's ids whatever the pretokeniser recorded beside them
+    if config["tokenization"] == "words" and config.get("pretokenize") not in (None, "none"):
         key["pretokenize"] = config["pretokenize"]
     return key
 
@@ -337,15 +357,17 @@ def glove_step(model: GloveModel, optimizer: RowOptimizer, triples, indices: np.
     return loss_value
 
 
-def write_manifest(dest: Path, args, setting: str, corpus_label: str) -> None:
+def write_manifest(dest: Path, args, setting: str, config: dict) -> None:
     from strae.encode import write_encoder_manifest
 
     write_encoder_manifest(
         dest, "glove", vectors=VECTORS_FILE, tokenization=args.tokenization,
         tokenizer=TOKENIZER_FILE if args.tokenization == "subword" else None,
         language=args.lang, setting=setting, seed=args.seed,
-        stopwords_language=args.stopwords_language or args.lang, corpus_label=corpus_label,
-        pretokenize=args.pretokenize if args.tokenization == "words" else None,
+        stopwords_language=args.stopwords_language or args.lang,
+        corpus_label=config.get("corpus_label", config["corpus"]),
+        # the encoder applies it before its tokenisation, as the run's training text had it
+        pretokenize=config.get("pretokenize") or ("none" if args.tokenization == "words" else None),
     )
 
 
@@ -388,7 +410,7 @@ def write_snapshot_record(args, dest: Path, state: dict, vocab: dict, n_saved: i
               history=state["history"], timings=state.get("timings", {}), provenance=provenance(seed=args.seed),
               blocks={"data": {"vocab_size": len(vocab["tokens"]), "nnz": vocab.get("nnz"),
                                "n_vectors_saved": n_saved}, "snapshot": snapshot}).to_disk(dest)
-    write_manifest(dest, args, setting, config.get("corpus_label", config["corpus"]))
+    write_manifest(dest, args, setting, config)
 
 
 def corpus_source(corpus: Path, corpus_sha256: str) -> dict[str, str]:
@@ -458,7 +480,10 @@ def resolve_inputs(args) -> Path:
 def _compared_away(saved: dict) -> tuple[str, ...]:
     """What a resume does not compare: labels, epochs (they may grow), and the seed where the saved config predates
     it (2026-11-29)."""
-    return LABEL_FIELDS + ("epochs",) + (() if "seed" in saved else ("seed",))
+    # a subword --data-dir run from before its pretokeniser was recorded (2026-11-30) trained on the same ids
+    predates_pretokenize = saved.get("tokenization") == "subword" and "pretokenize" not in saved
+    return (LABEL_FIELDS + ("epochs",) + (() if "seed" in saved else ("seed",))
+            + (("pretokenize",) if predates_pretokenize else ()))
 
 
 def refuse_unresumable(args, record: RunRecord) -> None:
@@ -587,7 +612,7 @@ def finish(args, record: RunRecord, tokens: list[str], counts: np.ndarray, model
     record.timings["total_s"] = round(time.time() - began, 2)
     record.status, record.blocks["data"] = "completed", {**record.blocks["data"], "n_vectors_saved": n_saved}
     record.to_disk(args.out)
-    write_manifest(args.out, args, record.setting, record.config["corpus_label"])
+    write_manifest(args.out, args, record.setting, record.config)
     print(f"GloVe run complete: {args.out}")
     return 0
 
