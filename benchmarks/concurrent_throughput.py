@@ -8,7 +8,11 @@ For each N of ``--runs``, N copies of ``benchmarks/train_throughput.py`` start a
 together (after their warm-up, at a file barrier), so their timed windows overlap. ONE line: per N,
 ``aggregate_tokens/s`` = the copies' timed tokens / the longest timed window (the rate of the group, not the sum of
 the copies' own rates, which counts the tail where the faster ones have stopped competing), ``slowest_tokens/s``,
-and the device the copies report. A copy that fails or times out puts ``FAILED`` and its stderr tail in the line
+and the device the copies report. ``--beside "ARGS"`` (train_throughput arguments, shell-quoted) also measures one
+copy of that other command alone, then, for each N, the N copies with it beside them at once: whether a run of one
+model can share the card with another's (a Banyan run beside a Self-StrAE run) without slowing it past a lease;
+``main_tokens/s`` is the N copies' own aggregate over the group's window, ``beside_tokens/s`` the other's own rate.
+A copy that fails or times out puts ``FAILED`` and its stderr tail in the line
 (the others of that N are stopped) and the exit status is 1; no rate is ever made up. On SIGTERM (a caller's
 ``timeout``) the line is printed with the groups measured so far.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -49,8 +54,11 @@ def tail(text: str, limit: int = 600) -> str:
     return " ⏎ ".join(line for line in text[-limit:].splitlines() if line.strip())
 
 
-def run_group(passthrough: list[str], n_runs: int, args: argparse.Namespace) -> tuple[list[dict], str | None]:
-    """Start ``n_runs`` copies at once; (each copy's parsed fields, None) or ([], why the group failed)."""
+def run_group(passthroughs: list[list[str]], label: str,
+              args: argparse.Namespace) -> tuple[list[dict], str | None]:
+    """Start one copy per entry of ``passthroughs`` at once (train_throughput arguments each); (each copy's parsed
+    fields, None) or ([], why the group failed). ``label`` names the group's logs."""
+    n_runs = len(passthroughs)
     threads = max(1, (os.cpu_count() or 1) // n_runs)
     with tempfile.TemporaryDirectory(prefix="strae-concurrent-") as folder:
         barrier, logs = Path(folder) / "barrier", Path(folder)
@@ -60,7 +68,7 @@ def run_group(passthrough: list[str], n_runs: int, args: argparse.Namespace) -> 
         children = []
         try:
             for i, (out, err) in enumerate(streams):
-                command = child_command(passthrough, i, n_runs, args.seed_base, threads, barrier)
+                command = child_command(passthroughs[i], i, n_runs, args.seed_base, threads, barrier)
                 children.append(subprocess.Popen(command, stdout=out, stderr=err, text=True))
             failure = wait_all(children, args.timeout)
         finally:
@@ -70,7 +78,7 @@ def run_group(passthrough: list[str], n_runs: int, args: argparse.Namespace) -> 
                     child.wait()
         outputs = [(read_back(out), read_back(err)) for out, err in streams]
     if args.log_dir:
-        write_logs(args.log_dir, n_runs, outputs)
+        write_logs(args.log_dir, label, outputs)
     if failure is not None:
         index, why = failure
         return [], f"copy {index} {why}: {tail(outputs[index][1])}"
@@ -111,17 +119,27 @@ def parse_line(stdout: str, index: int) -> dict:
             "model": fields.get("model", "?")}
 
 
-def write_logs(directory: Path, n_runs: int, outputs: list) -> None:
+def write_logs(directory: Path, label: str, outputs: list) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for index, output in enumerate(outputs):
-        (directory / f"concurrent-N{n_runs}-copy{index}.log").write_text(output[0] + output[1])
+        (directory / f"concurrent-{label}-copy{index}.log").write_text(output[0] + output[1])
+
+
+def aggregate(copies: list[dict]) -> float:
+    """The copies' timed tokens over the longest of their timed windows (the group's rate)."""
+    return sum(copy["tokens/s"] * copy["timed_s"] for copy in copies) / max(copy["timed_s"] for copy in copies)
 
 
 def summary(n_runs: int, copies: list[dict]) -> str:
-    tokens = sum(copy["tokens/s"] * copy["timed_s"] for copy in copies)
-    window = max(copy["timed_s"] for copy in copies)
     slowest = min(copy["tokens/s"] for copy in copies)
-    return f"N={n_runs} aggregate_tokens/s={tokens / window:,.0f} slowest_tokens/s={slowest:,.0f}"
+    return f"N={n_runs} aggregate_tokens/s={aggregate(copies):,.0f} slowest_tokens/s={slowest:,.0f}"
+
+
+def beside_summary(n_runs: int, copies: list[dict]) -> str:
+    """N main copies and the beside copy (last) together: each side's rate, and the group's."""
+    main, beside = copies[:-1], copies[-1]
+    return (f"N={n_runs}+beside main_tokens/s={aggregate(main):,.0f} beside_tokens/s={beside['tokens/s']:,.0f} "
+            f"aggregate_tokens/s={aggregate(copies):,.0f}")
 
 
 def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
@@ -133,7 +151,16 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--seed-base", type=int, default=0, help="copy i runs with --seed SEED_BASE+i")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds for one group of copies")
     parser.add_argument("--log-dir", type=Path, default=None, help="write each copy's stdout+stderr here")
+    parser.add_argument("--beside", default=None, metavar="ARGS",
+                        help="train_throughput arguments (one shell-quoted string) of another command: measured "
+                             "alone, then one copy beside each group of N")
     args = parser.parse_args(argv)
+    try:
+        args.beside = shlex.split(args.beside) if args.beside is not None else None
+    except ValueError as error:
+        parser.error(f"--beside: {error}")
+    if args.beside is not None and (not args.beside or "--seed" in args.beside):
+        parser.error("--beside: give the other command's train_throughput arguments, without --seed")
     try:
         args.runs = [int(n) for n in args.runs.split(",")]
     except ValueError:
@@ -145,22 +172,38 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     return args, passthrough
 
 
+def groups(args: argparse.Namespace, passthrough: list[str]) -> list[tuple[str, str, list[list[str]]]]:
+    """(name in the line, log label, each copy's arguments) of every group, in the order they run: the other
+    command alone first (--beside), then each N alone and, with --beside, N with it."""
+    out = [("beside alone", "beside", [args.beside])] if args.beside else []
+    for n_runs in args.runs:
+        out.append((f"N={n_runs}", f"N{n_runs}", [passthrough] * n_runs))
+        if args.beside:
+            out.append((f"N={n_runs}+beside", f"N{n_runs}-beside", [passthrough] * n_runs + [args.beside]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args, passthrough = parse_args(argv)
     parts, devices, kernels, models, failed = [], set(), set(), set(), False
     signal.signal(signal.SIGTERM, stop)
-    for n_runs in args.runs:
+    for name, label, passthroughs in groups(args, passthrough):
         try:
-            copies, failure = run_group(passthrough, n_runs, args)
+            copies, failure = run_group(passthroughs, label, args)
         except Stopped:
-            parts.append(f"N={n_runs} STOPPED by SIGTERM (the caller's time limit)")
+            parts.append(f"{name} STOPPED by SIGTERM (the caller's time limit)")
             failed = True
             break
         if failure:
-            parts.append(f"N={n_runs} FAILED {failure}")
+            parts.append(f"{name} FAILED {failure}")
             failed = True
             continue
-        parts.append(summary(n_runs, copies))
+        if name == "beside alone":
+            parts.append(f"beside alone tokens/s={copies[0]['tokens/s']:,.0f}")
+        elif name.endswith("+beside"):
+            parts.append(beside_summary(len(passthroughs) - 1, copies))
+        else:
+            parts.append(summary(len(passthroughs), copies))
         devices.update(copy["device"] for copy in copies)
         kernels.update(copy["induction_kernel"] for copy in copies)
         models.update(copy["model"] for copy in copies)

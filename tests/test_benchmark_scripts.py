@@ -72,6 +72,33 @@ def test_concurrent_throughput_prints_one_aggregate_per_group(capsys):
         assert 0 < slowest <= aggregate
 
 
+def test_concurrent_throughput_measures_another_command_alone_and_beside(capsys, tmp_path):
+    """--beside: the other command alone, then N copies alone and N with it beside them, each side's own rate."""
+    script = load_script("concurrent_throughput")
+    tiny = ["--synthetic", "--batch-size", "4", "--steps", "1", "--warmup", "1", "--split-steps", "0",
+            "--threads", "1", "--device", "cpu"]
+    status = script.main(["--runs", "1", "--timeout", "240", "--log-dir", str(tmp_path),
+                          "--beside", " ".join(["--model", "selfstrae", "--objective", "ceco", *tiny]), "--",
+                          "--model", "banyan", *tiny])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert status == 0 and len(lines) == 1, lines
+    header, *groups = lines[0].split(" | ")
+    assert "model=banyan,selfstrae" in header
+    assert [group.split(" tokens/s")[0].split()[0:2] for group in groups][0] == ["beside", "alone"]
+    assert [group.split()[0] for group in groups[1:]] == ["N=1", "N=1+beside"]
+    together = dict(re.findall(r"(\S+)=(\S+)", groups[2]))
+    main_rate, beside_rate, total = (float(together[k].replace(",", ""))
+                                     for k in ("main_tokens/s", "beside_tokens/s", "aggregate_tokens/s"))
+    assert 0 < main_rate <= total and 0 < beside_rate <= total
+    # each copy's log names its group: the beside copy is the last of its group
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "concurrent-N1-beside-copy0.log", "concurrent-N1-beside-copy1.log", "concurrent-N1-copy0.log",
+        "concurrent-beside-copy0.log"]
+    assert "model=selfstrae" in (tmp_path / "concurrent-N1-beside-copy1.log").read_text()
+    with pytest.raises(SystemExit):  # a seed of its own would collide with the copies' (--seed-base)
+        script.parse_args(["--beside", "--model banyan --seed 3", "--", "--model", "banyan"])
+
+
 def test_concurrent_throughput_reports_a_failed_copy_with_its_stderr(capsys):
     script = load_script("concurrent_throughput")
     status = script.main(["--runs", "1", "--", "--model", "no-such-model", "--device", "cpu"])

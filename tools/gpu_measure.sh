@@ -25,6 +25,8 @@
 #   selfstrae-k128    the same at k128 u2, the campaign's Self-StrAE runs (SemEval Tables 2-3)  budget 60 s
 #   selfstrae-concurrent  concurrent_throughput 1,2 copies of selfstrae-k128: does a second Self-StrAE run fill the
 #                     card's idle time (host syncs, graph building)? decides 1 or 2 such runs per GPU session  budget 150 s
+#   selfstrae-beside-banyan  concurrent_throughput --beside: a Banyan k128 u2 copy alone, selfstrae-k128 alone, and
+#                     both at once: can a lease's Self-StrAE run take a Banyan run beside it?  budget 120 s
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
 #   objective-precision  objective_precision: CE and contrastive terms, fp32/tf32 ms + error    budget 60 s
 #   selfstrae-torch-profile  selfstrae-handwritten under torch.profiler (logs/...txt)        budget 60 s
@@ -253,6 +255,17 @@ step selfstrae-concurrent 150 "$PY" benchmarks/concurrent_throughput.py --runs "
     --log-dir "$LOGS/selfstrae-concurrent" -- --model selfstrae --objective ceco --k 128 --u 2 --device "$DEVICE" \
     --threads "$THREADS" --induction-kernel triton --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" \
     --split-steps 0 --data-dir "$DATA"
+# budget 120 s: three groups (an English Banyan k128 u2 copy alone, selfstrae-k128 alone, both at once), each ~30 s
+# of start-up + its timed steps; 60 s cap per group. The Self-StrAE step is GPU-bound, the Banyan step host-bound: can
+# a lease's Self-StrAE run take a Banyan run beside it (issue 11's Banyan ablations) and still finish in one call?
+# (~525 s of a chunk alone, 2026-11-30: a Self-StrAE rate of ~0.93x alone at most). The Banyan copy times 3x the
+# steps (its step is ~2.5x shorter), so its window covers the Self-StrAE copy's
+step selfstrae-beside-banyan 120 "$PY" benchmarks/concurrent_throughput.py --runs 1 --timeout 60 \
+    --log-dir "$LOGS/selfstrae-beside-banyan" --beside "--model banyan --device $DEVICE --threads $THREADS \
+    --induction-kernel triton --propagation handwritten --batch-size $BATCH --steps $((STEPS * 3)) --split-steps 0 \
+    --data-dir $DATA" -- --model selfstrae --objective ceco --k 128 --u 2 --device "$DEVICE" --threads "$THREADS" \
+    --induction-kernel triton --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 \
+    --data-dir "$DATA"
 # budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)
 throughput selfstrae-tf32 60 --model selfstrae --objective ceco --induction-kernel triton \
     --propagation handwritten --set loss_precision=tf32
