@@ -399,40 +399,60 @@ def test_subword_mode_names_vectors_by_piece_and_composes_words(mirror, tmp_path
     assert np.isnan(encoder.encode_words(["jazz"])).all()
 
 
-def test_a_subword_data_dir_run_evaluates_text_as_its_tokenised_corpus_was_split(mirror, tmp_path):
+def test_a_subword_data_dir_run_evaluates_text_as_its_tokenised_corpus_was_split(mirror, tmp_path, capsys):
     """--data-dir's pieces were encoded from treebank-split text (its train.json says so): the run records that
     pretokeniser and its encoder applies it before SentencePiece, so "don't" reads as the pieces of "do n't", the
-    way the corpus had it (it used to read the raw "don't", pieces the run never saw)."""
-    from baselines.glove.train import main
+    way the corpus had it (it used to read the raw "don't", pieces the run never saw) — once: a word of a split
+    sentence is not split again (a lone "mr." would read as "mr ." where the sentence kept "mr.")."""
+    from baselines.glove.train import CHECKPOINT_FILE, main
     from strae.data.tokenized import tokenize_split
     from strae.data.tokenizer import load_tokenizer
 
     model_file = mirror / "tokenizers" / "en.wiki.bpe.vs25000.model"
     text = tmp_path / "train.txt"
-    text.write_text("we don't like rain . they don't like snow either .\n" * 60, encoding="utf-8")
+    text.write_text("we don't like rain . Mr. Smith doesn't like snow either .\n" * 60, encoding="utf-8")
     tokenizer = load_tokenizer(model_file, pretokenize="treebank")
     data_dir = tmp_path / "tokenized"
     write_json(data_dir / "train.json", tokenize_split(text, tokenizer, data_dir, "train", 1, 200))
     out = tmp_path / "run"
-    assert main(["--lang", "en", "--seed", "0", "--out", str(out), "--corpus", str(text), "--tokenization",
-                 "subword", "--tokenizer", str(model_file), "--data-dir", str(data_dir), "--dim", "8",
-                 "--epochs", "1", "--window", "3"]) == 0
+    argv = ["--lang", "en", "--seed", "0", "--out", str(out), "--corpus", str(text), "--tokenization", "subword",
+            "--tokenizer", str(model_file), "--data-dir", str(data_dir), "--dim", "8", "--window", "3"]
+    assert main(argv + ["--epochs", "1"]) == 0
     assert read_json(out / "train.json")["config"]["pretokenize"] == "treebank"
     assert read_json(out / "encoder.json")["pretokenize"] == "treebank"
     encoder = load_run(out)
+    assert encoder.describe()["pretokenize"] == "treebank"
+
+    def mean_of(pieces):
+        assert pieces and all(p in encoder.vectors.key_to_index for p in pieces), pieces
+        return np.mean([encoder.vectors[p] for p in pieces], axis=0)
+
     split = tokenizer.encode_as_pieces("don't")  # the pieces of "do n't"
     assert split != load_tokenizer(model_file).encode_as_pieces("don't")  # not those of the raw word
-    assert all(p in encoder.vectors.key_to_index for p in split)
-    np.testing.assert_allclose(encoder.encode_words(["don't"])[0],
-                               np.mean([encoder.vectors[p] for p in split], axis=0), rtol=1e-6)
-    assert encoder.describe()["pretokenize"] == "treebank"
-    # a run from before the setting (no pretokenize in its config) still resumes: the same ids trained it
+    np.testing.assert_allclose(encoder.encode_words(["don't"])[0], mean_of(split), rtol=1e-6)
+    # the sentence is split once: its "mr." stays whole, as in the corpus (split again, alone, it is "mr .")
+    sentence = "Mr. Smith doesn't like snow"
+    words = tokenizer.normalize(sentence).split()
+    assert words[0] == "mr." and tokenizer.encode_as_pieces("mr.") != tokenizer.encode_as_pieces("mr.", True)
+    expected = np.mean([mean_of(tokenizer.encode_as_pieces(w, normalized=True)) for w in words], axis=0)
+    np.testing.assert_allclose(encoder.encode_sentences([sentence])[0], expected, rtol=1e-5)
+
+    # a run from before the setting (no pretokenize anywhere) is not refused: it resumes on the same ids ...
     record = read_json(out / "train.json")
     del record["config"]["pretokenize"]
     write_json(out / "train.json", record)
-    assert main(["--lang", "en", "--seed", "0", "--out", str(out), "--corpus", str(text), "--tokenization",
-                 "subword", "--tokenizer", str(model_file), "--data-dir", str(data_dir), "--dim", "8",
-                 "--epochs", "1", "--window", "3"]) == 0
+    manifest = read_json(out / "encoder.json")
+    del manifest["pretokenize"]
+    write_json(out / "encoder.json", manifest)
+    state = torch.load(out / CHECKPOINT_FILE, weights_only=False)
+    del state["config"]["pretokenize"]
+    torch.save(state, out / CHECKPOINT_FILE)
+    assert main(argv + ["--epochs", "1"]) == 0  # ... completed: its encoder.json gains the split's pretokeniser
+    assert "encoder.json's pretokenize set to 'treebank'" in capsys.readouterr().out
+    assert read_json(out / "encoder.json")["pretokenize"] == "treebank"
+    assert main(argv + ["--epochs", "2"]) == 0  # and asked for more, it trains on
+    assert len(read_json(out / "train.json")["history"]) == 2
+    assert read_json(out / "encoder.json")["pretokenize"] == "treebank"
 
 
 def test_a_corpus_that_is_not_utf8_is_named_with_its_line(tmp_path):

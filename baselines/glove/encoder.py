@@ -123,13 +123,15 @@ class GloveEncoder(Encoder):
         return words
 
     def _word_vector(self, word: str) -> np.ndarray | None:
-        """A word's vector, or None when it has none. Multi-token words average their known tokens."""
+        """A word's vector, or None when it has none. Multi-token words average their known tokens. Subword mode:
+        ``word`` is already normalised (pretokenised with its sentence by ``_words``, or as a whole by
+        ``encode_words``), so its pieces are taken as it stands."""
         if self.tokenization == "words":
             if word in self.vectors.key_to_index:
                 return self.vectors[word]
             tokens = words_of(word, self.pretokenize, self.trained_with)
         else:
-            tokens = self.tokenizer.encode_as_pieces(word)
+            tokens = self.tokenizer.encode_as_pieces(word, normalized=True)
         known = [self.vectors[t] for t in tokens if t in self.vectors.key_to_index]
         return np.mean(known, axis=0) if known else None
 

@@ -162,7 +162,10 @@ def run_pretokenize(args: argparse.Namespace) -> str:
         meta = args.data_dir / "train.json"
         if not meta.is_file():  # refused, by name, where the split is read (tokenized_corpus)
             return "none"
-        return check_kind(read_json(meta).get("pretokenize") or "none", f"{meta}: pretokenize")
+        try:
+            return check_kind(read_json(meta).get("pretokenize") or "none", f"{meta}: pretokenize")
+        except ValueError as error:  # PretokenizeError: a split written by another version, or edited
+            raise SystemExit(str(error)) from None
     return "none"
 
 
@@ -480,10 +483,11 @@ def resolve_inputs(args) -> Path:
 def _compared_away(saved: dict) -> tuple[str, ...]:
     """What a resume does not compare: labels, epochs (they may grow), and the seed where the saved config predates
     it (2026-11-29)."""
-    # a subword --data-dir run from before its pretokeniser was recorded (2026-11-30) trained on the same ids
-    predates_pretokenize = saved.get("tokenization") == "subword" and "pretokenize" not in saved
-    return (LABEL_FIELDS + ("epochs",) + (() if "seed" in saved else ("seed",))
-            + (("pretokenize",) if predates_pretokenize else ()))
+    # a subword run's pretokenize is --data-dir's (its train.json), a property of the ids that tokenized_dir names
+    # and the counts key compares, not a setting of its own: a run from before it was recorded (2026-11-30), or one
+    # whose split is gone (a completed run rerun), resumes on the same ids
+    subword = saved.get("tokenization") == "subword"
+    return LABEL_FIELDS + ("epochs",) + (() if "seed" in saved else ("seed",)) + (("pretokenize",) if subword else ())
 
 
 def refuse_unresumable(args, record: RunRecord) -> None:
@@ -522,13 +526,21 @@ def already_completed(args) -> bool:
     if previous.status == "completed" and len(previous.history) >= args.epochs:
         manifest = read_json(out / ENCODER_MANIFEST)
         wanted = args.stopwords_language or args.lang
-        done = "nothing to do"
+        updates = {}
         if manifest.get("stopwords_language") != wanted:
             # an evaluation label, not a training setting (the vectors do not depend on it): a changed
             # languages.<lang>.stopwords_language reaches the run's evaluations, as the workflow's rerun intends
-            write_json(out / ENCODER_MANIFEST, {**manifest, "stopwords_language": wanted})
-            done = f"encoder.json's stopwords_language set to {wanted!r}"
-        print(f"{out}: already completed; {done}")
+            updates["stopwords_language"] = wanted
+        split_with = run_pretokenize(args)
+        if args.tokenization == "subword" and args.data_dir is not None and split_with != "none" \
+                and manifest.get("pretokenize") != split_with:
+            # a subword --data-dir run completed before its split's pretokeniser was recorded (2026-11-30): its
+            # encoder must apply it, as the ids it trained on had it (the vectors do not change)
+            updates["pretokenize"] = split_with
+        if updates:
+            write_json(out / ENCODER_MANIFEST, {**manifest, **updates})
+        done = ", ".join(f"encoder.json's {key} set to {value!r}" for key, value in updates.items())
+        print(f"{out}: already completed; {done or 'nothing to do'}")
         return True
     (out / ENCODER_MANIFEST).unlink()
     return False

@@ -139,8 +139,11 @@ class Tokenizer:
             num_threads = _env_threads()
         return self._sp.encode([self.normalize(t) for t in texts], out_type=int, num_threads=num_threads)
 
-    def encode_as_pieces(self, text: str) -> list[str]:
-        return self._sp.encode(self.normalize(text), out_type=str)
+    def encode_as_pieces(self, text: str, normalized: bool = False) -> list[str]:
+        """The pieces of ``text``; ``normalized``: ``text`` is already :meth:`normalize`'s output (a word of a
+        normalised sentence), encoded as it is — pretokenising it again would split it as if it ended a sentence
+        (the treebank tokeniser reads a lone ``mr.`` as ``mr .``)."""
+        return self._sp.encode(text if normalized else self.normalize(text), out_type=str)
 
     def decode(self, ids: Iterable[int]) -> str:
         return self._sp.decode([i for i in ids if i != self.pad_id])
