@@ -11,7 +11,9 @@ the copies' own rates, which counts the tail where the faster ones have stopped 
 and the device the copies report. ``--beside "ARGS"`` (train_throughput arguments, shell-quoted) also measures one
 copy of that other command alone, then, for each N, the N copies with it beside them at once: whether a run of one
 model can share the card with another's (a Banyan run beside a Self-StrAE run) without slowing it past a lease;
-``main_tokens/s`` is the N copies' aggregate over their own longest window, ``beside_tokens/s`` the other's own rate.
+``main_tokens/s`` is the N copies' aggregate over their own longest window, ``beside_tokens/s`` the other's own rate
+(over its own window: the part of it that outlasts the others' ran alone), ``aggregate_tokens/s`` the group's. Give
+``--threads`` in both argument lists: by default a copy takes cores // copies, fewer beside the other command.
 A copy that fails or times out puts ``FAILED`` and its stderr tail in the line
 (the others of that N are stopped) and the exit status is 1; no rate is ever made up. On SIGTERM (a caller's
 ``timeout``) the line is printed with the groups measured so far.

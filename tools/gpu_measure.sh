@@ -257,13 +257,14 @@ step selfstrae-concurrent 150 "$PY" benchmarks/concurrent_throughput.py --runs "
     --split-steps 0 --data-dir "$DATA"
 # budget 120 s: three groups (an English Banyan k128 u2 copy alone, selfstrae-k128 alone, both at once), each ~30 s
 # of start-up + its timed steps; 60 s cap per group. The Self-StrAE step is GPU-bound, the Banyan step host-bound: can
-# a lease's Self-StrAE run take a Banyan run beside it (issue 11's Banyan ablations) and still finish in one call?
-# (~525 s of a chunk alone, 2026-11-30: a Self-StrAE rate of ~0.93x alone at most). The Banyan copy times 3x the
-# steps (its step is ~2.5x shorter), so its window covers the Self-StrAE copy's
+# a lease's Self-StrAE run take a Banyan run beside it (issue 11's Banyan ablations) and still finish in the lease's
+# two calls? (alone it needs ~560 s of the ~840 s of calls a lease holds, 2026-11-30: it must keep at least ~2/3 of
+# its rate alone; docs/GPU.md). The Banyan copy times 3x the steps (its step is ~2.5x shorter), so its window covers
+# the Self-StrAE copy's (its own rate is then partly measured alone: an upper bound)
 step selfstrae-beside-banyan 120 "$PY" benchmarks/concurrent_throughput.py --runs 1 --timeout 60 \
     --log-dir "$LOGS/selfstrae-beside-banyan" --beside "--model banyan --device $DEVICE --threads $THREADS \
     --induction-kernel triton --propagation handwritten --batch-size $BATCH --steps $((STEPS * 3)) --split-steps 0 \
-    --data-dir $DATA" -- --model selfstrae --objective ceco --k 128 --u 2 --device "$DEVICE" --threads "$THREADS" \
+    --data-dir $(printf %q "$DATA")" -- --model selfstrae --objective ceco --k 128 --u 2 --device "$DEVICE" --threads "$THREADS" \
     --induction-kernel triton --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" --split-steps 0 \
     --data-dir "$DATA"
 # budget 60 s: the same with the objective's products on TF32 tensor cores (a named, non-reference setting)

@@ -29,8 +29,8 @@ PYTHON=${PYTHON:-python3}
 # a PYTHON set for another machine (2026-11-30: the pyenv path of the machine that wrote the bundle, passed on
 # the box) failed as bash's bare "No such file or directory"; name it, and what this box has, instead
 "$PYTHON" -c 'import sys' 2>/dev/null || die "PYTHON=$PYTHON: cannot run it on this box; leave PYTHON unset (the \
-first of python3 / python that imports torch is used) or give this box's interpreter: $(command -v python3 python \
-2>/dev/null | tr '\n' ' ')"
+first of python3 / python that imports torch is used) or give this box's interpreter (on PATH: $(command -v python3 \
+python 2>/dev/null | tr '\n' ' ' | grep . || echo none))"
 
 # 1. venv. A Python without ensurepip (Debian's python3 without python3-venv) gets a venv without pip, which then
 #    runs the box's own pip (visible through --system-site-packages) and installs into the venv.
