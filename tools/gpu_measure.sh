@@ -24,7 +24,7 @@
 #   selfstrae-handwritten  Self-StrAE CECO k16 u16, --propagation handwritten (Triton levels) budget 60 s
 #   selfstrae-k128    the same at k128 u2, the campaign's Self-StrAE runs (SemEval Tables 2-3)  budget 60 s
 #   selfstrae-concurrent  concurrent_throughput 1,2 copies of selfstrae-k128: does a second Self-StrAE run fill the
-#                     card's idle time (host syncs, graph building)? decides 1 or 2 such runs per GPU session  budget 150 s
+#                     card's idle time (host syncs, graph building)? decided 1 such run per GPU session (2026-11-27: +10 %)  budget 150 s
 #   selfstrae-beside-banyan  concurrent_throughput --beside: a Banyan k128 u2 copy alone, selfstrae-k128 alone, and
 #                     both at once: can a lease's Self-StrAE run take a Banyan run beside it?  budget 120 s
 #   selfstrae-tf32    the same with --set loss_precision=tf32 (TF32 objective products)    budget 60 s
@@ -52,7 +52,7 @@
 #   roberta-checks    roberta_checks: train-roberta twice (identical?), SIGTERM + resume, --nondeterministic's
 #                     steps/s, train-simcse twice                                      budget 150 s
 #   multiview         multiview_throughput: the multi-view trainer's step (CTL, CL) on ELTeC-shaped synthetic trees,
-#                     paper shapes, batch 100: does the whole parse train in minutes on a GPU?  budget 90 s
+#                     paper shapes, batch 100: the whole parse's minutes on a GPU (H200 2026-11-30: 3.3 CTL)  budget 90 s
 #   banyan-torch      train_throughput, Banyan, torch induction loop          budget  70 s
 # The steps after concurrent-handwritten repeat 2026-11-25's H100 measurements (reproductions/h100-2026-11-25/):
 # (the 2026-11-26 H200 call ran the thirteen steps other than selfstrae-tf32 in 364 s); ONLY="name name ..." runs
@@ -250,7 +250,7 @@ throughput selfstrae-k128 60 --model selfstrae --objective ceco --k 128 --u 2 --
 # group. Self-StrAE's step is GPU-bound (fp32 GEMMs) but the card idles during its host syncs and graph building (19
 # syncs waited 7.9 ms of a step on the H100, 2026-11-26); a second process may fill that. A Self-StrAE English run
 # takes ~500 s alone on an H200 (395-420k tokens/s); two fit one 15-minute GPU session only if the aggregate of two
-# reaches ~570k (2 x 209M tokens in ~740 s)
+# reaches ~570k (2 x 209M tokens in ~740 s); measured 2026-11-27: 439k, so one
 step selfstrae-concurrent 150 "$PY" benchmarks/concurrent_throughput.py --runs "${SELFSTRAE_RUNS:-1,2}" --timeout 70 \
     --log-dir "$LOGS/selfstrae-concurrent" -- --model selfstrae --objective ceco --k 128 --u 2 --device "$DEVICE" \
     --threads "$THREADS" --induction-kernel triton --propagation handwritten --batch-size "$BATCH" --steps "$STEPS" \
@@ -342,7 +342,8 @@ step roberta-loop 150 "$PY" benchmarks/roberta_loop.py --device "$DEVICE" --step
 # four 300-step MLM runs (~70 steps/s graphed, a few captures each) and two 100-step SimCSE runs
 step roberta-checks 150 "$PY" benchmarks/roberta_checks.py --device "$DEVICE" --batch-size "$ROBERTA_BATCH" \
     --steps "${ROBERTA_CHECK_STEPS:-300}" "${CORPUS_ARGS[@]}"
-# budget 90 s: CTL and CL, 20 timed steps each (2.2-2.5 s a step on one CPU thread, 2026-11-28; the GPU unmeasured)
+# budget 90 s: CTL and CL, 20 timed steps each (2.2-2.5 s a step on one CPU thread, 2026-11-28; on an H200, 2026-11-30:
+# CTL 0.034 s, CL 0.020 s)
 step multiview 90 "$PY" benchmarks/multiview_throughput.py --device "$DEVICE" --steps "${MULTIVIEW_STEPS:-20}" \
     --warmup 3 --threads "$THREADS"
 # budget 70 s: the torch induction loop (the baseline of 2026-11-25's table)

@@ -8,7 +8,8 @@
 #   4. `strae bundle --unpack`: resources/ restored with their mtimes, evaluation files placed (sha256-checked)
 #   5. BUNDLE/env.sh to source before the campaign's commands, which it prints (rewritten with this box's paths by
 #      `strae bundle --unpack`; `strae bundle` wrote a relative one, which serves if the folder is copied over again)
-# Environment: PYTHON (default python3) the box's interpreter; STRAE_OFFLINE_VENV (default .venv-offline).
+# Environment: PYTHON (default: the first of python3 / python that imports torch; leave it unset on a lent box, whose
+# Python was /opt/torch/.venv/bin/python3.12 on 2026-11-30); STRAE_OFFLINE_VENV (default .venv-offline).
 set -euo pipefail
 
 die() { echo "offline_unpack: $*" >&2; exit 1; }

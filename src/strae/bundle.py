@@ -540,7 +540,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="carry the prepared corpus text too (default: empty stand-ins on the box)")
     parser.add_argument("--no-wheels", action="store_true", help="leave the Python packages out")
     parser.add_argument("--python", default=f"python{BOX_PYTHON}",
-                        help=f"a Python {BOX_PYTHON} with pip: resolves and builds the wheels for the box")
+                        help=f"a Python {BOX_PYTHON} with pip ON THIS MACHINE: resolves and builds the wheels for the "
+                             "box (on the box, tools/offline_unpack.sh finds its own; leave PYTHON unset there)")
     parser.add_argument("--extra-package", action="append", default=[],
                         help="another pyproject.toml dependency to carry (e.g. matplotlib for figures)")
     parser.add_argument("--pyproject", default=str(project_root() / "pyproject.toml"), help="where the pins are")
