@@ -532,8 +532,7 @@ def already_completed(args) -> bool:
             # languages.<lang>.stopwords_language reaches the run's evaluations, as the workflow's rerun intends
             updates["stopwords_language"] = wanted
         split_with = run_pretokenize(args)
-        if args.tokenization == "subword" and args.data_dir is not None and split_with != "none" \
-                and manifest.get("pretokenize") != split_with:
+        if args.tokenization == "subword" and split_with not in ("none", manifest.get("pretokenize")):
             # a subword --data-dir run completed before its split's pretokeniser was recorded (2026-11-30): its
             # encoder must apply it, as the ids it trained on had it (the vectors do not change)
             updates["pretokenize"] = split_with
