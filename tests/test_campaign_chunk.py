@@ -142,8 +142,18 @@ def test_eta_counts_only_runs_training_now_and_their_evaluation(tmp_path):
     path = fake_run(results, {})
     write_progress(path, 990, 1000, 5.0)  # 2 s of training left + 5 s of evaluation
     in_time, lines = progress.eta(results, 10, 5)
-    assert in_time and re.search(r"seed0  step 990/1000 at 5\.0 steps/s: ends in ~2 s \+ 5 s evaluation", lines[0])
+    assert in_time and re.search(r"seed0  step 990/1000 at 5\.0 steps/s \(0 s ago\): ends in ~2 s \+ 5 s "
+                                 r"evaluation", lines[0])
     assert progress.eta(results, 6, 5)[0] is False  # 7 s needed
+    # written 8 s ago at 1 step/s: ~8 of its 10 steps are made since, so ~2 s of training are left, not 10
+    write_progress(path, 990, 1000, 1.0, age_s=8)
+    in_time, lines = progress.eta(results, 8, 5)
+    assert in_time and "(8 s ago): ends in ~2 s + 5 s evaluation" in lines[0], lines
+    assert progress.eta(results, 6, 5)[0] is False
+    write_progress(path, 990, 1000, 1.0, age_s=30)  # past its end at the old rate: the evaluation is still ahead
+    in_time, lines = progress.eta(results, 5, 5)
+    assert in_time and "ends in ~0 s + 5 s evaluation" in lines[0], lines
+    assert progress.eta(results, 4, 5)[0] is False
     write_progress(path, 10, 1000, 0.0)  # no rate yet: cannot say, so not in time
     assert progress.eta(results, 1e9, 0)[0] is False
     write_progress(path, 10, 1000, 5.0, age_s=progress.LIVE_S + 5)  # a previous chunk's file: no trainer now

@@ -343,9 +343,12 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
             continue
         if now - updated > LIVE_S:
             continue  # stopped earlier (a previous chunk): nothing is training it now
-        train_s = max(total - step, 0) / rate if rate > 0 else math.inf
-        estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s: ends in ~{train_s:.0f} s + "
-                          f"{eval_s:.0f} s evaluation", train_s + eval_s))
+        # the file is rewritten every ProgressFile.every_s: the steps made since it was written are counted at its
+        # rate, not left to make (read as written, a run ending in 5 s read as up to 10 s more, enough to cut it)
+        since = min(max(now - updated, 0.0), LIVE_S)
+        train_s = max(total - step - rate * since, 0) / rate if rate > 0 else math.inf
+        estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s ({since:.0f} s ago): ends in "
+                          f"~{train_s:.0f} s + {eval_s:.0f} s evaluation", train_s + eval_s))
     return estimates
 
 
