@@ -610,3 +610,44 @@ def test_a_chunk_whose_python_cannot_import_strae_is_refused_before_snakemake_ru
                             env=dict(chunk_env(90), SNAKEMAKE=str(tmp_path / "no-snakemake")))
     assert result.returncode == 2 and "no-snakemake: not found" in result.stderr, result.stderr
     assert not (tmp_path / "ran").exists()
+
+
+FAKE_SNAKEMAKE_FINISHED = """#!/usr/bin/env bash
+# stands in for snakemake: the target run has trained and been evaluated
+run=results/runs/xx/banyan/a/seed0
+mkdir -p "$run" results/eval/xx/banyan/a
+echo '{"status": "completed"}' >"$run/train.json"
+echo '{"tasks": {}}' >results/eval/xx/banyan/a/seed0.paper.json
+"""
+
+# stands in for the chunk's python: at the summary step the whole call is killed from outside (as the device tool
+# does at its time limit), so step 4's archive is never written
+KILLED_AT_SUMMARY = """#!/usr/bin/env bash
+for arg in "$@"; do
+    # the session, not the process group: timeout puts its command in a group of its own
+    if [ "$arg" = summary ]; then pkill -KILL -s "$(ps -o sid= $$ | tr -d ' ')"; fi
+done
+exec "{python}" "$@"
+"""
+
+
+def test_a_call_killed_in_the_tail_still_brings_back_what_snakemake_finished(tmp_path):
+    """The early archive copy (step 1b): a box killed after the workflow but before the last archive (the device
+    tool's limit) used to bring back campaign.txt only, and with the box went a finished run's weights and scores."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/campaign_chunk.sh", tmp_path / "tools")
+    fake = tmp_path / "fake-snakemake"
+    fake.write_text(FAKE_SNAKEMAKE_FINISHED)
+    fake.chmod(0o755)
+    python = tmp_path / "python"
+    python.write_text(KILLED_AT_SUMMARY.replace("{python}", sys.executable))
+    python.chmod(0o755)
+    target = "results/eval/xx/banyan/a/seed0.paper.json"
+    process = subprocess.Popen(["bash", "tools/campaign_chunk.sh", target], cwd=tmp_path,
+                               env=dict(chunk_env(90), SNAKEMAKE=str(fake), PYTHON=str(python)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == -signal.SIGKILL, stdout + stderr
+    assert "[snakemake] done" in stdout and "ends after" not in stdout  # killed before step 4
+    names = set(archived(tmp_path))
+    assert {"results/runs/xx/banyan/a/seed0/train.json", target} <= names, names

@@ -16,7 +16,7 @@
 #      A target whose run finished training but whose evaluation the stop cut off is evaluated meanwhile (snakemake
 #      on that target alone, `python -m strae.report.progress unevaluated`): its weights may not outlive a lent box
 #   3. one summary line per run: status, epoch/step of the planned epochs, latest STS average
-#   4. $OUT/campaign.tar.xz: every train.json and evaluation JSON under results/ (finished runs' and snapshots'),
+#   4. $OUT/campaign.tar.xz (an early copy written after step 1, replaced here): every train.json and evaluation JSON under results/ (finished runs' and snapshots'),
 #      scores and tables, the last 50 lines of each log under logs/, campaign.txt. No weights. $OUT holds only
 #      campaign.tar.xz and campaign.txt.
 # Exit status: 0 the targets are done; 75 the chunk ran out of time (call again); 1 snakemake failed otherwise.
@@ -160,6 +160,11 @@ else
     status=1
     record "[snakemake] FAILED rc $rc: $(tail -n 5 "$SNAKEMAKE_LOG" | tr '\n' ' ')"
 fi
+
+# 1b. an early copy of the archive (under a second here): a call killed from outside later in the tail (the device
+#    tool's limit) still brings back what snakemake finished. Step 4's archive replaces it (both written atomically)
+timeout "$ARCHIVE_S" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" >"$CHUNK.early.txt" 2>&1 \
+    || record "[archive] early copy FAILED: $(tail -c 200 "$CHUNK.early.txt" | tr '\n' ' ')"
 
 # 2a. a target whose run finished training but whose evaluation the stop cut off (its training ended before the cut
 #    while another run trained on, or just before the hard stop) is evaluated now, beside the snapshots: it is no
