@@ -150,10 +150,12 @@ def test_eta_counts_only_runs_training_now_and_their_evaluation(tmp_path):
     in_time, lines = progress.eta(results, 8, 5)
     assert in_time and "(8 s ago): ends in ~2 s + 5 s evaluation" in lines[0], lines
     assert progress.eta(results, 6, 5)[0] is False
-    write_progress(path, 990, 1000, 1.0, age_s=30)  # past its end at the old rate: the evaluation is still ahead
-    in_time, lines = progress.eta(results, 5, 5)
-    assert in_time and "ends in ~0 s + 5 s evaluation" in lines[0], lines
-    assert progress.eta(results, 4, 5)[0] is False
+    # written 30 s ago: the trainer stalled or died after at most ProgressFile.every_s (10) more steps, so 30
+    # are not credited (they would read as "ends in ~0 s")
+    write_progress(path, 980, 1000, 1.0, age_s=30)
+    in_time, lines = progress.eta(results, 15, 5)
+    assert in_time and "(30 s ago): ends in ~10 s + 5 s evaluation" in lines[0], lines
+    assert progress.eta(results, 14, 5)[0] is False
     write_progress(path, 10, 1000, 0.0)  # no rate yet: cannot say, so not in time
     assert progress.eta(results, 1e9, 0)[0] is False
     write_progress(path, 10, 1000, 5.0, age_s=progress.LIVE_S + 5)  # a previous chunk's file: no trainer now
@@ -644,10 +646,30 @@ def test_a_call_killed_in_the_tail_still_brings_back_what_snakemake_finished(tmp
     python.chmod(0o755)
     target = "results/eval/xx/banyan/a/seed0.paper.json"
     process = subprocess.Popen(["bash", "tools/campaign_chunk.sh", target], cwd=tmp_path,
-                               env=dict(chunk_env(90), SNAKEMAKE=str(fake), PYTHON=str(python)),
+                               env=dict(chunk_env(90), SNAKEMAKE=str(fake), PYTHON=str(python), ARCHIVE_S="30"),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == -signal.SIGKILL, stdout + stderr
     assert "[snakemake] done" in stdout and "ends after" not in stdout  # killed before step 4
     names = set(archived(tmp_path))
     assert {"results/runs/xx/banyan/a/seed0/train.json", target} <= names, names
+
+
+def test_an_archive_stopped_by_sigterm_leaves_no_temp_file(tmp_path):
+    """The chunk's `timeout` stops a slow archive with SIGTERM: the half-written temp file is removed, not left in
+    $OUT beside the archive (to come back with it)."""
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "scores.csv").write_bytes(os.urandom(24 * 2**20))  # incompressible: xz takes seconds over it
+    out = tmp_path / "out"
+    process = subprocess.Popen([sys.executable, "-m", "strae.report.progress", "--results", str(results), "--logs",
+                                str(tmp_path / "logs"), "archive", str(out / "c.tar.xz")],
+                               env=chunk_env(90), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not list(out.glob(".c.tar.xz.*")) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, process.communicate()  # still writing when stopped
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=60)
+    assert process.returncode == 128 + signal.SIGTERM
+    assert not out.exists()  # the directory it made for the archive went with the temp file

@@ -5,7 +5,8 @@
 # or a local profile inside the allocation).
 #     bash tools/campaign_chunk.sh results/eval/en/banyan/ce_diagonal_entangled_k128_u2/seed{0,1,2,3}.paper.json
 # Every argument goes to snakemake after the profile (targets, and options such as `--configfile F` LAST).
-# Steps, each recorded as lines in logs/campaign/campaign.txt (copied to $OUT) and on stdout; a failing step is recorded and the next runs:
+# Steps, each recorded as lines in logs/campaign/campaign.txt (copied to $OUT) and on stdout; a failing step is
+# recorded and the next runs:
 #   1. snakemake --profile $PROFILE --rerun-incomplete ARGS until CHUNK_S - SNAPSHOT_S (or, when every run training
 #      then will end and be evaluated in time at its recent rate, until CHUNK_S - WRAPUP_S - KILL_S at the latest);
 #      a training job cut off checkpoints after its current step (strae train on SIGTERM) and resumes there on the
@@ -16,18 +17,18 @@
 #      A target whose run finished training but whose evaluation the stop cut off is evaluated meanwhile (snakemake
 #      on that target alone, `python -m strae.report.progress unevaluated`): its weights may not outlive a lent box
 #   3. one summary line per run: status, epoch/step of the planned epochs, latest STS average
-#   4. $OUT/campaign.tar.xz (an early copy written after step 1, replaced here): every train.json and evaluation JSON under results/ (finished runs' and snapshots'),
-#      scores and tables, the last 50 lines of each log under logs/, campaign.txt. No weights. $OUT holds only
-#      campaign.tar.xz and campaign.txt.
+#   4. $OUT/campaign.tar.xz (an early copy is written after step 1, and replaced here): every train.json and
+#      evaluation JSON under results/ (finished runs' and snapshots'), scores and tables, the last 50 lines of each
+#      log under logs/, campaign.txt. No weights. $OUT holds only campaign.tar.xz and campaign.txt.
 # Exit status: 0 the targets are done; 75 the chunk ran out of time (call again); 1 snakemake failed otherwise.
 # Knobs (environment): CHUNK_S (560: one <= 10 minute call with a margin), SNAPSHOT_S (90: the tail after snakemake
 # is stopped), WRAPUP_S (20: summary + archive, inside the tail), ARCHIVE_S (8: the archive's least time, never
-# given to the summary), KILL_S (15: snakemake's shutdown grace, inside the tail), FINISH_EVAL_S (30: what a
-# finished run's evaluation is allowed when deciding to let it finish),
+# given to the summary; also the early copy's most), KILL_S (15: snakemake's shutdown grace, inside the tail),
+# FINISH_EVAL_S (30: what a finished run's evaluation is allowed when deciding to let it finish),
 # SNAPSHOT_JOBS (4: runs exported/evaluated at once), SNAPSHOT_KEEP_WEIGHTS (0; 1 keeps each evaluated snapshot's
-# model.pt: the archive still brings none, they stay in the work tree, e.g. a cluster's), PROFILE (profiles/gpu), OUT (campaign-out/ in the checkout;
-# a relative OUT counts from the checkout root),
-# PYTHON (python), SNAKEMAKE (snakemake).
+# model.pt: the archive still brings none, they stay in the work tree, e.g. a cluster's), PROFILE (profiles/gpu),
+# OUT (campaign-out/ in the checkout; a relative OUT counts from the checkout root), PYTHON (python), SNAKEMAKE
+# (snakemake).
 set -uo pipefail  # not -e: a failed step is recorded and the next one runs
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -162,9 +163,15 @@ else
 fi
 
 # 1b. an early copy of the archive (under a second here): a call killed from outside later in the tail (the device
-#    tool's limit) still brings back what snakemake finished. Step 4's archive replaces it (both written atomically)
-timeout "$ARCHIVE_S" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" >"$CHUNK.early.txt" 2>&1 \
-    || record "[archive] early copy FAILED: $(tail -c 200 "$CHUNK.early.txt" | tr '\n' ' ')"
+#    tool's limit) still brings back what snakemake finished. Step 4's archive replaces it (both written atomically).
+#    At most ARCHIVE_S, and never out of the two ARCHIVE_S before the end (step 4's, and the margin the tail keeps
+#    when snakemake's jobs took all of KILL_S to stop): then it is skipped, step 4 brings the same
+early=$(($(left_until "$CHUNK_S") - 2 * ARCHIVE_S))
+early=$((early < ARCHIVE_S ? early : ARCHIVE_S))
+if ((early >= 1)); then
+    timeout --kill-after=2 "$early" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" >"$CHUNK.early.txt" 2>&1 \
+        || record "[archive] early copy FAILED rc $?: $(tail -c 200 "$CHUNK.early.txt" | tr '\n' ' ')"
+fi
 
 # 2a. a target whose run finished training but whose evaluation the stop cut off (its training ended before the cut
 #    while another run trained on, or just before the hard stop) is evaluated now, beside the snapshots: it is no

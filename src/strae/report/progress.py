@@ -35,6 +35,7 @@ import math
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
@@ -322,8 +323,9 @@ def summary(results: Path, config_path: Path) -> list[str]:
 # ------------------------------------------------------------------------------------------------ eta
 def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> list[tuple[str, float]]:
     """(line, seconds until done) for every run training now: its progress.json rewritten within LIVE_S, no
-    completion mark, not failed. Seconds = the steps left at the rate of its last interval, plus ``eval_s`` for
-    the evaluation job that follows; infinite when the file cannot say (no rate yet, unreadable)."""
+    completion mark, not failed. Seconds = the steps left at the rate of its last interval (less those made at
+    that rate since the file was written, up to ProgressFile.every_s of them), plus ``eval_s`` for the evaluation
+    job that follows; infinite when the file cannot say (no rate yet, unreadable)."""
     now = time.time() if now is None else now
     estimates = []
     for run, path in run_dirs(results):
@@ -344,10 +346,12 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
         if now - updated > LIVE_S:
             continue  # stopped earlier (a previous chunk): nothing is training it now
         # the file is rewritten every ProgressFile.every_s: the steps made since it was written are counted at its
-        # rate, not left to make (read as written, a run ending in 5 s read as up to 10 s more, enough to cut it)
-        since = min(max(now - updated, 0.0), LIVE_S)
+        # rate, not left to make (read as written, a run ending in 5 s read as up to 10 s more, enough to cut it).
+        # At most every_s of them: a file older than that belongs to a trainer that stalled (an epoch's dev
+        # evaluation, a checkpoint) or died, which made no steps meanwhile
+        since = min(max(now - updated, 0.0), ProgressFile.every_s)
         train_s = max(total - step - rate * since, 0) / rate if rate > 0 else math.inf
-        estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s ({since:.0f} s ago): ends in "
+        estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s ({now - updated:.0f} s ago): ends in "
                           f"~{train_s:.0f} s + {eval_s:.0f} s evaluation", train_s + eval_s))
     return estimates
 
@@ -452,6 +456,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _exit_on_sigterm(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     config_path = args.config or paths.effective_config(args.results)
@@ -468,6 +476,9 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(lines), flush=True)
         return 0 if in_time else 1
     else:
+        # the chunk's `timeout` stops a slow archive with SIGTERM, whose default action skips atomic_path's cleanup:
+        # a half-written temp file would then sit beside the archive in $OUT and come back with it
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
         count = write_archive(args.out, args.results, args.logs, args.extra)
         lines = [f"{args.out}: {count} files, {args.out.stat().st_size / 2**20:.2f} MiB"]
     print("\n".join(lines), flush=True)
