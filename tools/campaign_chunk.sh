@@ -169,7 +169,8 @@ fi
 early=$(($(left_until "$CHUNK_S") - 2 * ARCHIVE_S))
 early=$((early < ARCHIVE_S ? early : ARCHIVE_S))
 if ((early >= 1)); then
-    timeout --kill-after=2 "$early" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" >"$CHUNK.early.txt" 2>&1 \
+    timeout --kill-after=2 "$early" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" \
+        >"$CHUNK.early.txt" 2>&1 \
         || record "[archive] early copy FAILED rc $?: $(tail -c 200 "$CHUNK.early.txt" | tr '\n' ' ')"
 fi
 

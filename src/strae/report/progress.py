@@ -351,8 +351,8 @@ def finish_estimates(results: Path, eval_s: float, now: float | None = None) -> 
         # evaluation, a checkpoint) or died, which made no steps meanwhile
         since = min(max(now - updated, 0.0), ProgressFile.every_s)
         train_s = max(total - step - rate * since, 0) / rate if rate > 0 else math.inf
-        estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s ({now - updated:.0f} s ago): ends in "
-                          f"~{train_s:.0f} s + {eval_s:.0f} s evaluation", train_s + eval_s))
+        estimates.append((f"{label(run)}  step {step}/{total} at {rate:.1f} steps/s ({now - updated:.0f} s ago): "
+                          f"ends in ~{train_s:.0f} s + {eval_s:.0f} s evaluation", train_s + eval_s))
     return estimates
 
 
