@@ -440,6 +440,48 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     assert usage.value.code == 2 and "--targets and --table go with --todo" in capsys.readouterr().err
 
 
+def _timed_run(record, lang, model, setting, seed, device, seconds, status="completed"):
+    path = record / "runs" / lang / model / setting / f"seed{seed}"
+    path.mkdir(parents=True)
+    (path / "train.json").write_text(json.dumps({"status": status, "timings": {"train_seconds": seconds},
+                                                 "provenance": {"device": device}}))
+
+
+def test_todo_says_how_long_the_runs_left_take_at_the_records_measured_times(tmp_path, capsys):
+    config_path, tables_path = _paper_config()
+    config = rec.load_config(config_path)
+    tables = rec.report.load_tables(tables_path)
+    record = _todo_record(tmp_path, [("en", "selfstrae", "ceco_linear_sentential_k128_u2", seed) for seed in (0, 1)])
+    k128 = "ceco_linear_sentential_k128_u2"
+    _timed_run(record, "en", "selfstrae", k128, 0, "cuda:NVIDIA H200", 500.0)
+    _timed_run(record, "en", "selfstrae", k128, 1, "cuda:NVIDIA H100 80GB HBM3", 700.0)
+    _timed_run(record, "en", "selfstrae", "ceco_linear_sentential_k8_u32", 0, "cuda:NVIDIA H200", 9000.0,
+               status="failed")  # a failed run's time says nothing of a finished one's
+    _timed_run(record, "en", "banyan", "ce_diagonal_entangled_k128_u2", 0, "cpu:2cores:1threads", 36000.0)
+    _timed_run(record, "en", "banyan", "ce_diagonal_entangled_k128_u2", 1, "cuda:NVIDIA H200", 300.0)
+    row = {row["key"]: row for row in rec.remaining(record, config, tables)}["selfstrae_table2"]
+    left = row["left"]
+    assert len(left) == 18
+    times = rec.training_times(record)
+    # every Self-StrAE run left is English: its setting's median (two of k128 u2), else the language and model's
+    assert rec.time_estimate(left, times, "gpu") == (18 * 600.0, [])
+    assert rec.time_estimate(left, times, "cpu") == (0.0, left)
+    text = rec.time_text(record, left)
+    assert text == "~3.0 h on a GPU like the record's", text
+    banyan = [run for run in {r["key"]: r for r in rec.remaining(record, config, tables)}["banyan_table9"]["left"]]
+    both = left + banyan
+    text = rec.time_text(record, both)
+    assert f"~{(18 * 600 + len(banyan) * 300) / 3600:.1f} h on a GPU like the record's;" in text, text
+    assert (f"~{len(banyan) * 10:.1f} h on the record's CPUs for {len(banyan)} of them (not 18 en selfstrae: never "
+            "trained on one)") in text
+    assert rec.time_text(None, left) == "" and rec.time_text(record, []) == ""
+    assert rec.main(["--todo", "--out", str(record.parent), "--config", str(config_path),
+                     "--tables", str(tables_path)]) == 0
+    assert "# training them one after another (at the median train_seconds" in capsys.readouterr().out
+    block = rec.todo_block(record, config, tables, "config/config.yaml")
+    assert "Training them one after another: ~" in block.splitlines()[0]
+
+
 def test_the_readme_todo_block_is_regenerated_only_where_its_markers_are(tmp_path):
     config_path, tables_path = _paper_config()
     record = _todo_record(tmp_path, [("en", "banyan", "ce_diagonal_entangled_k128_u2", seed) for seed in range(4)])
