@@ -440,46 +440,56 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     assert usage.value.code == 2 and "--targets and --table go with --todo" in capsys.readouterr().err
 
 
-def _timed_run(record, lang, model, setting, seed, device, seconds, status="completed"):
+def _timed_run(record, lang, model, setting, seed, device, seconds, status="completed", sittings=None):
     path = record / "runs" / lang / model / setting / f"seed{seed}"
     path.mkdir(parents=True)
-    (path / "train.json").write_text(json.dumps({"status": status, "timings": {"train_seconds": seconds},
-                                                 "provenance": {"device": device}}))
+    sessions = [{"device": sitting} for sitting in sittings or [device]]
+    (path / "train.json").write_text(json.dumps({"status": status, "provenance": {"device": device},
+                                                 "timings": {"train_seconds": seconds, "sessions": sessions}}))
 
 
 def test_todo_says_how_long_the_runs_left_take_at_the_records_measured_times(tmp_path, capsys):
     config_path, tables_path = _paper_config()
     config = rec.load_config(config_path)
     tables = rec.report.load_tables(tables_path)
-    record = _todo_record(tmp_path, [("en", "selfstrae", "ceco_linear_sentential_k128_u2", seed) for seed in (0, 1)])
-    k128 = "ceco_linear_sentential_k128_u2"
+    k128, k8 = "ceco_linear_sentential_k128_u2", "ceco_linear_sentential_k8_u32"
+    record = _todo_record(tmp_path, [("en", "selfstrae", k128, seed) for seed in (0, 1)]
+                          + [("en", "selfstrae", k8, 0)])
     _timed_run(record, "en", "selfstrae", k128, 0, "cuda:NVIDIA H200", 500.0)
     _timed_run(record, "en", "selfstrae", k128, 1, "cuda:NVIDIA H100 80GB HBM3", 700.0)
-    _timed_run(record, "en", "selfstrae", "ceco_linear_sentential_k8_u32", 0, "cuda:NVIDIA H200", 9000.0,
-               status="failed")  # a failed run's time says nothing of a finished one's
+    _timed_run(record, "en", "selfstrae", k8, 0, "cuda:NVIDIA H200", 1200.0)
+    _timed_run(record, "en", "selfstrae", k8, 1, "cuda:NVIDIA H200", 9000.0, status="failed")  # says nothing
+    _timed_run(record, "en", "selfstrae", k8, 2, "cuda:NVIDIA H200", 9000.0,
+               sittings=["cpu:2cores:1threads", "cuda:NVIDIA H200"])  # its time is neither device's
+    _timed_run(record, "af", "selfstrae", k8, 0, "cuda:NVIDIA H200", 50.0)  # another language: another corpus
     _timed_run(record, "en", "banyan", "ce_diagonal_entangled_k128_u2", 0, "cpu:2cores:1threads", 36000.0)
     _timed_run(record, "en", "banyan", "ce_diagonal_entangled_k128_u2", 1, "cuda:NVIDIA H200", 300.0)
-    row = {row["key"]: row for row in rec.remaining(record, config, tables)}["selfstrae_table2"]
-    left = row["left"]
-    assert len(left) == 18
-    times = rec.training_times(record)
-    # every Self-StrAE run left is English: its setting's median (two of k128 u2), else the language and model's
-    assert rec.time_estimate(left, times, "gpu") == (18 * 600.0, [])
+    rows = {row["key"]: row for row in rec.remaining(record, config, tables)}
+    left = rows["selfstrae_table2"]["left"]
+    assert len(left) == 17
+    times, devices = rec.training_times(record)
+    assert devices == {"gpu": {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}, "cpu": {"CPU"}}
+    # k8 u32's three seeds left at that setting's own time (1200 s); the other English runs at their setting's
+    # median (k128 u2: 500 and 700), else the median of every timed English Self-StrAE run (500, 700, 1200: 700)
+    k8_left = sum(run.setting == k8 for run in left)
+    k128_left = sum(run.setting == k128 for run in left)
+    assert (k8_left, k128_left) == (3, 2)
+    expected = k8_left * 1200.0 + k128_left * 600.0 + (len(left) - k8_left - k128_left) * 700.0
+    assert rec.time_estimate(left, times, "gpu") == (expected, [])
     assert rec.time_estimate(left, times, "cpu") == (0.0, left)
     text = rec.time_text(record, left)
-    assert text == "~3.0 h on a GPU like the record's", text
-    banyan = [run for run in {r["key"]: r for r in rec.remaining(record, config, tables)}["banyan_table9"]["left"]]
-    both = left + banyan
-    text = rec.time_text(record, both)
-    assert f"~{(18 * 600 + len(banyan) * 300) / 3600:.1f} h on a GPU like the record's;" in text, text
-    assert (f"~{len(banyan) * 10:.1f} h on the record's CPUs for {len(banyan)} of them (not 18 en selfstrae: never "
-            "trained on one)") in text
+    assert text == (f"~{expected / 3600:.1f} h on the record's GPUs (NVIDIA H100 80GB HBM3, NVIDIA H200)"), text
+    banyan = rows["banyan_table9"]["left"]
+    text = rec.time_text(record, left + banyan)
+    assert f"~{(expected + len(banyan) * 300) / 3600:.1f} h on the record's GPUs" in text, text
+    assert (f"~{len(banyan) * 10:.0f} h on the record's CPUs for {len(banyan)} of them (not 17 en selfstrae: the "
+            "record has no time of such a run there)") in text, text
     assert rec.time_text(None, left) == "" and rec.time_text(record, []) == ""
     assert rec.main(["--todo", "--out", str(record.parent), "--config", str(config_path),
                      "--tables", str(tables_path)]) == 0
-    assert "# training them one after another (at the median train_seconds" in capsys.readouterr().out
+    assert "# training them one after another (the median train_seconds" in capsys.readouterr().out
     block = rec.todo_block(record, config, tables, "config/config.yaml")
-    assert "Training them one after another: ~" in block.splitlines()[0]
+    assert "evaluations not counted, runs that shared their machine included): ~" in block.splitlines()[0]
 
 
 def test_the_readme_todo_block_is_regenerated_only_where_its_markers_are(tmp_path):

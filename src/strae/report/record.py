@@ -715,72 +715,86 @@ def disabled_baselines(config: dict[str, Any]) -> set[str]:
             if isinstance(spec, dict) and not spec.get("enabled", False)}
 
 
-def _device_kind(train: dict[str, Any]) -> str | None:
-    device = str((train.get("provenance") or {}).get("device") or "")
+TIME_BASIS = ("the median train_seconds of the record's runs of the same language, model and setting, else language "
+              "and model, as measured: evaluations not counted, runs that shared their machine included")
+
+
+def _device_kind(device: Any) -> str | None:
+    device = str(device or "")
     return "gpu" if device.startswith("cuda") else "cpu" if device.startswith("cpu") else None
 
 
-def training_times(record: Path) -> dict[str, dict[tuple[str, ...], list[float]]]:
+def training_times(record: Path) -> tuple[dict[str, dict[tuple[str, ...], list[float]]], dict[str, set[str]]]:
     """The training seconds of ``record``'s completed runs (``timings.train_seconds`` of their train.json), per
     device kind (``gpu``: any CUDA card; ``cpu``), keyed both by (language, model, setting) and by (language,
-    model): what :func:`time_estimate` reads a run's time from."""
+    model): what :func:`time_estimate` reads a run's time from; and the devices met per kind. A run whose sittings
+    ran on both kinds is left out (its time is neither's)."""
     times: dict[str, dict[tuple[str, ...], list[float]]] = {"gpu": {}, "cpu": {}}
+    devices: dict[str, set[str]] = {"gpu": set(), "cpu": set()}
     for path in sorted((record / "runs").glob("*/*/*/seed*/" + TRAIN_JSON)):
         try:
             train = read_json(path)
         except (OSError, ValueError):
             continue
-        seconds, kind = (train.get("timings") or {}).get("train_seconds"), _device_kind(train)
-        if train.get("status") != "completed" or kind is None or not isinstance(seconds, (int, float)) \
-                or not seconds > 0:
+        timings = train.get("timings") if isinstance(train.get("timings"), dict) else {}
+        provenance = train.get("provenance") if isinstance(train.get("provenance"), dict) else {}
+        seconds, kind = timings.get("train_seconds"), _device_kind(provenance.get("device"))
+        sittings = {_device_kind(session.get("device")) for session in timings.get("sessions") or []
+                    if isinstance(session, dict) and session.get("device")}
+        if (train.get("status") != "completed" or kind is None or sittings - {kind} or isinstance(seconds, bool)
+                or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds <= 0):
             continue
         lang, model, setting = path.parts[-5:-2]
         for key in ((lang, model, setting), (lang, model)):
             times[kind].setdefault(key, []).append(float(seconds))
-    return times
+        devices[kind].add(str(provenance["device"]).split(":", 1)[-1] if kind == "gpu" else "CPU")
+    return times, devices
 
 
 def time_estimate(runs: list[plan.Run], times: dict[str, dict[tuple[str, ...], list[float]]], kind: str
                   ) -> tuple[float, list[plan.Run]]:
-    """(seconds, runs left out) to train ``runs`` one after another on a ``kind`` device: each run at the median
-    training time of the record's runs of its language, model and setting there, else of its language and model.
-    A run whose language and model the record never trained on such a device is left out."""
-    total, unmeasured = 0.0, []
+    """(seconds, runs without a time) to train ``runs`` one after another on a ``kind`` device: each run at the
+    median training time of the record's runs of its language, model and setting there, else of its language and
+    model. A run whose language and model have no time on such a device in the record is left out."""
+    total, untimed = 0.0, []
     for run in runs:
         measured = times[kind].get((run.language, run.model, run.setting)) or times[kind].get((run.language,
                                                                                                 run.model))
         if measured:
             total += float(pd.Series(measured).median())
         else:
-            unmeasured.append(run)
-    return total, unmeasured
+            untimed.append(run)
+    return total, untimed
+
+
+def _hours(seconds: float) -> str:
+    hours = seconds / 3600
+    return f"~{hours:.0f} h" if hours >= 10 else f"~{hours:.1f} h"
 
 
 def time_text(record: Path | None, runs: list[plan.Run]) -> str:
-    """What training ``runs`` one after another takes at ``record``'s measured times (:data:`TIME_BASIS`), per device
-    kind (evaluations and runs sharing a card not counted); empty without a record or runs, or when none was
-    measured."""
+    """How long training ``runs`` one after another takes at ``record``'s measured times (:data:`TIME_BASIS`), per
+    device kind, naming the record's GPUs and the runs it has no time for; empty without a record or runs, or when
+    it has no time for any of them."""
     if record is None or not runs or not (record / "runs").is_dir():
         return ""
-    times = training_times(record)
+    times, devices = training_times(record)
     parts = []
-    for kind, where in (("gpu", "on a GPU like the record's"), ("cpu", "on the record's CPUs")):
-        seconds, unmeasured = time_estimate(runs, times, kind)
-        if len(unmeasured) == len(runs):
+    for kind, where in (("gpu", "on the record's GPUs"), ("cpu", "on the record's CPUs")):
+        seconds, untimed = time_estimate(runs, times, kind)
+        if len(untimed) == len(runs):
             continue
         counts: dict[str, int] = {}
-        for run in unmeasured:
+        for run in untimed:
             key = f"{run.language} {run.model}"
             counts[key] = counts.get(key, 0) + 1
-        left_out = ", ".join(f"{n} {key}" for key, n in counts.items())
-        parts.append(f"~{seconds / 3600:.1f} h {where}"
-                     + (f" for {len(runs) - len(unmeasured)} of them (not {left_out}: never trained on one)"
-                        if unmeasured else ""))
+        left_out = ", ".join(f"{n} {key}" for key, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+        if kind == "gpu":
+            where = f"{where} ({', '.join(sorted(devices[kind]))})"
+        parts.append(f"{_hours(seconds)} {where}"
+                     + (f" for {len(runs) - len(untimed)} of them (not {left_out}: the record has no time of such "
+                        "a run there)" if untimed else ""))
     return "; ".join(parts)
-
-
-TIME_BASIS = ("the median train_seconds of the record's runs of the same language, model and setting, else language "
-              "and model")
 
 
 def todo_block(record: Path | None, config: dict[str, Any], tables: dict[str, Any], config_name: str) -> str:
@@ -797,7 +811,7 @@ def todo_block(record: Path | None, config: dict[str, Any], tables: dict[str, An
              "`--targets` the evaluation targets to train next): "
              f"**{len(union)} run{'s' if len(union) != 1 else ''} still to train**"
              + (f" ({', '.join(f'{n} {model}' for model, n in sorted(by_model.items()))})." if union else ".")
-             + (f" Training them one after another: {estimate} (at {TIME_BASIS})."
+             + (f" Training them one after another ({TIME_BASIS}): {estimate}."
                 if (estimate := time_text(record, union)) else ""), "",
              "| target | runs | in the record | still to train | which |", "|---|---|---|---|---|"]
     for row in rows:
@@ -926,7 +940,7 @@ def print_todo(record: Path | None, config_files: list[Path], tables_path: Path,
     print(f"# {len(union)} distinct runs to train (tables share runs)")
     estimate = time_text(record, union)
     if estimate:
-        print(f"# training them one after another (at {TIME_BASIS}): {estimate}")
+        print(f"# training them one after another ({TIME_BASIS}): {estimate}")
     if not keys:
         for figure in remaining_figures(record, config, tables):
             if not figure["in_record"]:
