@@ -15,7 +15,8 @@ Columns: docs/CONTRACTS.md "Evaluation".
 earlier session whose results/ is gone; records hold no evaluation JSONs, only their rows): the record's rows join
 the output for every evaluation — (language, model, setting, seed, variant, eval_label) — that no given JSON (nor an
 earlier ``--carry``) supplies, unchanged, so their provenance columns (git_sha, device, source_json) still say where
-they were measured. A re-measured evaluation replaces the carried one whole.
+they were measured. A re-measured evaluation replaces the carried one whole, and is named on stderr (the same run
+evaluated again is meant to; the run trained again, e.g. for a model-based figure, would replace the record's run).
 
     strae aggregate --out results/scores.csv --carry reproductions/cpu-2core-en-af-hi-2026-11-23/scores.csv \\
         results/eval/*/*/*/seed*.json
@@ -119,6 +120,34 @@ def with_carried(rows: list[dict[str, Any]], carry: Iterable[str | Path]) -> lis
     return rows
 
 
+def _where(row: dict[str, Any]) -> str:
+    """``<commit> on <device>`` of an evaluation's row, as far as it says."""
+    sha, device = str(row.get("git_sha") or "?")[:7], row.get("device")
+    return f"{sha} on {device}" if device else sha
+
+
+def replaced_lines(rows: list[dict[str, Any]], carry: Iterable[str | Path]) -> list[str]:
+    """One line per evaluation that ``rows`` (the JSONs given) supply and a carried file holds too, which therefore
+    replaces the carried one: where each was evaluated (git_sha, device). A re-evaluation of the same run is meant
+    to; an evaluation of the run trained again (a model-based figure's retrain, another machine) replaces the
+    record's run as well, and is said here so that it is not done unnoticed."""
+    here: dict[tuple[str, ...], dict[str, Any]] = {}
+    for row in rows:
+        here.setdefault(evaluation_key(row), row)
+    lines, seen = [], set()
+    for path in carry:
+        for row in carried_rows(path, set()):
+            key = evaluation_key(row)
+            if key in here and key not in seen:
+                seen.add(key)
+                new = here[key]
+                label = f"@{new['eval_label']}" if new.get("eval_label") else ""
+                lines.append(f"{new['language']} {new['model']} {new['setting']}{label} seed {new['seed']} "
+                             f"({new['variant']}): {path}'s rows (evaluated at {_where(row)}) replaced by "
+                             f"{new.get('source_json')} (at {_where(new)})")
+    return lines
+
+
 def _blank(value: Any) -> Any:
     return "" if value is None else value
 
@@ -218,6 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     measured = aggregate(args.json)
     rows = with_carried(measured, args.carry)
     write_scores_csv(rows, args.out)
+    replaced = replaced_lines(measured, args.carry)
+    if replaced:
+        print(f"strae aggregate: {len(replaced)} evaluation(s) given replace a carried record's (a re-evaluation of "
+              "the same run is meant to; a JSON of the run trained again replaces the record's run: leave it out if "
+              "that is not meant):\n  " + "\n  ".join(replaced), file=sys.stderr)
     carried = f" and {len(rows) - len(measured)} carried from {', '.join(args.carry)}" if args.carry else ""
     print(f"wrote {args.out}: {len(measured)} rows from {len(args.json)} files{carried}")
     return 0
