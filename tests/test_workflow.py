@@ -202,11 +202,13 @@ def test_schema_and_cross_key_errors_name_the_key():
     bad["scale"]["typo_key"] = 1
     # removed keys are unknown keys: the figure's corpus language is config/tables.yaml's figures.*.corpus_language
     bad["report"]["node_count_language"] = "en"
+    bad["languages"]["en"]["segmenter"] = "English"  # a name, not sentencex's code: it would fall back silently
     errors = "\n".join(_schema_errors(bad))
     assert "scale.recipe_overrides.epochs: 0 is less than the minimum of 1" in errors
     assert "experiments.selfstrae_channels.grid.objective.0: 'mse' is not one of" in errors
     assert "'typo_key' was unexpected" in errors
     assert "report: Additional properties are not allowed ('node_count_language' was unexpected)" in errors
+    assert "languages.en.segmenter: 'English' does not match" in errors
     bad = copy.deepcopy(config)
     bad["experiments"]["selfstrae_strcse"]["grid"]["ku"] = [[128, 4]]
     bad["experiments"]["selfstrae_channels"]["languages"] = ["zz"]
