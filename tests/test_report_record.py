@@ -194,10 +194,14 @@ def test_a_campaign_continues_from_an_earlier_record(results, tmp_path):
     # and says which carried evaluations the JSONs given replace (a retrained run's would replace the record's run)
     new_json_rows = [{**row, "source_json": "results/eval/x.json", "device": "cpu:2cores:1threads"}
                      for row in new_json_rows]
-    assert agg.replaced_lines(new_json_rows, [old / "scores.csv"]) == [
+    replaced: list[str] = []
+    agg.with_carried(new_json_rows, [old / "scores.csv"], replaced)
+    assert replaced == [
         f"en banyan ce_diagonal_entangled_k128_u2 seed 0 (paper): {old / 'scores.csv'}'s rows (evaluated at old) "
         "replaced by results/eval/x.json (at new on cpu:2cores:1threads)"]
-    assert agg.replaced_lines([row for row in new_json_rows if row["language"] == "xx"], [old / "scores.csv"]) == []
+    replaced = []
+    agg.with_carried([row for row in new_json_rows if row["language"] == "xx"], [old / "scores.csv"], replaced)
+    assert replaced == []
     agg.write_scores_csv(merged, results / "scores.csv")
     readme = tmp_path / "README.md"
     readme.write_text(f"{rec.README_BEGIN}\n{rec.README_END}\n")

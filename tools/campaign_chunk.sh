@@ -94,6 +94,12 @@ fi
 record() { echo "$1" | tee -a "$RECORDS"; cp "$RECORDS" "$OUT/campaign.txt" 2>/dev/null || true; }
 left_until() { echo $(($1 - (SECONDS - START))); }  # seconds from now until $1 seconds after the start
 PROGRESS=("$PY" -m strae.report.progress)
+# the one archive that comes back (steps 1b and 4), its output to $1, under `timeout` with the rest of the arguments
+archive_to() {
+    local log=$1
+    shift
+    timeout "$@" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" >"$log" 2>&1
+}
 
 record "# chunk $STAMP git=$(git rev-parse --short HEAD 2>/dev/null || echo none) CHUNK_S=$CHUNK_S: $*"
 # The "let it finish" window at the cut is SNAPSHOT_S - WRAPUP_S - KILL_S: with less than a run's evaluation
@@ -169,8 +175,7 @@ fi
 early=$(($(left_until "$CHUNK_S") - 2 * ARCHIVE_S))
 early=$((early < ARCHIVE_S ? early : ARCHIVE_S))
 if ((early >= 1)); then
-    timeout --kill-after=2 "$early" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" \
-        >"$CHUNK.early.txt" 2>&1 \
+    archive_to "$CHUNK.early.txt" --kill-after=2 "$early" \
         || record "[archive] early copy FAILED rc $?: $(tail -c 200 "$CHUNK.early.txt" | tr '\n' ' ')"
 fi
 
@@ -238,8 +243,8 @@ fi
 record "# chunk $STAMP ends after $((SECONDS - START)) s"
 limit=$(left_until "$CHUNK_S")
 limit=$((limit > ARCHIVE_S ? limit : ARCHIVE_S))
-timeout "$limit" "${PROGRESS[@]}" archive "$OUT/campaign.tar.xz" --extra "$RECORDS" >"$CHUNK.archive.txt" \
-    2>&1 || { status=1; echo "[archive] FAILED: $(tail -c 400 "$CHUNK.archive.txt")" >&2; }
+archive_to "$CHUNK.archive.txt" "$limit" \
+    || { status=1; echo "[archive] FAILED: $(tail -c 400 "$CHUNK.archive.txt")" >&2; }
 cat "$CHUNK.archive.txt"
 cp "$RECORDS" "$OUT/campaign.txt"
 exit "$status"

@@ -91,9 +91,9 @@ def check_scores_csv(path: str | Path) -> None:
                              f"{reader.line_num})") from None
 
 
-def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[str, Any]]:
-    """The rows of an earlier scores.csv whose evaluation is not in ``measured`` (older files lack later columns:
-    blank; a column this version does not know is an error, naming the file)."""
+def _read_carried(path: str | Path) -> list[dict[str, Any]]:
+    """Every row of an earlier scores.csv (older files lack later columns: blank; a column this version does not
+    know is an error, naming the file)."""
     path = Path(path)
     if not path.exists():
         raise SystemExit(f"{path}: no such scores.csv to carry (a record's, e.g. reproductions/<record>/scores.csv)")
@@ -109,14 +109,38 @@ def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[
         rows = [{column: row.get(column) or "" for column in COLUMNS} for row in reader]
     for row in rows:  # older records: a labelled evaluation's setting may name its label (result.run_setting)
         row["setting"] = run_setting(row["setting"], row["eval_label"]) or ""
-    return [row for row in rows if evaluation_key(row) not in measured]
+    return rows
 
 
-def with_carried(rows: list[dict[str, Any]], carry: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """``rows`` plus each carried file's rows for evaluations not yet present (earlier sources win)."""
-    rows = list(rows)
+def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """The rows of an earlier scores.csv whose evaluation is not in ``measured`` (:func:`_read_carried`)."""
+    return [row for row in _read_carried(path) if evaluation_key(row) not in measured]
+
+
+def with_carried(rows: list[dict[str, Any]], carry: Iterable[str | Path],
+                 replaced: list[str] | None = None) -> list[dict[str, Any]]:
+    """``rows`` plus each carried file's rows for evaluations not yet present (earlier sources win). ``replaced``,
+    when given, gets one line per evaluation of ``rows`` that a carried file holds too, which ``rows`` therefore
+    replace: where each was evaluated (git_sha, device). A re-evaluation of the same run is meant to; an
+    evaluation of the run trained again (a model-based figure's retrain, another machine) replaces the record's run
+    as well, and is said so that it is not done unnoticed."""
+    here: dict[tuple[str, ...], dict[str, Any]] = {}
+    for row in rows:
+        here.setdefault(evaluation_key(row), row)
+    rows, said = list(rows), set()
     for path in carry:
-        rows.extend(carried_rows(path, {evaluation_key(row) for row in rows}))
+        present = {evaluation_key(row) for row in rows}
+        for row in _read_carried(path):
+            key = evaluation_key(row)
+            if key not in present:
+                rows.append(row)
+            elif replaced is not None and key in here and key not in said:
+                said.add(key)
+                new = here[key]
+                label = f"@{new['eval_label']}" if new.get("eval_label") else ""
+                replaced.append(f"{new['language']} {new['model']} {new['setting']}{label} seed {new['seed']} "
+                                f"({new['variant']}): {path}'s rows (evaluated at {_where(row)}) replaced by "
+                                f"{new.get('source_json')} (at {_where(new)})")
     return rows
 
 
@@ -124,28 +148,6 @@ def _where(row: dict[str, Any]) -> str:
     """``<commit> on <device>`` of an evaluation's row, as far as it says."""
     sha, device = str(row.get("git_sha") or "?")[:7], row.get("device")
     return f"{sha} on {device}" if device else sha
-
-
-def replaced_lines(rows: list[dict[str, Any]], carry: Iterable[str | Path]) -> list[str]:
-    """One line per evaluation that ``rows`` (the JSONs given) supply and a carried file holds too, which therefore
-    replaces the carried one: where each was evaluated (git_sha, device). A re-evaluation of the same run is meant
-    to; an evaluation of the run trained again (a model-based figure's retrain, another machine) replaces the
-    record's run as well, and is said here so that it is not done unnoticed."""
-    here: dict[tuple[str, ...], dict[str, Any]] = {}
-    for row in rows:
-        here.setdefault(evaluation_key(row), row)
-    lines, seen = [], set()
-    for path in carry:
-        for row in carried_rows(path, set()):
-            key = evaluation_key(row)
-            if key in here and key not in seen:
-                seen.add(key)
-                new = here[key]
-                label = f"@{new['eval_label']}" if new.get("eval_label") else ""
-                lines.append(f"{new['language']} {new['model']} {new['setting']}{label} seed {new['seed']} "
-                             f"({new['variant']}): {path}'s rows (evaluated at {_where(row)}) replaced by "
-                             f"{new.get('source_json')} (at {_where(new)})")
-    return lines
 
 
 def _blank(value: Any) -> Any:
@@ -245,9 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     check_output_file(args.out)  # before reading every JSON
     measured = aggregate(args.json)
-    rows = with_carried(measured, args.carry)
+    replaced: list[str] = []
+    rows = with_carried(measured, args.carry, replaced)
     write_scores_csv(rows, args.out)
-    replaced = replaced_lines(measured, args.carry)
     if replaced:
         print(f"strae aggregate: {len(replaced)} evaluation(s) given replace a carried record's (a re-evaluation of "
               "the same run is meant to; a JSON of the run trained again replaces the record's run: leave it out if "

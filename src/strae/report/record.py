@@ -39,7 +39,9 @@ import csv
 import math
 import os
 import shutil
+import statistics
 import sys
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -761,7 +763,7 @@ def time_estimate(runs: list[plan.Run], times: dict[str, dict[tuple[str, ...], l
         measured = times[kind].get((run.language, run.model, run.setting)) or times[kind].get((run.language,
                                                                                                 run.model))
         if measured:
-            total += float(pd.Series(measured).median())
+            total += statistics.median(measured)
         else:
             untimed.append(run)
     return total, untimed
@@ -784,10 +786,7 @@ def time_text(record: Path | None, runs: list[plan.Run]) -> str:
         seconds, untimed = time_estimate(runs, times, kind)
         if len(untimed) == len(runs):
             continue
-        counts: dict[str, int] = {}
-        for run in untimed:
-            key = f"{run.language} {run.model}"
-            counts[key] = counts.get(key, 0) + 1
+        counts = Counter(f"{run.language} {run.model}" for run in untimed)
         left_out = ", ".join(f"{n} {key}" for key, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
         if kind == "gpu":
             where = f"{where} ({', '.join(sorted(devices[kind]))})"
