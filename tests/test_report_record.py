@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from strae import plan
 from strae.report import record as rec
 from strae.report.tables import CELL_COLUMNS
 
@@ -495,6 +496,17 @@ def test_todo_says_how_long_the_runs_left_take_at_the_records_measured_times(tmp
     assert f"~{(expected + len(banyan) * 300) / 3600:.1f} h on the record's GPUs" in text, text
     assert (f"~{len(banyan) * 10:.0f} h on the record's CPUs for {len(banyan)} of them (not 17 en selfstrae: the "
             "record has no time of such a run there)") in text, text
+    # the fallback stays within the objective: the record times only CECO Self-StrAE runs and CE Banyan runs, so
+    # Self-StrAE Table 1's CE and contrastive runs and Banyan Table 1's contrastive runs have no time (a contrastive
+    # step costs ~3x a CE step), while its CECO runs take the CECO median
+    objectives = rows["selfstrae_table1"]["left"]
+    seconds, untimed = rec.time_estimate(objectives, times, "gpu")
+    assert {plan.parse_setting(run.setting)["objective"] for run in untimed} == {"ce", "contrastive"}
+    assert seconds == 700.0 * (len(objectives) - len(untimed)) > 0
+    banyan = [run for run in rows["banyan_table1"]["left"] if run.model == "banyan"]
+    contrastive = [run for run in banyan if plan.parse_setting(run.setting)["objective"] == "contrastive"]
+    assert contrastive and len(contrastive) < len(banyan)  # the CE runs beside them are timed
+    assert rec.time_estimate(banyan, times, "cpu") == (36000.0 * (len(banyan) - len(contrastive)), contrastive)
     assert rec.time_text(None, left) == "" and rec.time_text(record, []) == ""
     assert rec.main(["--todo", "--out", str(record.parent), "--config", str(config_path),
                      "--tables", str(tables_path)]) == 0

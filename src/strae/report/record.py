@@ -717,8 +717,21 @@ def disabled_baselines(config: dict[str, Any]) -> set[str]:
             if isinstance(spec, dict) and not spec.get("enabled", False)}
 
 
-TIME_BASIS = ("the median train_seconds of the record's runs of the same language, model and setting, else language "
-              "and model, as measured: evaluations not counted, runs that shared their machine included")
+TIME_BASIS = ("the median train_seconds of the record's runs of the same language, model and setting, else language, "
+              "model and objective, as measured: evaluations not counted, runs that shared their machine included")
+
+
+def _time_keys(lang: str, model: str, setting: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A run's keys into :func:`training_times`: its setting, then its objective. The fallback stays within the
+    objective because that is where a step's cost lies (the CE's vocabulary GEMMs, the contrastive's node x node
+    ones): on one CPU thread an English Banyan contrastive step takes ~9.1 s and a CE step ~2.8 s, while the k x u
+    grid keeps k*u, and with it the objective's cost, fixed. A setting that is not of the settings' form has no
+    fallback."""
+    try:
+        objective = plan.parse_setting(setting)["objective"]
+    except ValueError:
+        return (lang, model, setting), (lang, model, setting)
+    return (lang, model, setting), (lang, model, objective)
 
 
 def _device_kind(device: Any) -> str | None:
@@ -729,7 +742,8 @@ def _device_kind(device: Any) -> str | None:
 def training_times(record: Path) -> tuple[dict[str, dict[tuple[str, ...], list[float]]], dict[str, set[str]]]:
     """The training seconds of ``record``'s completed runs (``timings.train_seconds`` of their train.json), per
     device kind (``gpu``: any CUDA card; ``cpu``), keyed both by (language, model, setting) and by (language,
-    model): what :func:`time_estimate` reads a run's time from; and the devices met per kind. A run whose sittings
+    model, objective) (:func:`_time_keys`): what :func:`time_estimate` reads a run's time from; and the devices met
+    per kind. A run whose sittings
     ran on both kinds is left out (its time is neither's)."""
     times: dict[str, dict[tuple[str, ...], list[float]]] = {"gpu": {}, "cpu": {}}
     devices: dict[str, set[str]] = {"gpu": set(), "cpu": set()}
@@ -747,7 +761,7 @@ def training_times(record: Path) -> tuple[dict[str, dict[tuple[str, ...], list[f
                 or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds <= 0):
             continue
         lang, model, setting = path.parts[-5:-2]
-        for key in ((lang, model, setting), (lang, model)):
+        for key in set(_time_keys(lang, model, setting)):
             times[kind].setdefault(key, []).append(float(seconds))
         devices[kind].add(str(provenance["device"]).split(":", 1)[-1] if kind == "gpu" else "CPU")
     return times, devices
@@ -756,12 +770,12 @@ def training_times(record: Path) -> tuple[dict[str, dict[tuple[str, ...], list[f
 def time_estimate(runs: list[plan.Run], times: dict[str, dict[tuple[str, ...], list[float]]], kind: str
                   ) -> tuple[float, list[plan.Run]]:
     """(seconds, runs without a time) to train ``runs`` one after another on a ``kind`` device: each run at the
-    median training time of the record's runs of its language, model and setting there, else of its language and
-    model. A run whose language and model have no time on such a device in the record is left out."""
+    median training time of the record's runs of its language, model and setting there, else of its language, model
+    and objective. A run with no such time on such a device in the record is left out."""
     total, untimed = 0.0, []
     for run in runs:
-        measured = times[kind].get((run.language, run.model, run.setting)) or times[kind].get((run.language,
-                                                                                                run.model))
+        own, fallback = _time_keys(run.language, run.model, run.setting)
+        measured = times[kind].get(own) or times[kind].get(fallback)
         if measured:
             total += statistics.median(measured)
         else:
