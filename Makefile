@@ -26,7 +26,7 @@ $(BIN)/strae: pyproject.toml
 setup: $(BIN)/strae
 
 # TEST_WORKERS pytest-xdist workers, each taking whole test files (a file's module fixtures are built once):
-# 9-10 min on 2 cores (2026-11-30). `make test TEST_WORKERS=0` runs it in one process.
+# ~5-6 min on 2 idle cores (901 tests, 2026-12-01). `make test TEST_WORKERS=0` runs it in one process.
 TEST_WORKERS ?= 2
 
 test: setup
