@@ -256,8 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     cut.add_argument("--only", default=None, help="the parts to write: I, I:J, I: or :J (default: all)")
     cut.add_argument("--calls-mib", default=None, metavar="FIRST[,NEXT...]",
                      help="instead of --only: every part, into DIR/call1, DIR/call2, ... (each with the manifest), "
-                     "call N holding at most the N-th value in MiB (the last repeats), e.g. 16,48 beside a 31 MiB "
-                     "bundle and a 12 MiB checkout; carry DIR/callN in call N, then `strae parts join DIR` on the box")
+                     "call N holding at most the N-th value in MiB (the last repeats), e.g. 12,44 beside a 31 MiB "
+                     "bundle and an 18 MiB checkout; carry DIR/callN in call N, then `strae parts join DIR` on the box")
     glue = commands.add_parser("join", help="check the parts found under folders and put each file back in place")
     glue.add_argument("folders", type=Path, nargs="+")
     glue.add_argument("--to", type=Path, default=None, help="write here instead of the recorded path (one file)")
