@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from strae import bundle, paths
-from strae.data.fetch import fetch
+from strae.data.fetch import fetch, training_dev_sets
 from strae.data.tokenized import TokenizedCorpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -362,9 +362,9 @@ def test_campaign_imports_are_carried_or_on_the_box():
 def test_simcse_dev_set_travels_when_simcse_trains_there():
     # SimCSE's checkpoint selection reads STS-B dev during training: the offline box needs it beside the eval files
     spec = {"enabled": True, "languages": ["en"], "setting": "s", "init": "roberta"}
-    assert bundle.training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["en"]) == ["eval/stsb/stsb_dev"]
-    assert bundle.training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["es"]) == []
-    assert bundle.training_dev_sets({"baselines": {"roberta_simcse": {**spec, "enabled": False}}}, ["en"]) == []
+    assert training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["en"]) == ["eval/stsb/stsb_dev"]
+    assert training_dev_sets({"baselines": {"roberta_simcse": spec}}, ["es"]) == []
+    assert training_dev_sets({"baselines": {"roberta_simcse": {**spec, "enabled": False}}}, ["en"]) == []
 
 
 def test_default_limit_leaves_room_for_the_checkout(tmp_path):

@@ -274,6 +274,13 @@ def test_fetch_all_brings_every_file_a_languages_runs_read(repo_root, mirror, tm
     assert probing <= fetch_mod.language_files("en", config).keys()
     config["multiview"]["enabled"] = False
     assert not (transfer | probing) & fetch_mod.language_files("en", config).keys()
+    # SimCSE's training reads STS-B dev (its checkpoint selection): placed with the evaluation sets of the languages
+    # it trains, so an offline copy of resources/ (fetch_all) has it
+    assert fetch_mod.SIMCSE_DEV_SET not in fetch_mod.language_files("en", config)
+    config["baselines"]["roberta_simcse"]["enabled"] = True
+    assert fetch_mod.SIMCSE_DEV_SET in fetch_mod.language_files("en", config, part="evaluation")
+    assert fetch_mod.SIMCSE_DEV_SET not in fetch_mod.language_files("am", config)  # not one of its languages
+    config["baselines"]["roberta_simcse"]["enabled"] = False
     inline = {"path": "somewhere/mine.csv", "format": "semrel2024", "level": "sentence", "split": "test",
               "score_range": [0, 1]}
     config["languages"]["am"] = {**config["languages"]["am"], "eval_sets": {"mine": inline},

@@ -5,6 +5,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -594,6 +595,19 @@ def test_sigterm_stops_after_the_step_with_a_checkpoint_and_resumes_to_the_same_
     assert [(s["start_step"], s["end_step"], s.get("stopped_by")) for s in sessions] == [(0, 2, "SIGTERM"),
                                                                                          (2, 5, None)]
     assert all("git_sha" in s and s["device"] for s in sessions)
+
+
+def test_simcse_places_its_default_dev_set_under_resources_dir(tiny_run, tmp_path, mirror):
+    # without --dev-file SimCSE reads the registry's STS-B dev from --resources-dir (the config's data.resources_dir,
+    # the workflow's evaluation fetch job places it there), resources -> mirror, as every other file
+    resources = tmp_path / "store"
+    out = tmp_path / "simcse"
+    _cli("train-simcse", "--init", str(tiny_run / "straight"), "--seed", "0", "--out", str(out), "--steps", "2",
+         "--batch-size", "8", "--precision", "fp32", "--threads", "1", "--dev-every", "2",
+         "--resources-dir", str(resources))
+    selection = json.loads((out / "train.json").read_text())["final_weights"]
+    assert Path(selection["file"]).resolve().is_relative_to(resources.resolve()), selection["file"]
+    assert selection["pairs"] == 1500  # STS-B dev, SentEval's sts-dev.csv
 
 
 def test_simcse_scores_stsb_dev_like_its_script(tiny_run, tmp_path):

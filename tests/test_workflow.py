@@ -110,6 +110,16 @@ def test_baselines_enabled_add_their_rules(workdir, tmp_path):
     assert "results/eval/en/glove/words_w10_d256@stopword_rm/seed0.paper.json" in result.stdout
     assert "results/eval/en/glove/words_w10_d256/seed0.paper.json" in result.stdout
     assert "--encoder-option stopwords=remove" in result.stdout
+    # SimCSE reads STS-B dev while it trains: from the configured resources, placed by the evaluation fetch job
+    simcse = re.search(r"strae train-simcse [^\n]*", result.stdout)
+    assert simcse and "--resources-dir resources " in simcse.group(0), result.stdout
+    moved = overlay.with_name("moved.yaml")
+    moved.write_text(yaml.safe_dump({"data": {"resources_dir": "store/res"}}))
+    result = snakemake(workdir, "-n", "-p", "--cores", "2", "results/banyan/table3.csv", "--configfile", str(overlay),
+                       str(moved))
+    assert result.returncode == 0, result.stderr + result.stdout
+    simcse = re.search(r"strae train-simcse [^\n]*", result.stdout)
+    assert simcse and "--resources-dir store/res " in simcse.group(0), result.stdout
 
 
 def test_resources_dir_is_honoured_by_every_rule(workdir, tmp_path):

@@ -48,8 +48,10 @@ from baselines.roberta.train import (
     start_record,
     train_and_finish,
 )
+from strae import paths
 from strae.argtypes import positive_float, positive_int
 from strae.data.batching import batch_at_step
+from strae.data.fetch import SIMCSE_DEV_SET
 from strae.io import sha256_file
 from strae.runs import MODEL_FILE, TOKENIZER_FILE, TRAIN_JSON, RunRecord
 from strae.runtime import seed_everything
@@ -60,7 +62,6 @@ RECIPES: dict[str, dict[str, object]] = {
     "mean_b64": {"batch_size": 64, "lr": 1e-5, "max_length": 32, "temperature": 0.05, "train_pooler": "mean",
                  "eval_pooler": "mean", "dev_every": 0, "dev_pooler": "cls_before_pooler"},
 }
-DEV_SET = "eval/stsb/stsb_dev"  # config/registry.yaml: STS-B dev (sent1,sent2,score), SentEval's sts-dev.csv
 TRAIN_POOLERS = ("cls", "cls_before_pooler", "mean")
 
 
@@ -117,6 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="strae train-simcse", description=__doc__.split("\n\n")[0])
     parser.add_argument("--init", type=Path, required=True, help="completed `strae train-roberta` run directory")
     parser.add_argument("--data-dir", default=None, help="tokenised corpus (default: the --init run's corpus)")
+    parser.add_argument("--resources-dir", default=paths.DEFAULT_RESOURCES,
+                        help="the config's data.resources_dir: where the default --dev-file is placed and read")
     parser.add_argument("--setting", default="medium_mlm_simcse")
     parser.add_argument("--recipe", choices=sorted(RECIPES), default="official",
                         help="official: SimCSE's unsupervised RoBERTa recipe (default); mean_b64: strae's earlier one")
@@ -134,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dev-pooler", choices=POOLERS, default=None,
                         help="sentence pooling for the dev score (recipe: cls_before_pooler, SimCSE's sent_emb)")
     parser.add_argument("--dev-file", type=Path, default=None,
-                        help=f"dev pairs CSV (sent1,sent2,score); default: registry {DEV_SET} (resources -> mirror)")
+                        help=f"dev pairs CSV (sent1,sent2,score); default: registry {SIMCSE_DEV_SET} "
+                             "(--resources-dir -> mirror)")
     parser.add_argument("--epochs", type=positive_int, default=1)
     parser.add_argument("--sentences", type=positive_int, default=1_000_000,
                         help="sentences per epoch (SimCSE: 10^6 Wikipedia sentences); capped by the corpus size")
@@ -268,7 +272,7 @@ def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], toke
     if path is None:
         from strae.data.fetch import fetch
 
-        path = fetch(DEV_SET)
+        path = fetch(SIMCSE_DEV_SET, resources_dir=args.resources_dir)
     pairs = read_pairs(path, "sentence")  # the evaluation's own reader: errors name the file, line and format
     first, second, gold = pairs.left, pairs.right, pairs.gold
     # the evaluation's own text -> ids (BPEmb normalisation in encode_batch); SentEval's batcher does not truncate

@@ -118,17 +118,6 @@ def eval_registry_names(config: dict[str, Any], languages: list[str], variants: 
     return sorted(names)
 
 
-def training_dev_sets(config: dict[str, Any], languages: list[str]) -> list[str]:
-    """Registry names that training itself reads: SimCSE's STS-B dev set (its checkpoint selection) when that
-    baseline is enabled for a carried language."""
-    spec = (config.get("baselines") or {}).get("roberta_simcse") or {}
-    if not (spec.get("enabled") and set(spec.get("languages") or []) & set(languages)):
-        return []
-    from baselines.roberta.simcse import DEV_SET
-
-    return [DEV_SET]
-
-
 def _missing_resources_error(missing: list[Path], resources: Path) -> SystemExit:
     listed = "\n  ".join(str(p) for p in missing)
     target = paths.tokenized_file("LANG", "train", "ids.npy", resources)
@@ -371,9 +360,10 @@ def write_bundle(args: argparse.Namespace) -> int:
     if readers and not args.with_corpus_text:
         raise SystemExit(f"{args.config}: {', '.join(readers)} enabled; they train on the corpus text, which the "
                          "bundle replaces by empty stand-ins: pass --with-corpus-text")
+    from strae.data.fetch import scored_variants, training_dev_sets
+
     names = sorted(set(eval_registry_names(config, languages, variants)) | set(training_dev_sets(config, languages)))
     _prepare_out(out)
-    from strae.data.fetch import scored_variants
 
     scored = sorted({v for lang in languages for v in scored_variants(config, lang) or []})
     print(f"strae bundle: languages {', '.join(languages)}; evaluation ({', '.join(variants or scored)}): "

@@ -75,10 +75,12 @@ rule train_roberta:
 
 
 rule train_simcse:
-    # the RoBERTa run's train.json: SimCSE continues that run and reads its tokenizer and corpus from it, so the
-    # dependency on the pre-training run is the only input it needs
+    # the RoBERTa run's train.json: SimCSE continues that run and reads its tokenizer and corpus from it; and the
+    # language's evaluation files, which hold the STS-B dev set its checkpoint selection reads (placed under
+    # data.resources_dir, so training runs offline: strae.data.fetch.training_dev_sets)
     input:
         init=get_baseline_init_run,
+        dev_sets=get_evaluation_files,
     output:
         record=TRAIN_RECORD_PATTERN,
     wildcard_constraints:
@@ -87,6 +89,7 @@ rule train_simcse:
         run_dir=get_run_dir,
         init_dir=get_baseline_init_dir,
         steps=get_simcse_steps_flag,  # empty: SimCSE's own length, one epoch over (at most) 10^6 sentences
+        resources_dir=RES,
         device=DEVICE,
         options=BASELINE_TRAIN_OPTIONS.get("roberta_simcse", ""),
     log:
@@ -102,6 +105,7 @@ rule train_simcse:
         runtime=12 * 60,
     shell:
         "strae train-simcse --init {params.init_dir} --seed {wildcards.seed} --setting {wildcards.setting} "
+        "--resources-dir {params.resources_dir} "
         "{params.steps} --device {params.device} {params.options} --threads {threads} --out {params.run_dir} "
         "--record-failure "
         "> {log} 2>&1"

@@ -338,6 +338,20 @@ def fetch_paper_corpus(lang: str, config_path: str | Path,
     return [fetch_source(spec, resources_dir=resources_dir, mirror=mirror, registry=registry) for spec in specs]
 
 
+#: SimCSE's checkpoint-selection dev set (config/registry.yaml: STS-B dev, sent1,sent2,score; SentEval's
+#: sts-dev.csv): read by training itself, so it is placed with the language's evaluation sets
+SIMCSE_DEV_SET = "eval/stsb/stsb_dev"
+
+
+def training_dev_sets(config: dict[str, Any], languages: Iterable[str]) -> list[str]:
+    """Registry names that training itself reads: SimCSE's STS-B dev set (its checkpoint selection) when that
+    baseline is enabled for one of ``languages``."""
+    spec = (config.get("baselines") or {}).get("roberta_simcse") or {}
+    if not (spec.get("enabled") and set(spec.get("languages") or []) & set(languages)):
+        return []
+    return [SIMCSE_DEV_SET]
+
+
 #: what `strae fetch --language` places, in parts (one fetch job each, so a file one part lacks blocks only the jobs
 #: that wait for that part): the evaluation sets every run of the language is scored on; the multi-view paper's
 #: corpus, parser wheel and SentEval transfer files; SentEval's probing files (no mirror has them), for its Table 2
@@ -364,8 +378,8 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
     """Every file the configured runs of ``lang`` read beyond its corpus sources and tokenizer (those are the
     prepare-corpus and tokenizer rules' own), or one ``part`` of them (:data:`FILE_PARTS`): ``evaluation``, the sets
     ``languages.<lang>.eval.<variant>`` name for :func:`scored_variants`, with pooled tasks' subset files and inline
-    sets; ``multiview``, when the multi-view paper runs this language, its book corpus, parser wheel and SentEval
-    transfer files; ``probing``, SentEval's probing files when its Table 2 is asked for
+    sets, and the dev sets training reads (:func:`training_dev_sets`); ``multiview``, when the multi-view paper runs
+    this language, its book corpus, parser wheel and SentEval transfer files; ``probing``, SentEval's probing files when its Table 2 is asked for
     (``multiview.senteval.probing``). ``{data id: registry name or inline file spec}``; ``config_path`` names the
     config in errors."""
     if part is not None and part not in FILE_PARTS:
@@ -383,6 +397,7 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
         variants = scored_variants(config, lang)
         for task, spec in language_task_files(config, lang, variants, config_path=str(config_path)):
             files[spec if isinstance(spec, str) else task.data_id] = spec  # a file spec is an inline set's own
+        files.update((name, name) for name in training_dev_sets(config, [lang]))
     if not runs_multiview:
         return files
     suite = multiview.get("senteval") or {}
