@@ -380,8 +380,8 @@ def language_files(lang: str, config: dict[str, Any], config_path: str | Path = 
     ``languages.<lang>.eval.<variant>`` name for :func:`scored_variants`, with pooled tasks' subset files and inline
     sets, and the dev sets training reads (:func:`training_dev_sets`); ``multiview``, when the multi-view paper runs
     this language, its book corpus, parser wheel and SentEval transfer files; ``probing``, SentEval's probing files
-    when its Table 2 is asked for (``multiview.senteval.probing``). ``{data id: registry name or inline file spec}``; ``config_path`` names the
-    config in errors."""
+    when its Table 2 is asked for (``multiview.senteval.probing``). ``{data id: registry name or inline file
+    spec}``; ``config_path`` names the config in errors."""
     if part is not None and part not in FILE_PARTS:
         raise ValueError(f"part {part!r}: use one of {FILE_PARTS}")
     from strae.data.registry import language_block
