@@ -437,6 +437,26 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert (kept / "campaign/campaign-1.txt").read_text().count("# chunk ") == 6  # the box's records, three chunks
     assert "reproductions/chunked" in (workdir / "README.md").read_text()
 
+    # the same run recorded from the checkout it trained in (tools/local_record.sh), as a CPU run is while other
+    # trainings hold that checkout: a fresh clone of HEAD makes the record, this checkout's results/ stay untouched
+    shutil.copy2(REPO / "tools/local_record.sh", workdir / "tools")
+    shutil.copy2(REPO / ".gitignore", workdir / ".gitignore")
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=workdir, check=True, capture_output=True)
+    scores = workdir / "results/scores.csv"
+    scores_before = (scores.read_bytes(), scores.stat().st_mtime_ns)
+    local = subprocess.run(["bash", "tools/local_record.sh", "local", "none", RUN.run_dir + "/"], cwd=workdir,
+                           capture_output=True, text=True, timeout=600,
+                           env=dict(chunk_env(300), SNAKEMAKE_ARGS="--configfile .test/config.yaml .test/chunk.yaml"))
+    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    assert "local_record: wrote reproductions/local from 1 run(s)" in local.stdout
+    made_here = workdir / "reproductions/local"
+    assert (made_here / "scores.csv").read_text() == (kept / "scores.csv").read_text()
+    assert json.loads((made_here / RUN.run_dir.replace("results/", "", 1) / "train.json").read_text()) == \
+        json.loads((run_dir / "train.json").read_text())
+    assert "reproductions/local" in (workdir / "README.md").read_text()  # the generated block, copied back
+    assert (scores.read_bytes(), scores.stat().st_mtime_ns) == scores_before
+
 
 def test_campaign_record_checks_its_arguments_before_touching_anything(tmp_path):
     """tools/campaign_record.sh (archives -> a record) refuses, naming why, before it writes anything: too few
@@ -468,6 +488,44 @@ def test_campaign_record_checks_its_arguments_before_touching_anything(tmp_path)
     result = record("new", "reproductions/old", str(archive))
     assert result.returncode == 1 and "a snakemake run holds this checkout" in result.stderr
     assert not (tmp_path / "results").exists() and not (tmp_path / "reproductions/new").exists()
+
+
+def test_local_record_checks_its_arguments_before_touching_anything(tmp_path):
+    """tools/local_record.sh (runs of this checkout -> a record, in a fresh clone) refuses, naming why, before it
+    clones or writes anything: a run outside results/runs, still training, never evaluated; an existing record name;
+    FIGURES naming no file; tracked files changed since HEAD (the record names HEAD's commit)."""
+    (tmp_path / "tools").mkdir()
+    shutil.copy2(REPO / "tools/local_record.sh", tmp_path / "tools")
+    (tmp_path / "reproductions/taken").mkdir(parents=True)
+    (tmp_path / "reproductions/taken/scores.csv").write_text("")
+    run = tmp_path / "results/runs/en/banyan/s/seed0"
+    run.mkdir(parents=True)
+    (run / "train.json").write_text(json.dumps({"status": "running"}))
+    (tmp_path / "notes.txt").write_text("v1\n")
+    for args in (["init", "-q"], ["add", "notes.txt", "tools", "reproductions"],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    def record(*args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "tools/local_record.sh", *args], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=60, env=dict(os.environ, PYTHON=sys.executable, **env))
+
+    rel = "results/runs/en/banyan/s/seed0"
+    for args, env, why in ((("new", "none"), {}, "usage"),
+                           (("taken", "none", rel), {}, "records are immutable"),
+                           (("new", "reproductions/old", rel), {}, "not a record"),
+                           (("new", "none", "elsewhere/seed0"), {}, "not a run directory"),
+                           (("new", "none", rel), {}, "status running"),
+                           (("new", "none", rel), {"FIGURES": "results/figures/x.png"}, "x.png: no such file")):
+        result = record(*args, **env)
+        assert result.returncode == 1 and why in result.stderr, (args, result.stderr)
+    (run / "train.json").write_text(json.dumps({"status": "completed"}))
+    result = record("new", "reproductions/taken", rel)
+    assert result.returncode == 1 and "no evaluation under results/eval/en/banyan/s[@OPTION]/seed0" in result.stderr
+    (tmp_path / "notes.txt").write_text("v2\n")
+    result = record("new", "none", rel)
+    assert result.returncode == 1 and "tracked files differ from HEAD" in result.stderr
+    assert not (tmp_path / "reproductions/new").exists()
 
 
 def test_campaign_record_refuses_evaluations_no_archive_brought(tmp_path):
