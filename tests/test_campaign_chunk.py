@@ -497,7 +497,11 @@ def test_local_record_checks_its_arguments_before_touching_anything(tmp_path):
     (tmp_path / "tools").mkdir()
     shutil.copy2(REPO / "tools/local_record.sh", tmp_path / "tools")
     (tmp_path / "reproductions/taken").mkdir(parents=True)
-    (tmp_path / "reproductions/taken/scores.csv").write_text("")
+    for name in ("scores.csv", "manifest.json"):
+        (tmp_path / "reproductions/taken" / name).write_text("")
+    (tmp_path / "reproductions/unfinished").mkdir()
+    (tmp_path / "reproductions/unfinished/scores.csv").write_text("")
+    (tmp_path / "overlay.yaml").write_text("{}\n")  # not committed
     run = tmp_path / "results/runs/en/banyan/s/seed0"
     run.mkdir(parents=True)
     (run / "train.json").write_text(json.dumps({"status": "running"}))
@@ -513,14 +517,22 @@ def test_local_record_checks_its_arguments_before_touching_anything(tmp_path):
     rel = "results/runs/en/banyan/s/seed0"
     for args, env, why in ((("new", "none"), {}, "usage"),
                            (("taken", "none", rel), {}, "records are immutable"),
-                           (("new", "reproductions/old", rel), {}, "not a record"),
+                           (("new", "reproductions/old", rel), {}, "not a record committed at HEAD"),
+                           (("new", "reproductions/unfinished", rel), {}, "(no manifest.json)"),
                            (("new", "none", "elsewhere/seed0"), {}, "not a run directory"),
                            (("new", "none", rel), {}, "status running"),
-                           (("new", "none", rel), {"FIGURES": "results/figures/x.png"}, "x.png: no such file")):
+                           (("new", "none", f"./{rel}/"), {}, "status running"),  # the same run, spelled so
+                           (("new", "none", str(run)), {}, "status running"),
+                           (("new", "none", rel), {"FIGURES": "results/figures/x.png"}, "x.png: no such file"),
+                           (("new", "none", rel), {"SNAKEMAKE_ARGS": "--configfile overlay.yaml"}, "overlay.yaml is "
+                            "not committed")):
         result = record(*args, **env)
         assert result.returncode == 1 and why in result.stderr, (args, result.stderr)
+    (run / "train.json").write_text("{not json")
+    result = record("new", "none", rel)
+    assert result.returncode == 1 and "train.json: not readable as JSON" in result.stderr
     (run / "train.json").write_text(json.dumps({"status": "completed"}))
-    result = record("new", "reproductions/taken", rel)
+    result = record("new", "reproductions/taken", rel, SNAKEMAKE_ARGS="--configfile notes.txt --cores 1")
     assert result.returncode == 1 and "no evaluation under results/eval/en/banyan/s[@OPTION]/seed0" in result.stderr
     (tmp_path / "notes.txt").write_text("v2\n")
     result = record("new", "none", rel)

@@ -482,7 +482,7 @@ def test_todo_says_how_long_the_runs_left_take_at_the_records_measured_times(tmp
     times, devices = rec.training_times(record)
     assert devices == {"gpu": {"NVIDIA H200", "NVIDIA H100 80GB HBM3"}, "cpu": {"CPU"}}
     # k8 u32's three seeds left at that setting's own time (1200 s); the other English runs at their setting's
-    # median (k128 u2: 500 and 700), else the median of every timed English Self-StrAE run (500, 700, 1200: 700)
+    # median (k128 u2: 500 and 700), else the median of every timed English Self-StrAE CECO run (500, 700, 1200: 700)
     k8_left = sum(run.setting == k8 for run in left)
     k128_left = sum(run.setting == k128 for run in left)
     assert (k8_left, k128_left) == (3, 2)
@@ -494,7 +494,7 @@ def test_todo_says_how_long_the_runs_left_take_at_the_records_measured_times(tmp
     banyan = rows["banyan_table9"]["left"]
     text = rec.time_text(record, left + banyan)
     assert f"~{(expected + len(banyan) * 300) / 3600:.1f} h on the record's GPUs" in text, text
-    assert (f"~{len(banyan) * 10:.0f} h on the record's CPUs for {len(banyan)} of them (not 17 en selfstrae: the "
+    assert (f"~{len(banyan) * 10:.0f} h on the record's CPUs for {len(banyan)} of them (not 17 en selfstrae ceco: the "
             "record has no time of such a run there)") in text, text
     # the fallback stays within the objective: the record times only CECO Self-StrAE runs and CE Banyan runs, so
     # Self-StrAE Table 1's CE and contrastive runs and Banyan Table 1's contrastive runs have no time (a contrastive
@@ -507,6 +507,14 @@ def test_todo_says_how_long_the_runs_left_take_at_the_records_measured_times(tmp
     contrastive = [run for run in banyan if plan.parse_setting(run.setting)["objective"] == "contrastive"]
     assert contrastive and len(contrastive) < len(banyan)  # the CE runs beside them are timed
     assert rec.time_estimate(banyan, times, "cpu") == (36000.0 * (len(banyan) - len(contrastive)), contrastive)
+    assert f"not {len(contrastive)} en banyan contrastive" in rec.time_text(record, banyan)
+    # a baseline's setting (not of the grid form) has no objective to fall back to: only its own setting's time
+    glove = plan.Run("en", "glove", "words_w10_d256", 0)
+    assert rec._time_keys("en", "glove", "words_w10_d256") == (("en", "glove", "words_w10_d256"),) * 2
+    assert rec.time_estimate([glove], times, "cpu") == (0.0, [glove])
+    _timed_run(record, "en", "glove", "words_w10_d256", 1, "cpu:2cores:1threads", 900.0)
+    times, _ = rec.training_times(record)
+    assert rec.time_estimate([glove], times, "cpu") == (900.0, [])
     assert rec.time_text(None, left) == "" and rec.time_text(record, []) == ""
     assert rec.main(["--todo", "--out", str(record.parent), "--config", str(config_path),
                      "--tables", str(tables_path)]) == 0

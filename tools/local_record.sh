@@ -11,8 +11,13 @@
 # SETTING@OPTION/seedN.*.json): every evaluation of it joins. FIGURES (optional): figure files made here from models
 # (e.g. "results/figures/banyan_fig2_node_counts.png results/figures/banyan_fig2_node_counts.pdf" after a retrain),
 # put in the record's figures/ beside the ones drawn from scores. SNAKEMAKE_ARGS, PYTHON: as campaign_record.sh's.
+# The clone runs its own code (PYTHONPATH), so the record names the commit it was cloned at. What the workflow reads
+# while the record is made must be in that commit or absolute: a `--configfile` of SNAKEMAKE_ARGS (refused if not
+# tracked), local `path:` sources of the config; resources/ is linked in.
 # Refused before anything is written: tracked files changed since HEAD (the record names HEAD's commit), an existing
-# reproductions/NAME, a RUN outside results/runs, unfinished or not evaluated, a FIGURES file that does not exist.
+# reproductions/NAME, a CARRY not committed as a record, a RUN outside results/runs, unfinished or not evaluated, a
+# FIGURES file that does not exist. A commit or a README.md edit made here while it runs is not overwritten: the
+# record is then left in the stage folder it names.
 set -euo pipefail
 
 die() { echo "local_record: $*" >&2; exit 1; }
@@ -22,18 +27,40 @@ shift 2
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 [ ! -e "reproductions/$NAME" ] || die "reproductions/$NAME exists; records are immutable, choose another NAME"
-[ "$CARRY" = none ] || [ -f "$CARRY/scores.csv" ] || die "$CARRY: not a record (no scores.csv); \`none\` for a first record"
+head=$(git rev-parse HEAD) || die "$REPO: not a git checkout with a commit"
+# the clone holds HEAD only: the carried record must be committed there (campaign_record.sh reads both files)
+if [ "$CARRY" != none ]; then
+    for file in scores.csv manifest.json; do
+        case $CARRY in
+            /*) [ -f "$CARRY/$file" ] ;;
+            *) git cat-file -e "HEAD:${CARRY#./}/$file" 2>/dev/null ;;
+        esac || die "$CARRY: not a record committed at HEAD (no $file); \`none\` for a first record"
+    done
+fi
 git diff --quiet HEAD -- || die "tracked files differ from HEAD (git status): commit first, the record names HEAD's commit"
 read -r -a figures <<<"${FIGURES:-}"
 for figure in "${figures[@]}"; do [ -f "$figure" ] || die "FIGURES: $figure: no such file"; done
+read -r -a snakemake_args <<<"${SNAKEMAKE_ARGS:-}"
+configfiles=0
+for word in "${snakemake_args[@]}"; do
+    case $word in
+        --configfile | --configfiles) configfiles=1 ;;
+        -*) configfiles=0 ;;
+        *) if ((configfiles)) && [[ $word != /* ]]; then
+               git ls-files --error-unmatch -- "$word" >/dev/null 2>&1 \
+                   || die "SNAKEMAKE_ARGS: $word is not committed, and the clone has HEAD only"
+           fi ;;
+    esac
+done
 
 files=()
 shopt -s nullglob
 for run in "$@"; do
-    run=${run%/}
+    run=${run%/} run=${run#"$REPO"/} run=${run#./}
     case $run in results/runs/*/*/*/seed*) ;; *) die "$run: not a run directory results/runs/LANG/MODEL/SETTING/seedN" ;; esac
     [ -f "$run/train.json" ] || die "$run: no train.json"
-    status=$("${PYTHON:-python}" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("status"))' "$run/train.json")
+    status=$("${PYTHON:-python}" -c 'import json, sys; print(json.load(open(sys.argv[1])).get("status"))' \
+        "$run/train.json" 2>/dev/null) || die "$run/train.json: not readable as JSON"
     case $status in completed | failed) ;; *) die "$run: train.json says status $status; record it once it ends" ;; esac
     rel=${run#results/runs/}  # LANG/MODEL/SETTING/seedN
     evaluations=(results/eval/"$rel".*.json results/eval/"${rel%/*}"@*/"${rel##*/}".*.json)
@@ -59,8 +86,15 @@ if ((${#figures[@]})); then
     mkdir -p "$STAGE/clone/results/figures"
     cp "${figures[@]}" "$STAGE/clone/results/figures/"
 fi
-(cd "$STAGE/clone" && bash tools/campaign_record.sh "$NAME" "$CARRY" "$STAGE/local.tar.xz")
+# the clone's own code and commit (an editable install would run this checkout's and name its HEAD)
+(cd "$STAGE/clone" && PYTHONPATH="$STAGE/clone/src:$STAGE/clone${PYTHONPATH:+:$PYTHONPATH}" \
+    bash tools/campaign_record.sh "$NAME" "$CARRY" "$STAGE/local.tar.xz")
+if [ "$(git rev-parse HEAD)" != "$head" ] || ! git diff --quiet HEAD -- README.md || [ -e "reproductions/$NAME" ]; then
+    trap - EXIT
+    die "this checkout changed while the record was made (a commit, README.md, or reproductions/$NAME): nothing" \
+        "copied; the record is in $STAGE/clone/reproductions/$NAME and its README in $STAGE/clone/README.md"
+fi
 cp -r "$STAGE/clone/reproductions/$NAME" "reproductions/$NAME"
 cp "$STAGE/clone/README.md" README.md
-echo "local_record: wrote reproductions/$NAME from $# run(s) of this checkout at $(git rev-parse --short HEAD)," \
+echo "local_record: wrote reproductions/$NAME from $# run(s) of this checkout at ${head:0:10}," \
     "and README.md's generated blocks; write reproductions/$NAME/README.md (how the runs were made), then commit"

@@ -51,7 +51,7 @@ from baselines.roberta.train import (
 from strae import paths
 from strae.argtypes import positive_float, positive_int
 from strae.data.batching import batch_at_step
-from strae.data.fetch import SIMCSE_DEV_SET
+from strae.data.fetch import SIMCSE_DEV_SET, fetch
 from strae.io import sha256_file
 from strae.runs import MODEL_FILE, TOKENIZER_FILE, TRAIN_JSON, RunRecord
 from strae.runtime import seed_everything
@@ -270,8 +270,6 @@ def stsb_dev_selection(args: argparse.Namespace, recipe: dict[str, object], toke
         return None
     path = args.dev_file
     if path is None:
-        from strae.data.fetch import fetch
-
         path = fetch(SIMCSE_DEV_SET, resources_dir=args.resources_dir)
     pairs = read_pairs(path, "sentence")  # the evaluation's own reader: errors name the file, line and format
     first, second, gold = pairs.left, pairs.right, pairs.gold

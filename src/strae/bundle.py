@@ -100,8 +100,9 @@ def resource_files(lang: str, resources: Path, with_text: bool) -> tuple[list[Pa
 
 def eval_registry_names(config: dict[str, Any], languages: list[str], variants: list[str] | None) -> list[str]:
     """Registry names of every file the languages' evaluation task lists read (pooled tasks: their subsets too),
-    for ``variants``, or (None) for the variants the workflow scores per language: exactly what the box's
-    `fetch_language_files` job (part evaluation) asks for, so it finds every one."""
+    for ``variants``, or (None) for the variants the workflow scores per language: with
+    :func:`strae.data.fetch.training_dev_sets` (the bundle adds those), what the box's `fetch_language_files` job
+    (part evaluation) asks for, so it finds every one."""
     from strae.data.fetch import scored_variants
     from strae.evaluate.tasks import language_task_files
 

@@ -725,13 +725,20 @@ def _time_keys(lang: str, model: str, setting: str) -> tuple[tuple[str, ...], tu
     """A run's keys into :func:`training_times`: its setting, then its objective. The fallback stays within the
     objective because that is where a step's cost lies (the CE's vocabulary GEMMs, the contrastive's node x node
     ones): on one CPU thread an English Banyan contrastive step takes ~9.1 s and a CE step ~2.8 s, while the k x u
-    grid keeps k*u, and with it the objective's cost, fixed. A setting that is not of the settings' form has no
-    fallback."""
+    grid keeps k*u, and with it the objective's cost, fixed. A setting that is not of the settings' form (a
+    baseline's, e.g. ``words_w10_d256``) has no fallback: both keys are its own. The two kinds of key differ in
+    length, so a setting named like an objective cannot meet an objective's key."""
     try:
         objective = plan.parse_setting(setting)["objective"]
     except ValueError:
         return (lang, model, setting), (lang, model, setting)
-    return (lang, model, setting), (lang, model, objective)
+    return (lang, model, setting), (lang, model, "objective", objective)
+
+
+def _time_group(run: plan.Run) -> str:
+    """What a run without a time is counted as in :func:`time_text`: its language, model and objective (``en banyan
+    contrastive``), or setting where it has no objective."""
+    return " ".join(part for part in _time_keys(run.language, run.model, run.setting)[1] if part != "objective")
 
 
 def _device_kind(device: Any) -> str | None:
@@ -743,8 +750,7 @@ def training_times(record: Path) -> tuple[dict[str, dict[tuple[str, ...], list[f
     """The training seconds of ``record``'s completed runs (``timings.train_seconds`` of their train.json), per
     device kind (``gpu``: any CUDA card; ``cpu``), keyed both by (language, model, setting) and by (language,
     model, objective) (:func:`_time_keys`): what :func:`time_estimate` reads a run's time from; and the devices met
-    per kind. A run whose sittings
-    ran on both kinds is left out (its time is neither's)."""
+    per kind. A run whose sittings ran on both kinds is left out (its time is neither's)."""
     times: dict[str, dict[tuple[str, ...], list[float]]] = {"gpu": {}, "cpu": {}}
     devices: dict[str, set[str]] = {"gpu": set(), "cpu": set()}
     for path in sorted((record / "runs").glob("*/*/*/seed*/" + TRAIN_JSON)):
@@ -800,7 +806,7 @@ def time_text(record: Path | None, runs: list[plan.Run]) -> str:
         seconds, untimed = time_estimate(runs, times, kind)
         if len(untimed) == len(runs):
             continue
-        counts = Counter(f"{run.language} {run.model}" for run in untimed)
+        counts = Counter(_time_group(run) for run in untimed)
         left_out = ", ".join(f"{n} {key}" for key, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
         if kind == "gpu":
             where = f"{where} ({', '.join(sorted(devices[kind]))})"
