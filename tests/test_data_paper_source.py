@@ -79,6 +79,8 @@ def test_paper_source_used_when_available_and_recorded(setup, repo_root, monkeyp
     assert source["sha256"] == hashlib.sha256(open(fetched, "rb").read()).hexdigest()
     assert "trust on first use" in source["checksum"]
     assert open(f"{fetched}.sha256").read().strip() == source["sha256"]
+    # a local dataset has no hub commit to ask for: said, not guessed (a hub dataset's: the next test)
+    assert source["hf_commit"] == "unknown"
     # the tokenised corpus says which source its text came from
     train_sentencepiece(tmp_path / "out" / "train.txt", tmp_path / "tok.model", requested_vocab=200)
     metas = tokenize_corpus(tmp_path / "out", tmp_path / "tok.model", tmp_path / "tok", min_len=1)
@@ -88,6 +90,31 @@ def test_paper_source_used_when_available_and_recorded(setup, repo_root, monkeyp
         handle.write("tampered\n")
     with pytest.raises(ChecksumError, match="trust|changed"):
         prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "again")
+
+
+def test_the_hub_commit_a_paper_source_was_read_at_is_recorded(setup, repo_root, monkeypatch):
+    """A hub dataset named without `revision:` is read at whatever its default branch holds then: the commit the hub
+    resolved it to is kept beside the fetched text and in the corpus meta, so the run's data can be pinned later."""
+    import types
+
+    import huggingface_hub
+
+    tmp_path, hub, write_config = setup
+    monkeypatch.chdir(repo_root)
+    asked = []
+
+    def dataset_info(self, repo_id, revision=None, **kwargs):
+        asked.append((repo_id, revision))
+        return types.SimpleNamespace(sha="0123456789abcdef0123456789abcdef01234567")
+
+    monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", dataset_info)
+    meta = prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "out")
+    assert asked == [(str(hub), None), (str(hub), None)]  # train and dev, once each (first use)
+    assert {source["hf_commit"] for source in meta["sources"] + meta["dev_sources"]} == {
+        "0123456789abcdef0123456789abcdef01234567"}
+    # the cached text keeps its commit; the hub is not asked again
+    meta = prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "again")
+    assert len(asked) == 2 and meta["sources"][0]["hf_commit"] == "0123456789abcdef0123456789abcdef01234567"
 
 
 def test_falls_back_to_the_mirror_corpus_when_the_paper_source_cannot_load(setup, repo_root, monkeypatch):

@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from strae import paths
 from strae.argtypes import nonnegative_int, positive_int
-from strae.data.fetch import ChecksumError, FetchError, fetch_source
+from strae.data.fetch import ChecksumError, FetchError, fetch_source, hf_commit_file
 from strae.data.registry import DEFAULT_CONFIG, data_setting, language_block, load_config, load_registry
 from strae.data.segment import iter_sentences
 from strae.io import atomic_open, package_versions, provenance, sha256_file, write_json
@@ -84,7 +84,11 @@ def _source_record(spec: dict[str, Any], path: Path) -> dict[str, Any]:
         checksum = "verified against the language block's sha256"
     else:  # e.g. an HF dataset: nothing to compare with the first time; later uses are checked against this value
         checksum = "trust on first use (this sha256 is of what was fetched)"
-    return {"spec": spec, "file": str(path), "sha256": sha256_file(path), "checksum": checksum}
+    record = {"spec": spec, "file": str(path), "sha256": sha256_file(path), "checksum": checksum}
+    if "hf_dataset" in spec:  # the hub commit the text was read at (strae.data.fetch): what `revision:` would pin
+        commit_file = hf_commit_file(path)
+        record["hf_commit"] = commit_file.read_text().strip() if commit_file.exists() else "unknown"
+    return record
 
 
 def choose_sources(block: dict[str, Any], lang: str, config_path: str | Path, choice: str,

@@ -245,8 +245,10 @@ def fetch_source(
         safe = "-".join(str(spec.get(k) or "default") for k in ("config", "split", "revision"))
         dest = paths.data_file(Path("hf") / spec["hf_dataset"].replace("/", "__") / f"{safe}.txt", resources_dir)
         # Trust on first use when the block gives no sha256: the first fetch's checksum is kept beside the text,
-        # and a later use of a changed file is an error (delete both files to fetch again).
+        # and a later use of a changed file is an error (delete both files to fetch again); and the hub commit the
+        # fetch read, for the record and to pin (`revision:`)
         first_use = dest.with_name(dest.name + ".sha256")
+        commit_file = hf_commit_file(dest)
         if dest.exists():
             got = sha256_file(dest)
             want = expected.lower() if expected else (first_use.read_text().strip() if first_use.exists() else got)
@@ -272,8 +274,32 @@ def fetch_source(
                 raise ChecksumError(f"HF dataset {spec['hf_dataset']}: text differs from the language block's sha256")
             with atomic_path(first_use) as tmp_sha:
                 tmp_sha.write_text(got + "\n")
+            commit = hf_dataset_commit(spec["hf_dataset"], spec.get("revision"))
+            with atomic_path(commit_file) as tmp_commit:
+                tmp_commit.write_text((commit or "unknown") + "\n")
+            if commit and not spec.get("revision"):
+                log.info("fetch %s: read at hub commit %s; `revision: %s` in the source pins it", spec["hf_dataset"],
+                         commit, commit)
         return dest
     raise FetchError(f"language-block source {spec!r}: needs one of registry, path, url or hf_dataset")
+
+
+def hf_commit_file(dest: Path) -> Path:
+    """Beside a fetched HF dataset's text: the hub commit it was read at (``unknown`` where it could not be asked)."""
+    return dest.with_name(dest.name + ".commit")
+
+
+def hf_dataset_commit(dataset: str, revision: str | None) -> str | None:
+    """The commit the hub resolves ``revision`` (None: the default branch) of ``dataset`` to, so a run's corpus names
+    the exact version it read even when the language block pins none; None where the hub cannot be asked (a local
+    dataset, no network)."""
+    try:
+        from huggingface_hub import HfApi
+
+        return HfApi().dataset_info(dataset, revision=revision).sha or None
+    except Exception as error:  # any failure only leaves the commit unrecorded; the text is checksummed either way
+        log.info("fetch %s: hub commit not known (%s: %s)", dataset, type(error).__name__, error)
+        return None
 
 
 def fetch_url(url: str, dest: str | Path, sha256: str | None = None, mirror_file: str | Path | None = None,
