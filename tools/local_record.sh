@@ -81,6 +81,7 @@ done
 tar -cJf "$STAGE/local.tar.xz" -C "$STAGE/pack" .
 
 git clone -q "$REPO" "$STAGE/clone"
+git -C "$STAGE/clone" checkout -q --detach "$head"  # this checkout's commit, whatever branch the clone chose
 [ -e resources ] && ln -s "$REPO/resources" "$STAGE/clone/resources"
 if ((${#figures[@]})); then
     mkdir -p "$STAGE/clone/results/figures"
