@@ -441,6 +441,10 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     # trainings hold that checkout: a fresh clone of HEAD makes the record, this checkout's results/ stay untouched
     shutil.copy2(REPO / "tools/local_record.sh", workdir / "tools")
     shutil.copy2(REPO / ".gitignore", workdir / ".gitignore")
+    # the code too, as a checkout has it: the clone runs its own (PYTHONPATH), so the record names the cloned commit
+    for name in ("src", "baselines"):
+        shutil.copytree(REPO / name, workdir / name, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    shutil.copy2(REPO / "pyproject.toml", workdir / "pyproject.toml")
     for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
         subprocess.run(["git", *args], cwd=workdir, check=True, capture_output=True)
     scores = workdir / "results/scores.csv"
@@ -455,6 +459,8 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     assert json.loads((made_here / RUN.run_dir.replace("results/", "", 1) / "train.json").read_text()) == \
         json.loads((run_dir / "train.json").read_text())
     assert "reproductions/local" in (workdir / "README.md").read_text()  # the generated block, copied back
+    cloned = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workdir, capture_output=True, text=True).stdout.strip()
+    assert json.loads((made_here / "manifest.json").read_text())["git_sha"] == cloned  # the clone's, not dirty
     assert (scores.read_bytes(), scores.stat().st_mtime_ns) == scores_before
 
 
@@ -512,7 +518,7 @@ def test_local_record_checks_its_arguments_before_touching_anything(tmp_path):
 
     def record(*args: str, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run(["bash", "tools/local_record.sh", *args], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=60, env=dict(os.environ, PYTHON=sys.executable, **env))
+                              timeout=60, env={**os.environ, "PYTHON": sys.executable, **env})
 
     rel = "results/runs/en/banyan/s/seed0"
     for args, env, why in ((("new", "none"), {}, "usage"),
@@ -525,14 +531,17 @@ def test_local_record_checks_its_arguments_before_touching_anything(tmp_path):
                            (("new", "none", str(run)), {}, "status running"),
                            (("new", "none", rel), {"FIGURES": "results/figures/x.png"}, "x.png: no such file"),
                            (("new", "none", rel), {"SNAKEMAKE_ARGS": "--configfile overlay.yaml"}, "overlay.yaml is "
-                            "not committed")):
+                            "not committed"),
+                           (("new", "none", rel), {"SNAKEMAKE_ARGS": "--configfile=overlay.yaml"}, "overlay.yaml is "
+                            "not committed"),
+                           (("new", "none", rel), {"PYTHON": "no-such-python"}, "no no-such-python here")):
         result = record(*args, **env)
         assert result.returncode == 1 and why in result.stderr, (args, result.stderr)
     (run / "train.json").write_text("{not json")
     result = record("new", "none", rel)
     assert result.returncode == 1 and "train.json: not readable as JSON" in result.stderr
     (run / "train.json").write_text(json.dumps({"status": "completed"}))
-    result = record("new", "reproductions/taken", rel, SNAKEMAKE_ARGS="--configfile notes.txt --cores 1")
+    result = record("new", "reproductions/taken/", rel, SNAKEMAKE_ARGS="--configfile notes.txt --cores 1")
     assert result.returncode == 1 and "no evaluation under results/eval/en/banyan/s[@OPTION]/seed0" in result.stderr
     (tmp_path / "notes.txt").write_text("v2\n")
     result = record("new", "none", rel)

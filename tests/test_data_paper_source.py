@@ -93,28 +93,41 @@ def test_paper_source_used_when_available_and_recorded(setup, repo_root, monkeyp
 
 
 def test_the_hub_commit_a_paper_source_was_read_at_is_recorded(setup, repo_root, monkeypatch):
-    """A hub dataset named without `revision:` is read at whatever its default branch holds then: the commit the hub
-    resolved it to is kept beside the fetched text and in the corpus meta, so the run's data can be pinned later."""
+    """A hub dataset named without `revision:` is read at whatever its default branch holds then: the hub is asked
+    which commit that is first, the text is read at exactly that commit, and the commit is kept beside the fetched
+    text and in the corpus meta, so the run's data can be pinned later."""
     import types
 
+    import datasets
     import huggingface_hub
 
     tmp_path, hub, write_config = setup
     monkeypatch.chdir(repo_root)
-    asked = []
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False, raising=False)  # the hub answers (stubbed)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", False, raising=False)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    asked, loaded = [], []
 
-    def dataset_info(self, repo_id, revision=None, **kwargs):
-        asked.append((repo_id, revision))
-        return types.SimpleNamespace(sha="0123456789abcdef0123456789abcdef01234567")
+    def dataset_info(self, repo_id, revision=None, timeout=None, **kwargs):
+        asked.append((repo_id, revision, timeout))
+        return types.SimpleNamespace(sha=commit)
+
+    real_load = datasets.load_dataset
+
+    def load_dataset(name, config=None, split=None, revision=None, **kwargs):
+        loaded.append((name, split, revision))
+        return real_load(str(hub), config, split=split)  # the hub's files, here a local copy
 
     monkeypatch.setattr(huggingface_hub.HfApi, "dataset_info", dataset_info)
-    meta = prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "out")
-    assert asked == [(str(hub), None), (str(hub), None)]  # train and dev, once each (first use)
-    assert {source["hf_commit"] for source in meta["sources"] + meta["dev_sources"]} == {
-        "0123456789abcdef0123456789abcdef01234567"}
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    meta = prepare_corpus("xx", write_config("owner/corpus"), out_dir=tmp_path / "out")
+    assert asked == [("owner/corpus", None, 15)] * 2  # train and dev, once each (first use), never waiting forever
+    assert loaded == [("owner/corpus", "train", commit), ("owner/corpus", "dev", commit)]  # read at that commit
+    assert {source["hf_commit"] for source in meta["sources"] + meta["dev_sources"]} == {commit}
+    assert _lines(tmp_path / "out" / "train.txt") == TRAIN_LINES
     # the cached text keeps its commit; the hub is not asked again
-    meta = prepare_corpus("xx", write_config(str(hub)), out_dir=tmp_path / "again")
-    assert len(asked) == 2 and meta["sources"][0]["hf_commit"] == "0123456789abcdef0123456789abcdef01234567"
+    meta = prepare_corpus("xx", write_config("owner/corpus"), out_dir=tmp_path / "again")
+    assert len(asked) == 2 and meta["sources"][0]["hf_commit"] == commit
 
 
 def test_falls_back_to_the_mirror_corpus_when_the_paper_source_cannot_load(setup, repo_root, monkeypatch):

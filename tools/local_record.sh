@@ -28,6 +28,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 [ ! -e "reproductions/$NAME" ] || die "reproductions/$NAME exists; records are immutable, choose another NAME"
 head=$(git rev-parse HEAD) || die "$REPO: not a git checkout with a commit"
+command -v "${PYTHON:-python}" >/dev/null || die "no ${PYTHON:-python} here: activate the environment or set PYTHON"
+CARRY=${CARRY%/} CARRY=${CARRY#"$REPO"/}
 # the clone holds HEAD only: the carried record must be committed there (campaign_record.sh reads both files)
 if [ "$CARRY" != none ]; then
     for file in scores.csv manifest.json; do
@@ -41,15 +43,17 @@ git diff --quiet HEAD -- || die "tracked files differ from HEAD (git status): co
 read -r -a figures <<<"${FIGURES:-}"
 for figure in "${figures[@]}"; do [ -f "$figure" ] || die "FIGURES: $figure: no such file"; done
 read -r -a snakemake_args <<<"${SNAKEMAKE_ARGS:-}"
+committed() {  # a --configfile the clone's snakemake reads: absolute, or committed at HEAD
+    [[ $1 == /* ]] || git ls-files --error-unmatch -- "$1" >/dev/null 2>&1 \
+        || die "SNAKEMAKE_ARGS: $1 is not committed, and the clone has HEAD only"
+}
 configfiles=0
 for word in "${snakemake_args[@]}"; do
     case $word in
         --configfile | --configfiles) configfiles=1 ;;
+        --configfile=* | --configfiles=*) configfiles=0; committed "${word#*=}" ;;
         -*) configfiles=0 ;;
-        *) if ((configfiles)) && [[ $word != /* ]]; then
-               git ls-files --error-unmatch -- "$word" >/dev/null 2>&1 \
-                   || die "SNAKEMAKE_ARGS: $word is not committed, and the clone has HEAD only"
-           fi ;;
+        *) if ((configfiles)); then committed "$word"; fi ;;
     esac
 done
 
@@ -95,7 +99,10 @@ if [ "$(git rev-parse HEAD)" != "$head" ] || ! git diff --quiet HEAD -- README.m
     die "this checkout changed while the record was made (a commit, README.md, or reproductions/$NAME): nothing" \
         "copied; the record is in $STAGE/clone/reproductions/$NAME and its README in $STAGE/clone/README.md"
 fi
+trap - EXIT  # the stage holds the only copy until it is copied back
+mkdir -p reproductions
 cp -r "$STAGE/clone/reproductions/$NAME" "reproductions/$NAME"
 cp "$STAGE/clone/README.md" README.md
+rm -rf "$STAGE"
 echo "local_record: wrote reproductions/$NAME from $# run(s) of this checkout at ${head:0:10}," \
     "and README.md's generated blocks; write reproductions/$NAME/README.md (how the runs were made), then commit"

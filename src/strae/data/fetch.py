@@ -257,9 +257,12 @@ def fetch_source(
                 raise ChecksumError(f"{dest}: sha256 {got} differs from {against} ({want}); the fetched text "
                                     f"changed. Delete {dest} and {first_use} to fetch it again")
             return dest
+        # the hub's commit for the asked revision first, and the text read at exactly that commit: asked after
+        # the load, a moved branch or a stale datasets cache would record a commit the text was not read at
+        commit = hf_dataset_commit(spec["hf_dataset"], spec.get("revision"))
         try:
             ds = datasets.load_dataset(spec["hf_dataset"], spec.get("config"), split=spec.get("split") or "train",
-                                       revision=spec.get("revision"))
+                                       revision=commit or spec.get("revision"))
         except Exception as exc:
             raise FetchError(f"HF dataset {spec['hf_dataset']}: could not load ({type(exc).__name__}: {exc}); "
                              f"fetch it on a machine with network access and copy resources/ over") from exc
@@ -274,7 +277,6 @@ def fetch_source(
                 raise ChecksumError(f"HF dataset {spec['hf_dataset']}: text differs from the language block's sha256")
             with atomic_path(first_use) as tmp_sha:
                 tmp_sha.write_text(got + "\n")
-            commit = hf_dataset_commit(spec["hf_dataset"], spec.get("revision"))
             with atomic_path(commit_file) as tmp_commit:
                 tmp_commit.write_text((commit or "unknown") + "\n")
             if commit and not spec.get("revision"):
@@ -289,14 +291,25 @@ def hf_commit_file(dest: Path) -> Path:
     return dest.with_name(dest.name + ".commit")
 
 
+#: seconds to wait for the hub's answer (huggingface_hub waits forever by default: a stalled connection would hang
+#: prepare-corpus)
+HF_HUB_TIMEOUT_S = 15
+
+
 def hf_dataset_commit(dataset: str, revision: str | None) -> str | None:
     """The commit the hub resolves ``revision`` (None: the default branch) of ``dataset`` to, so a run's corpus names
-    the exact version it read even when the language block pins none; None where the hub cannot be asked (a local
-    dataset, no network)."""
+    the exact version it read even when the language block pins none; None where the hub is not asked (a local
+    dataset; HF_HUB_OFFLINE or HF_DATASETS_OFFLINE: the text then comes from a cache of unknown commit) or does not
+    answer."""
+    import datasets
+
+    if Path(dataset).exists() or datasets.config.HF_HUB_OFFLINE or getattr(datasets.config, "HF_DATASETS_OFFLINE",
+                                                                            False):
+        return None
     try:
         from huggingface_hub import HfApi
 
-        return HfApi().dataset_info(dataset, revision=revision).sha or None
+        return HfApi().dataset_info(dataset, revision=revision, timeout=HF_HUB_TIMEOUT_S).sha or None
     except Exception as error:  # any failure only leaves the commit unrecorded; the text is checksummed either way
         log.info("fetch %s: hub commit not known (%s: %s)", dataset, type(error).__name__, error)
         return None

@@ -738,7 +738,8 @@ def _time_keys(lang: str, model: str, setting: str) -> tuple[tuple[str, ...], tu
 def _time_group(run: plan.Run) -> str:
     """What a run without a time is counted as in :func:`time_text`: its language, model and objective (``en banyan
     contrastive``), or setting where it has no objective."""
-    return " ".join(part for part in _time_keys(run.language, run.model, run.setting)[1] if part != "objective")
+    key = _time_keys(run.language, run.model, run.setting)[1]
+    return " ".join(key[:2] + key[-1:])
 
 
 def _device_kind(device: Any) -> str | None:
@@ -749,8 +750,8 @@ def _device_kind(device: Any) -> str | None:
 def training_times(record: Path) -> tuple[dict[str, dict[tuple[str, ...], list[float]]], dict[str, set[str]]]:
     """The training seconds of ``record``'s completed runs (``timings.train_seconds`` of their train.json), per
     device kind (``gpu``: any CUDA card; ``cpu``), keyed both by (language, model, setting) and by (language,
-    model, objective) (:func:`_time_keys`): what :func:`time_estimate` reads a run's time from; and the devices met
-    per kind. A run whose sittings ran on both kinds is left out (its time is neither's)."""
+    model, "objective", objective) (:func:`_time_keys`): what :func:`time_estimate` reads a run's time from; and
+    the devices met per kind. A run whose sittings ran on both kinds is left out (its time is neither's)."""
     times: dict[str, dict[tuple[str, ...], list[float]]] = {"gpu": {}, "cpu": {}}
     devices: dict[str, set[str]] = {"gpu": set(), "cpu": set()}
     for path in sorted((record / "runs").glob("*/*/*/seed*/" + TRAIN_JSON)):
