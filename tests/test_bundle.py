@@ -318,6 +318,7 @@ NOT_ON_THE_PATH = {"matplotlib": "figures (strae figure; --extra-package matplot
                    "sklearn": "SentEval probes (multi-view paper)",
                    "threadpoolctl": "SentEval probes' fits side by side (scikit-learn's own dependency)",
                    "datasets": "HF fetch fallback (needs a network)",
+                   "huggingface_hub": "HF fetch: the hub commit a paper_source is read at (needs a network)",
                    "sentence_transformers": "strae export", "baselines": "baselines (disabled in config.yaml)"}
 
 
