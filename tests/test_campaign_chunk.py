@@ -462,6 +462,24 @@ def test_a_chunk_cut_off_mid_training_leaves_a_snapshot_and_the_next_resumes(tmp
     cloned = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workdir, capture_output=True, text=True).stdout.strip()
     assert json.loads((made_here / "manifest.json").read_text())["git_sha"] == cloned  # the clone's, not dirty
     assert (scores.read_bytes(), scores.stat().st_mtime_ns) == scores_before
+    # a figure drawn here from a model (a retrained run's, which is not evaluated) joins on its own: FIGURES and no
+    # run, the carried record's runs and scores unchanged
+    drawn = workdir / "results/figures/banyan_fig2_node_counts.png"
+    drawn.parent.mkdir(parents=True, exist_ok=True)
+    drawn.write_bytes(b"\x89PNG drawn from a model")
+    for args in (["add", "reproductions/local", "README.md"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit",
+                                                                "-qm", "the record"]):
+        subprocess.run(["git", *args], cwd=workdir, check=True, capture_output=True)
+    figures = subprocess.run(["bash", "tools/local_record.sh", "figures", "reproductions/local"], cwd=workdir,
+                             capture_output=True, text=True, timeout=600,
+                             env=dict(chunk_env(300), FIGURES=str(drawn),
+                                      SNAKEMAKE_ARGS="--configfile .test/config.yaml .test/chunk.yaml"))
+    assert figures.returncode == 0, figures.stdout[-3000:] + figures.stderr[-3000:]
+    with_figure = workdir / "reproductions/figures"
+    assert (with_figure / "figures/banyan_fig2_node_counts.png").read_bytes() == drawn.read_bytes()
+    assert (with_figure / "scores.csv").read_text() == (made_here / "scores.csv").read_text()
+    assert json.loads((with_figure / RUN.run_dir.replace("results/", "", 1) / "train.json").read_text()) == \
+        json.loads((run_dir / "train.json").read_text())
 
 
 def test_campaign_record_checks_its_arguments_before_touching_anything(tmp_path):
@@ -522,6 +540,7 @@ def test_local_record_checks_its_arguments_before_touching_anything(tmp_path):
 
     rel = "results/runs/en/banyan/s/seed0"
     for args, env, why in ((("new", "none"), {}, "usage"),
+                           (("new", "none"), {"FIGURES": "x.png"}, "no RUN and CARRY none"),
                            (("taken", "none", rel), {}, "records are immutable"),
                            (("new", "reproductions/old", rel), {}, "not a record committed at HEAD"),
                            (("new", "reproductions/unfinished", rel), {}, "(no manifest.json)"),

@@ -14,7 +14,8 @@
 #      and the figures drawn from scores alone (`from_scores: true` in config/tables.yaml; strae figure)
 #   4. strae record --name NAME [--carry CARRY] (README "Results" regenerated), then campaign/ beside it
 # Environment: SNAKEMAKE_ARGS, the options the chunks gave snakemake after their targets (e.g. `--configfile
-# F`), so the parameter counts come from the same configuration; PYTHON (python).
+# F`), so the parameter counts come from the same configuration; PYTHON (python); CARRY_ONLY=1 accepts archives with no
+# evaluation (CARRY's scores alone: tools/local_record.sh's record of new figures).
 # Evaluations already under results/eval that no archive brought (runs made on this machine) are listed and
 # refused, before anything is written: move them away, or KEEP_LOCAL=1 to let them join the record. A train.json
 # still `running` (a run training here) is left out of the record (strae record).
@@ -105,7 +106,9 @@ for path in results/eval/*/*/*/seed*.json; do
         *) evaluations+=("$path") ;;
     esac
 done
-((${#evaluations[@]})) || die "no evaluation JSON under results/eval after unpacking $*"
+# CARRY_ONLY=1 (tools/local_record.sh with figures and no run): the carried record's scores alone, new figures beside
+((${#evaluations[@]})) || { [ "${CARRY_ONLY:-0}" = 1 ] && [ "$CARRY" != none ]; } \
+    || die "no evaluation JSON under results/eval after unpacking $*"
 
 # 2. scores: this record's evaluations and the carried record's
 strae aggregate --out results/scores.csv "${CARRY_SCORES[@]}" "${evaluations[@]}"

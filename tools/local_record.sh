@@ -4,6 +4,7 @@
 # JSONs, train.json and log tails are packed as one archive for tools/campaign_record.sh, and the record it writes
 # (reproductions/NAME) and the regenerated README.md come back here, to commit.
 #     bash tools/local_record.sh NAME CARRY RUN...
+#     FIGURES="F.png F.pdf" bash tools/local_record.sh NAME CARRY     (no run: CARRY's runs and scores, new figures)
 #     bash tools/local_record.sh cpu-2core-2026-12-02 reproductions/cpu-2core-2026-12-01 \
 #         results/runs/en/banyan/ce_diagonal_entangled_k256_u1/seed0
 # NAME, CARRY: as tools/campaign_record.sh's (CARRY `none` for a first record). RUN: a run directory under
@@ -21,9 +22,11 @@
 set -euo pipefail
 
 die() { echo "local_record: $*" >&2; exit 1; }
-(($# >= 3)) || die "usage: bash tools/local_record.sh NAME CARRY RUN..."
+(($# >= 3)) || { (($# == 2)) && [ -n "${FIGURES:-}" ]; } \
+    || die "usage: bash tools/local_record.sh NAME CARRY RUN... (or FIGURES=... with NAME CARRY alone)"
 NAME=$1 CARRY=$2
 shift 2
+(($#)) || [ "$CARRY" != none ] || die "no RUN and CARRY none: a record of figures alone carries an earlier record's runs"
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$REPO"
 [ ! -e "reproductions/$NAME" ] || die "reproductions/$NAME exists; records are immutable, choose another NAME"
@@ -83,6 +86,7 @@ for file in "${files[@]}"; do
     case $file in logs/*) tail -n 200 "$file" >"$STAGE/pack/$file" ;; *) cp "$file" "$STAGE/pack/$file" ;; esac
 done
 tar -cJf "$STAGE/local.tar.xz" -C "$STAGE/pack" .
+carry_only=$((! $#))  # figures alone: campaign_record.sh takes the carried scores without a new evaluation
 
 git clone -q "$REPO" "$STAGE/clone"
 git -C "$STAGE/clone" checkout -q --detach "$head"  # this checkout's commit, whatever branch the clone chose
@@ -93,7 +97,7 @@ if ((${#figures[@]})); then
 fi
 # the clone's own code and commit (an editable install would run this checkout's and name its HEAD)
 (cd "$STAGE/clone" && PYTHONPATH="$STAGE/clone/src:$STAGE/clone${PYTHONPATH:+:$PYTHONPATH}" \
-    bash tools/campaign_record.sh "$NAME" "$CARRY" "$STAGE/local.tar.xz")
+    CARRY_ONLY=$carry_only bash tools/campaign_record.sh "$NAME" "$CARRY" "$STAGE/local.tar.xz")
 if [ "$(git rev-parse HEAD)" != "$head" ] || ! git diff --quiet HEAD -- README.md || [ -e "reproductions/$NAME" ]; then
     trap - EXIT
     die "this checkout changed while the record was made (a commit, README.md, or reproductions/$NAME): nothing" \
