@@ -439,6 +439,8 @@ def test_todo_lists_each_tables_runs_less_the_records(tmp_path, capsys):
     assert "en glove words_w10_d256 (seeds 1–3; baselines.glove.enabled: false)" in text
     assert ("results/figures/banyan_fig2_node_counts.png: not in the record; drawing it takes its runs' weights, "
             "which records do not keep: en banyan ce_diagonal_entangled_k128_u2 (seed 0)") in text
+    assert ('FIGURES="results/figures/banyan_fig2_node_counts.png results/figures/banyan_fig2_node_counts.pdf" bash '
+            "tools/local_record.sh NEW reproductions/NEWEST` puts it in a record") in text
     assert "results/figures/ku_curves.png:" not in text  # in the record
     assert rec.main(["--todo", "--table", "banyan_table6", "--out", str(record.parent), "--config", str(config_path),
                      "--tables", str(tables_path)]) == 0
