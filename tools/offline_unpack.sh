@@ -91,7 +91,7 @@ ready. Next, on a box held as long as the work takes:
   strae record --name NAME                                    # e.g. h100-\$(date +%F)
   tar -cJf record.tar.xz reproductions/NAME README.md logs    # what comes back: one small file
 or, on a box lent in calls of a few minutes (each call resumes; README "In time-boxed chunks"), the targets expanded:
-  first call:  bash tools/offline_unpack.sh BUNDLE && source BUNDLE/env.sh && CHUNK_S=\$((585 - SECONDS)) \\
+  first call:  bash tools/offline_unpack.sh BUNDLE && source BUNDLE/env.sh && CHUNK_S=\$((580 - SECONDS)) \\
                    bash tools/campaign_chunk.sh TARGET...       # CHUNK_S: what the unpacking left of the call
   later calls: source $BUNDLE/env.sh && bash tools/campaign_chunk.sh TARGET...
   # then, where the repository is kept: bash tools/campaign_record.sh NAME CARRY ARCHIVE... # each call's, oldest first
