@@ -122,6 +122,22 @@ def test_baselines_enabled_add_their_rules(workdir, tmp_path):
     assert simcse and "--resources-dir store/res " in simcse.group(0), result.stdout
 
 
+def test_old_functions_overlay_trains_banyans_own_channels(workdir):
+    """config/banyan_old_functions_k128.yaml: Banyan Tables 7-8's other reading of k x u (Banyan's own k128 u2 with the
+    old linear functions), one experiment beside the table's k16 u16, with the table's recipe."""
+    target = "results/eval/en/banyan/ce_linear_entangled_k128_u2/seed0.paper.json"
+    result = snakemake(workdir, "-n", "-p", "--cores", "1", target, "--configfile",
+                       "config/banyan_old_functions_k128.yaml")
+    assert result.returncode == 0, result.stderr + result.stdout
+    train = re.search(r"strae train [^\n]*", result.stdout).group(0)
+    assert "--recipe banyan --structure entangled --functions linear --objective ce --k 128 --u 2" in train, train
+    assert "--out results/runs/en/banyan/ce_linear_entangled_k128_u2/seed0" in train
+    overlay = yaml.safe_load((REPO / "config/banyan_old_functions_k128.yaml").read_text())["experiments"]
+    table = paper_config()["experiments"]["banyan_old_functions"]
+    assert {**overlay["banyan_old_functions_k128"], "grid": None} == {**table, "grid": None}  # only k x u differs
+    assert overlay["banyan_old_functions_k128"]["grid"] == {**table["grid"], "ku": [[128, 2]]}
+
+
 def test_resources_dir_is_honoured_by_every_rule(workdir, tmp_path):
     """A non-default data.resources_dir moves every placed/prepared file (corpora, tokenizers, tokenised corpora,
     parses, fetched wheels) and nothing is left under resources/."""
