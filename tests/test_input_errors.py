@@ -134,11 +134,11 @@ def test_a_bundle_whose_manifest_was_cut_short_is_named(tmp_path):
 
 
 def test_a_scores_csv_resaved_in_another_encoding_is_named(tmp_path):
-    from strae.evaluate.aggregate import KEY_COLUMNS, carried_rows, check_scores_csv
+    from strae.evaluate.aggregate import KEY_COLUMNS, check_scores_csv, read_carried
 
     scores = tmp_path / "scores.csv"
     scores.write_bytes((",".join(KEY_COLUMNS) + "\n").encode() + b"en,banyan," + LATIN1 + b",0,paper,sts12,,50\n")
-    for read in (check_scores_csv, lambda path: carried_rows(path, set())):
+    for read in (check_scores_csv, read_carried):
         with pytest.raises(SystemExit, match="scores.csv: not a UTF-8 CSV"):
             read(scores)
 

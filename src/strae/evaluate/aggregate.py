@@ -91,7 +91,7 @@ def check_scores_csv(path: str | Path) -> None:
                              f"{reader.line_num})") from None
 
 
-def _read_carried(path: str | Path) -> list[dict[str, Any]]:
+def read_carried(path: str | Path) -> list[dict[str, Any]]:
     """Every row of an earlier scores.csv (older files lack later columns: blank; a column this version does not
     know is an error, naming the file)."""
     path = Path(path)
@@ -112,11 +112,6 @@ def _read_carried(path: str | Path) -> list[dict[str, Any]]:
     return rows
 
 
-def carried_rows(path: str | Path, measured: set[tuple[str, ...]]) -> list[dict[str, Any]]:
-    """The rows of an earlier scores.csv whose evaluation is not in ``measured`` (:func:`_read_carried`)."""
-    return [row for row in _read_carried(path) if evaluation_key(row) not in measured]
-
-
 def with_carried(rows: list[dict[str, Any]], carry: Iterable[str | Path],
                  replaced: list[str] | None = None) -> list[dict[str, Any]]:
     """``rows`` plus each carried file's rows for evaluations not yet present (earlier sources win). ``replaced``,
@@ -130,7 +125,7 @@ def with_carried(rows: list[dict[str, Any]], carry: Iterable[str | Path],
     rows, said = list(rows), set()
     for path in carry:
         present = {evaluation_key(row) for row in rows}
-        for row in _read_carried(path):
+        for row in read_carried(path):
             key = evaluation_key(row)
             if key not in present:
                 rows.append(row)

@@ -690,9 +690,10 @@ def figure_needs(figure: dict[str, Any], disabled: set[str] = frozenset()) -> st
         return "the scores (`strae figure`; `strae record` copies it, `tools/campaign_record.sh` draws it)"
     if not figure["runs"]:
         return "its runs, which the config's enabled experiments do not train"
+    pdf = paths.figure_file(figure["key"], "pdf").as_posix()
     return (f"its runs' weights, which records do not keep: {runs_text(figure['runs'], disabled)} trained (again), "
             f"then `snakemake --cores 8 {figure['target']}` (it trains without evaluating, so a record's scores of "
-            f"those runs stay), and `FIGURES=\"{figure['target']} {figure['target'][:-4]}.pdf\" bash "
+            f"those runs stay), and `FIGURES=\"{figure['target']} {pdf}\" bash "
             "tools/local_record.sh NEW reproductions/NEWEST` puts it in a record")
 
 
