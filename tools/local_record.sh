@@ -5,8 +5,8 @@
 # (reproductions/NAME) and the regenerated README.md come back here, to commit.
 #     bash tools/local_record.sh NAME CARRY RUN...
 #     FIGURES="F.png F.pdf" bash tools/local_record.sh NAME CARRY     (no run: CARRY's runs and scores, new figures)
-#     bash tools/local_record.sh cpu-2core-2026-12-02 reproductions/cpu-2core-2026-12-01 \
-#         results/runs/en/banyan/ce_diagonal_entangled_k256_u1/seed0
+#     bash tools/local_record.sh cpu-2core-2026-12-02 reproductions/cpu-2core-2026-12-01-2 \
+#         results/runs/en/banyan/ce_diagonal_entangled_k4_u64/seed0
 # NAME, CARRY: as tools/campaign_record.sh's (CARRY `none` for a first record). RUN: a run directory under
 # results/runs/ whose train.json is completed or failed and that has an evaluation under results/eval (SETTING/ or
 # SETTING@OPTION/seedN.*.json): every evaluation of it joins. FIGURES (optional): figure files made here from models
